@@ -179,6 +179,8 @@ MOE_API void moe_ctx_free(moe_ctx *ctx);
 /* The message of the last failed call made with this context or with a NULL
  * context ("" if none). Never NULL; valid until the next call on ctx. */
 MOE_API const char *moe_ctx_last_error(const moe_ctx *ctx);
+/* The context's device. */
+MOE_API moe_device moe_ctx_device(const moe_ctx *ctx);
 /* The number of CPU worker threads the context uses. */
 MOE_API int moe_ctx_n_threads(const moe_ctx *ctx);
 

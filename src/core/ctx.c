@@ -52,6 +52,8 @@ void moe_ctx_free(moe_ctx *ctx) {
     free(ctx);
 }
 
+moe_device moe_ctx_device(const moe_ctx *ctx) { return ctx ? ctx->p.device : MOE_DEVICE_CPU; }
+
 int moe_ctx_n_threads(const moe_ctx *ctx) { return ctx ? ctx->n_threads : 0; }
 
 int moe__backend_slot(const moe__backend *b) {
