@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every test: the C runner (the shared case table on every backend this
+# build has, bad input, the API), the other ctest tests (install, README
+# example), and the pytest suite (numpy and gguf-py as independent oracles).
+# Ends with one line: "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+PY=${PY:-.venv/bin/python}
+passed=0 failed=0 skipped=0
+
+echo "== C tests ($BUILD/tests/moe-tests) =="
+"$BUILD/tests/moe-tests" | tee "$BUILD/moe-tests.log"
+rc=${PIPESTATUS[0]}
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$BUILD/moe-tests.log" | tail -1)
+if [ -n "$line" ]; then
+    read -r p f s <<<"$(echo "$line" | sed -E 's/^([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped.*/\1 \2 \3/')"
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+else
+    echo "moe-tests did not finish (exit $rc)"; failed=$((failed + 1))
+fi
+
+echo "== other ctest tests =="
+ctest --test-dir "$BUILD" -E '^moe-tests$' --output-on-failure | tee "$BUILD/ctest.log"
+p=$(grep -cE 'Test +#[0-9]+: .* Passed' "$BUILD/ctest.log")
+f=$(grep -cE 'Test +#[0-9]+: .*(Failed|Exception|Timeout|Not Run)' "$BUILD/ctest.log")
+s=$(grep -cE 'Test +#[0-9]+: .*Skipped' "$BUILD/ctest.log")
+passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+
+echo "== Python tests =="
+preload=
+case "$BUILD" in *-asan) # the interpreter is not instrumented: load the runtimes first
+    preload="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+    export ASAN_OPTIONS=detect_leaks=0 ;;
+esac
+LD_PRELOAD=$preload MOE_LIB="$PWD/$BUILD/libmoe.so" "$PY" -m pytest tests/python -q -rs --junitxml="$BUILD/pytest.xml"
+read -r p f s <<<"$("$PY" - "$BUILD/pytest.xml" <<'PYEOF'
+import sys, xml.etree.ElementTree as ET
+try:
+    r = ET.parse(sys.argv[1]).getroot()
+    s = r if r.tag == "testsuite" else r.find("testsuite")
+    t, f, e, k = (int(s.get(a, 0)) for a in ("tests", "failures", "errors", "skipped"))
+    print(t - f - e - k, f + e, k)
+except Exception:
+    print(0, 1, 0)
+PYEOF
+)"
+passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+
+echo
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
