@@ -57,6 +57,10 @@ struct moe_layer {
     bool gated;
     const moe__backend *backend;
     void *impl;              /* the backend's own state */
+    /* When backend is a small-batch backend (it has max_tokens), the layer
+     * that runs forwards of more tokens: same description, the next backend
+     * of the chain. NULL when one backend runs every T. */
+    moe_layer *next;
     char err[MOE__ERR_LEN];
 };
 
@@ -78,6 +82,10 @@ struct moe__backend {
     void (*describe)(const moe_layer *L, int64_t T, char *buf, size_t n);
     /* Frees the per-context state this backend kept in ctx->backend_state[slot]. */
     void (*ctx_fini)(void *state);
+    /* Small-batch backends: the largest T this backend should run for this
+     * layer (chosen by measurement per GPU); larger forwards go to the next
+     * backend of the chain. NULL: the backend runs every T. */
+    int64_t (*max_tokens)(const moe_layer *L);
 };
 
 /* src/backends.c: the backends compiled into this library, best first. */
@@ -86,6 +94,10 @@ extern const int moe__n_backends;
 /* Index of b in moe__backends (its ctx->backend_state slot), or -1. */
 int moe__backend_slot(const moe__backend *b);
 const moe__backend *moe__backend_find(const char *name);
+/* Tests only: makes layer creation choose from list[0..n) instead of the
+ * compiled-in registry (NULL restores it), so that the selection rules can be
+ * tested with fake backends and injected probe results on any machine. */
+void moe__registry_override(const moe__backend *const *list, int n);
 
 /* ---- errors and logging (src/core/status.c, src/core/log.c) ---- */
 

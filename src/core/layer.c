@@ -7,6 +7,7 @@
 #include "core.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,24 @@ static moe_status check_desc(moe_ctx *ctx, moe_layer *L) {
     return MOE_OK;
 }
 
+/* The registry layer creation chooses from (tests may replace it). */
+static const moe__backend *const *registry_list;
+static int registry_n;
+
+void moe__registry_override(const moe__backend *const *list, int n) {
+    registry_list = list;
+    registry_n = list ? n : 0;
+}
+
+static const moe__backend *const *registry(int *n) {
+    if (registry_list) {
+        *n = registry_n;
+        return registry_list;
+    }
+    *n = moe__n_backends;
+    return moe__backends;
+}
+
 /* Tries backend b for L: 1 if it can run the layer, else 0 with the reason in why. */
 static int backend_fits(moe_ctx *ctx, const moe__backend *b, const moe_layer *L, char *why, size_t n) {
     if (b->device != ctx->p.device) {
@@ -184,42 +203,80 @@ static int backend_fits(moe_ctx *ctx, const moe__backend *b, const moe_layer *L,
     return b->supports(L, why, n);
 }
 
-static moe_status choose_backend(moe_ctx *ctx, moe_layer *L) {
+static void append(char *dst, size_t cap, const char *fmt, ...) {
+    size_t len = strlen(dst);
+    if (len + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst + len, cap - len, fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * The chain: a forced backend (MOE_BACKEND, then desc.backend) runs every T;
+ * otherwise the first backend of the registry that can run the layer, and if
+ * that one is a small-batch backend, the first full backend after it for
+ * larger T. Sets *primary and *large (NULL when one backend runs every T).
+ */
+static moe_status choose_backends(moe_ctx *ctx, const moe_layer *L, const moe__backend **primary,
+                                  const moe__backend **large) {
     char why[512];
+    int n;
+    const moe__backend *const *list = registry(&n);
+    *primary = *large = NULL;
     const char *env = getenv("MOE_BACKEND");
     const char *name = env && *env ? env : (L->desc.backend && *L->desc.backend ? L->desc.backend : NULL);
     const char *origin = env && *env ? "MOE_BACKEND" : "desc.backend";
     if (name && strcmp(name, "auto") != 0) {
-        const moe__backend *b = moe__backend_find(name);
+        const moe__backend *b = NULL;
+        for (int i = 0; i < n; i++)
+            if (strcmp(list[i]->name, name) == 0) b = list[i];
         if (!b) {
             char have[256] = "";
-            for (int i = 0; i < moe__n_backends; i++) {
-                strncat(have, moe__backends[i]->name, sizeof have - strlen(have) - 3);
-                if (i + 1 < moe__n_backends) strcat(have, ", ");
-            }
+            for (int i = 0; i < n; i++) append(have, sizeof have, "%s%s", i ? ", " : "", list[i]->name);
             moe__log(ctx, MOE_LOG_WARN, "%s=%s: no such backend in this build (have: %s); choosing automatically",
                      origin, name, have);
         } else if (!backend_fits(ctx, b, L, why, sizeof why)) {
-            return moe__ctx_error(ctx, MOE_ERR_BACKEND_UNAVAILABLE, "%s=%s cannot run this layer: %s", origin, name, why);
+            return moe__ctx_error(ctx, MOE_ERR_BACKEND_UNAVAILABLE, "%s=%s cannot run this layer: %s", origin, name,
+                                  why);
         } else {
-            L->backend = b;
+            *primary = b;
             moe__log(ctx, MOE_LOG_INFO, "backend %s (forced by %s)", b->name, origin);
             return MOE_OK;
         }
     }
-    char passed[1024] = "";
-    for (int i = 0; i < moe__n_backends; i++) {
-        const moe__backend *b = moe__backends[i];
+    char passed[1536] = "";
+    for (int i = 0; i < n; i++) {
+        const moe__backend *b = list[i];
         if (b->device != ctx->p.device) continue;
-        if (backend_fits(ctx, b, L, why, sizeof why)) {
-            L->backend = b;
-            moe__log(ctx, MOE_LOG_INFO, "backend %s chosen%s%s", b->name, passed[0] ? "; passed over " : "", passed);
-            return MOE_OK;
+        if (!backend_fits(ctx, b, L, why, sizeof why)) {
+            append(passed, sizeof passed, "%s: %s; ", b->name, why);
+            continue;
         }
-        size_t len = strlen(passed);
-        snprintf(passed + len, sizeof passed - len, "%s%s: %s", len ? "; " : "", b->name, why);
+        if (b->max_tokens && !*primary) {
+            *primary = b; /* small-batch: keep looking for the backend of larger T */
+            continue;
+        }
+        if (*primary) *large = b;
+        else *primary = b;
+        break;
     }
-    return moe__ctx_error(ctx, MOE_ERR_BACKEND_UNAVAILABLE, "no backend can run this layer: %s", passed);
+    if (!*primary)
+        return moe__ctx_error(ctx, MOE_ERR_BACKEND_UNAVAILABLE, "no backend can run this layer: %s", passed);
+    if (*large)
+        moe__log(ctx, MOE_LOG_INFO, "%susing %s for T <= %lld and %s above", passed, (*primary)->name,
+                 (long long)(*primary)->max_tokens(L), (*large)->name);
+    else
+        moe__log(ctx, MOE_LOG_INFO, "%susing %s", passed, (*primary)->name);
+    return MOE_OK;
+}
+
+/* Makes a layer of desc (already checked into L's views) on backend b. */
+static moe_status init_on(moe_ctx *ctx, moe_layer *L, const moe__backend *b) {
+    L->backend = b;
+    moe_status s = b->init(L);
+    if (s) moe__ctx_error(ctx, s, "backend %s: %s", b->name, L->err);
+    return s;
 }
 
 moe_status moe_layer_create(moe_ctx *ctx, const moe_layer_desc *desc, moe_layer **out) {
@@ -231,23 +288,41 @@ moe_status moe_layer_create(moe_ctx *ctx, const moe_layer_desc *desc, moe_layer 
     if (!L) return moe__ctx_error(ctx, MOE_ERR_OUT_OF_MEMORY, "moe_layer_create: out of memory");
     L->ctx = ctx;
     L->desc = *desc;
+    const moe__backend *primary = NULL, *large = NULL;
     moe_status s = check_desc(ctx, L);
-    if (!s) s = choose_backend(ctx, L);
-    if (!s) {
-        s = L->backend->init(L);
-        if (s) moe__ctx_error(ctx, s, "backend %s: %s", L->backend->name, L->err);
+    if (!s) s = choose_backends(ctx, L, &primary, &large);
+    if (!s && large) {
+        moe_layer *N = malloc(sizeof *N);
+        if (!N) s = moe__ctx_error(ctx, MOE_ERR_OUT_OF_MEMORY, "moe_layer_create: out of memory");
+        else {
+            *N = *L;
+            if ((s = init_on(ctx, N, large))) free(N);
+            else L->next = N;
+        }
+    }
+    if (!s && (s = init_on(ctx, L, primary))) {
+        moe_layer_free(L->next);
+        L->next = NULL;
     }
     if (s) {
         free(L);
         return s;
     }
     L->desc.backend = NULL; /* the caller's string is not kept */
+    if (L->next) L->next->desc.backend = NULL;
     *out = L;
     return MOE_OK;
 }
 
+/* The part of L that runs a forward of T tokens. */
+static moe_layer *part_for(const moe_layer *L, int64_t T) {
+    if (L->next && T > L->backend->max_tokens(L)) return L->next;
+    return (moe_layer *)L;
+}
+
 void moe_layer_free(moe_layer *L) {
     if (!L) return;
+    moe_layer_free(L->next);
     if (L->backend && L->backend->fini) L->backend->fini(L);
     free(L);
 }
@@ -263,7 +338,8 @@ moe_status moe_layer_workspace_size(const moe_layer *L, int64_t T, size_t *bytes
     if (T < 0) return moe__layer_error((moe_layer *)L, MOE_ERR_INVALID_DIM, "T = %lld, expected T >= 0", (long long)T);
     if (!moe__mul_ok(T, L->desc.K, &tk) || !moe__mul_ok(T, L->desc.D, &tk) || T > INT32_MAX)
         return moe__layer_error((moe_layer *)L, MOE_ERR_SIZE_OVERFLOW, "T = %lld is too large", (long long)T);
-    *bytes = T ? L->backend->workspace(L, T) : 0;
+    const moe_layer *P = part_for(L, T);
+    *bytes = T ? P->backend->workspace(P, T) : 0;
     return MOE_OK;
 }
 
@@ -295,7 +371,10 @@ moe_status moe_layer_forward(moe_layer *L, int64_t T, const void *x, const int32
                                 (long long)T, need);
     if (L->ctx->p.device == MOE_DEVICE_CPU && (s = moe__check_ids_host(L, T, topk_ids))) return s;
     moe__fwd a = {T, x, topk_ids, topk_weights, out, workspace, workspace_size};
-    return L->backend->forward(L, &a);
+    moe_layer *P = part_for(L, T);
+    s = P->backend->forward(P, &a);
+    if (s && P != L) memcpy(L->err, P->err, sizeof L->err);
+    return s;
 }
 
 moe_status moe_layer_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
@@ -305,6 +384,7 @@ moe_status moe_layer_describe(const moe_layer *L, int64_t T, char *buf, size_t n
     if (n == 0) return MOE_ERR_INVALID_ARGUMENT;
     if (T < 0) return moe__layer_error((moe_layer *)L, MOE_ERR_INVALID_DIM, "T = %lld, expected T >= 0", (long long)T);
     buf[0] = 0;
-    L->backend->describe(L, T, buf, n);
+    const moe_layer *P = part_for(L, T);
+    P->backend->describe(P, T, buf, n);
     return MOE_OK;
 }
