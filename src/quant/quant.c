@@ -1,7 +1,8 @@
 /*
  * f32 <-> moe_type row conversion: the dispatch over types and the public
- * moe_quantize_row / moe_dequantize_row. Each GGUF block format lives in its
- * own function below; dense types convert element by element with RNE.
+ * moe_quantize_row / moe_dequantize_row. The GGUF block formats live in
+ * q_legacy.c (Q4_0, Q8_0, MXFP4) and q_k.c (the K-quants); dense types
+ * convert element by element with RNE.
  */
 #include "quant.h"
 
@@ -17,8 +18,16 @@ int moe__dequantize_row(moe_type t, const void *src, float *dst, int64_t n) {
     case MOE_TYPE_F32: memcpy(dst, src, (size_t)n * 4); return 0;
     case MOE_TYPE_F16: for (int64_t i = 0; i < n; i++) dst[i] = moe__f16_to_f32(h[i]); return 0;
     case MOE_TYPE_BF16: for (int64_t i = 0; i < n; i++) dst[i] = moe__bf16_to_f32(h[i]); return 0;
-    default: return -1;
+    case MOE_TYPE_Q4_0: moe__dequantize_row_q4_0(src, dst, n); return 0;
+    case MOE_TYPE_Q8_0: moe__dequantize_row_q8_0(src, dst, n); return 0;
+    case MOE_TYPE_MXFP4: moe__dequantize_row_mxfp4(src, dst, n); return 0;
+    case MOE_TYPE_Q2_K: moe__dequantize_row_q2_k(src, dst, n); return 0;
+    case MOE_TYPE_Q3_K: moe__dequantize_row_q3_k(src, dst, n); return 0;
+    case MOE_TYPE_Q4_K: moe__dequantize_row_q4_k(src, dst, n); return 0;
+    case MOE_TYPE_Q5_K: moe__dequantize_row_q5_k(src, dst, n); return 0;
+    case MOE_TYPE_Q6_K: moe__dequantize_row_q6_k(src, dst, n); return 0;
     }
+    return -1;
 }
 
 int moe__quantize_row(moe_type t, const float *src, void *dst, int64_t n) {
@@ -29,8 +38,16 @@ int moe__quantize_row(moe_type t, const float *src, void *dst, int64_t n) {
     case MOE_TYPE_F32: memcpy(dst, src, (size_t)n * 4); return 0;
     case MOE_TYPE_F16: for (int64_t i = 0; i < n; i++) h[i] = moe__f32_to_f16(src[i]); return 0;
     case MOE_TYPE_BF16: for (int64_t i = 0; i < n; i++) h[i] = moe__f32_to_bf16(src[i]); return 0;
-    default: return -1;
+    case MOE_TYPE_Q4_0: moe__quantize_row_q4_0(src, dst, n); return 0;
+    case MOE_TYPE_Q8_0: moe__quantize_row_q8_0(src, dst, n); return 0;
+    case MOE_TYPE_MXFP4: moe__quantize_row_mxfp4(src, dst, n); return 0;
+    case MOE_TYPE_Q2_K: moe__quantize_row_q2_k(src, dst, n); return 0;
+    case MOE_TYPE_Q3_K: moe__quantize_row_q3_k(src, dst, n); return 0;
+    case MOE_TYPE_Q4_K: moe__quantize_row_q4_k(src, dst, n); return 0;
+    case MOE_TYPE_Q5_K: moe__quantize_row_q5_k(src, dst, n); return 0;
+    case MOE_TYPE_Q6_K: moe__quantize_row_q6_k(src, dst, n); return 0;
     }
+    return -1;
 }
 
 static moe_status check_row(const char *fn, moe_type t, const void *a, const void *b, int64_t n) {
