@@ -45,6 +45,13 @@ void moe_test_skip(const char *fmt, ...) {
     va_end(ap);
 }
 
+void moe_test_note(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cur_msg, sizeof cur_msg, fmt, ap);
+    va_end(ap);
+}
+
 int moe_test_failed(void) { return cur_failed; }
 uint64_t moe_test_seed(void) { return seed; }
 

@@ -15,6 +15,8 @@ typedef void (*moe_test_fn)(void);
 void moe_test_register(const char *name, moe_test_fn fn);
 void moe_test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void moe_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A note printed after a passing test's name (measurements, counts). */
+void moe_test_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 1 once the running test has failed (so helpers can stop early). */
 int moe_test_failed(void);
 /* The seed of this run: MOE_TEST_SEED, or fresh from the clock. */
