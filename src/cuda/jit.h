@@ -1,0 +1,51 @@
+/*
+ * NVRTC compilation with an on-disk cache, for the cuda-jit backend. NVRTC is
+ * opened at run time (dlopen), so the library loads and runs where it is
+ * missing; compiling needs no GPU. Plain C.
+ */
+#ifndef MOE_CUDA_JIT_H
+#define MOE_CUDA_JIT_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 if NVRTC can be opened; otherwise 0 and why ("NVRTC not found
+ * (libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so)"). Thread-safe, cached. */
+int moe__jit_available(char *why, size_t n);
+
+/* NVRTC's version as major*1000 + minor*10 (13000 for 13.0), or 0. */
+int moe__jit_nvrtc_version(void);
+
+typedef struct moe__jit_result {
+    void *cubin;        /* malloc'd; the caller frees it */
+    size_t size;
+    int cache_hit;      /* 1: read from the disk cache */
+    double ms;          /* wall time of the compile or of the cache read */
+    char cache_path[512]; /* "" when no cache directory could be used */
+} moe__jit_result;
+
+/*
+ * Compiles src (a complete CUDA C translation unit, with no #include of files
+ * outside it) for sm_<arch> (e.g. "90a", "80") with the extra options, or
+ * reads the result from the cache. The cache key hashes the source, the
+ * options, the arch, NVRTC's version and libmoe's version. The cache directory
+ * is $MOE_CACHE_DIR, else $XDG_CACHE_HOME/libmoe, else $HOME/.cache/libmoe;
+ * MOE_CACHE_DIR=off disables it. Entries are written to a temporary file and
+ * renamed, so processes filling the cache at once never see half a file.
+ * Errors (NVRTC missing, a compile error with its log) go to err.
+ */
+moe_status moe__jit_compile(const char *name, const char *src, const char *arch, const char *const *opts,
+                            int n_opts, moe__jit_result *res, char *err, size_t err_n);
+
+/* The cache directory in use (created if needed), or NULL when caching is off
+ * or no directory is usable. */
+const char *moe__jit_cache_dir(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

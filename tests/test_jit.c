@@ -1,0 +1,105 @@
+/*
+ * The NVRTC compile cache of the cuda-jit backend: compiling needs no GPU, so
+ * this runs wherever the library was built with CUDA and NVRTC can be opened.
+ * Cold compile, warm hit, a compile error's message, a corrupt entry, and two
+ * processes filling the cache at once.
+ */
+#include "harness.h"
+
+#ifdef MOE_WITH_CUDA
+#include "cuda/jit.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *kernel_src =
+    "extern \"C\" __global__ void axpy(float a, const float *x, float *y, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) y[i] = a * x[i] + y[i];\n"
+    "}\n";
+
+static char dir[256];
+
+static int setup_cache(void) {
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/moe-jit-test-%ld", (long)getpid());
+        setenv("MOE_CACHE_DIR", dir, 1); /* read once per process, at the first compile */
+    }
+    char why[256];
+    if (!moe__jit_available(why, sizeof why)) return 0;
+    return moe__jit_cache_dir() != NULL;
+}
+
+TEST(jit_compile_then_cache_hit) {
+    char why[256], err[1024];
+    if (!setup_cache()) {
+        moe__jit_available(why, sizeof why);
+        SKIP("%s", moe__jit_available(NULL, 0) ? "no cache directory" : why);
+    }
+    char src[512];
+    snprintf(src, sizeof src, "%s// %lld\n", kernel_src, (long long)getpid()); /* a key no earlier run made */
+    moe__jit_result a, b;
+    CHECK_STATUS(moe__jit_compile("axpy", src, "90a", NULL, 0, &a, err, sizeof err), MOE_OK);
+    CHECK(!a.cache_hit && a.size > 16 && memcmp(a.cubin, "\x7f" "ELF", 4) == 0);
+    CHECK_STATUS(moe__jit_compile("axpy", src, "90a", NULL, 0, &b, err, sizeof err), MOE_OK);
+    CHECK(b.cache_hit && b.size == a.size && memcmp(a.cubin, b.cubin, a.size) == 0);
+    CHECK_MSG(b.ms < 50.0, "warm cache read took %.1f ms", b.ms);
+    /* another arch or option is another entry */
+    moe__jit_result c;
+    const char *opt[] = {"-DMOE_JIT_TEST=1"};
+    CHECK_STATUS(moe__jit_compile("axpy", src, "80", opt, 1, &c, err, sizeof err), MOE_OK);
+    CHECK(!c.cache_hit && strcmp(c.cache_path, a.cache_path) != 0);
+    /* a corrupt entry is recompiled and replaced */
+    FILE *f = fopen(a.cache_path, "wb");
+    CHECK(f != NULL);
+    fputs("garbage", f);
+    fclose(f);
+    moe__jit_result d;
+    CHECK_STATUS(moe__jit_compile("axpy", src, "90a", NULL, 0, &d, err, sizeof err), MOE_OK);
+    CHECK(!d.cache_hit && d.size == a.size);
+    char msg[128];
+    snprintf(msg, sizeof msg, "cold %.0f ms, warm %.2f ms", a.ms, b.ms);
+    free(a.cubin); free(b.cubin); free(c.cubin); free(d.cubin);
+    moe_test_note("%s", msg);
+}
+
+TEST(jit_compile_error_has_log) {
+    char err[1024];
+    if (!setup_cache()) SKIP("NVRTC not available");
+    moe__jit_result r;
+    moe_status s = moe__jit_compile("broken", "__global__ void k() { undeclared_thing = 1; }", "90a", NULL, 0, &r, err,
+                                    sizeof err);
+    CHECK(s != MOE_OK);
+    CHECK_MSG(strstr(err, "undeclared_thing") != NULL, "message lacks the compiler log: %s", err);
+    CHECK(r.cubin == NULL);
+}
+
+TEST(jit_two_processes_fill_cache) {
+    char err[1024];
+    if (!setup_cache()) SKIP("NVRTC not available");
+    char src[512];
+    snprintf(src, sizeof src, "%s// race %lld\n", kernel_src, (long long)getpid());
+    pid_t kids[2];
+    for (int i = 0; i < 2; i++) {
+        kids[i] = fork();
+        if (kids[i] == 0) {
+            moe__jit_result r;
+            _exit(moe__jit_compile("axpy", src, "90a", NULL, 0, &r, err, sizeof err) == MOE_OK ? 0 : 1);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        int st = 0;
+        waitpid(kids[i], &st, 0);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    moe__jit_result r;
+    CHECK_STATUS(moe__jit_compile("axpy", src, "90a", NULL, 0, &r, err, sizeof err), MOE_OK);
+    CHECK(r.cache_hit && memcmp(r.cubin, "\x7f" "ELF", 4) == 0);
+    free(r.cubin);
+}
+
+#else
+TEST(jit_compile_then_cache_hit) { SKIP("built without CUDA"); }
+#endif
