@@ -128,7 +128,9 @@ MOE_API int64_t moe_type_row_bytes(moe_type t, int64_t n);
 
 /* Converts n f32 values into n elements of type t (for block types n must be
  * a multiple of the block size; blocks are made the way GGUF's reference
- * quantizers make them). dst holds moe_type_row_bytes(t, n) bytes. */
+ * quantizers make them). dst holds moe_type_row_bytes(t, n) bytes.
+ * NaN or Inf in a block gives NaN block scales (the block decodes to NaN);
+ * MXFP4, which cannot hold NaN, saturates Inf to +-6*scale and stores NaN as 0. */
 MOE_API moe_status moe_quantize_row(moe_type t, const float *src, void *dst, int64_t n);
 /* Converts n elements of type t (moe_type_row_bytes(t, n) bytes) to f32. */
 MOE_API moe_status moe_dequantize_row(moe_type t, const void *src, float *dst, int64_t n);
@@ -344,6 +346,196 @@ MOE_API moe_route_params moe_route_params_default(void);
  */
 MOE_API moe_status moe_route_topk(moe_ctx *ctx, const moe_route_params *params, int64_t T,
                                   const float *logits, int32_t *topk_ids, float *topk_weights);
+
+/* ------------------------------------------------------------------------ */
+/* GGUF files                                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A reader for GGUF files (versions 2 and 3, little-endian), the format of
+ * llama.cpp's models: metadata key/values, tensor infos, and the tensor data,
+ * which stay in the file's memory mapping and are lent out, never copied.
+ *
+ * Every count, length, shape and offset in the file is checked against the
+ * bytes that remain before it is used; a malformed file gives
+ * MOE_ERR_GGUF_FORMAT (or MOE_ERR_SIZE_OVERFLOW, MOE_ERR_UNSUPPORTED) and a
+ * message naming the field, its value and the limit it broke.
+ *
+ * Errors: a call on a handle keeps its message in moe_gguf_last_error(f);
+ * calls without one (a failed open, moe_gguf_router_logits) keep it in
+ * moe_gguf_last_error(NULL), which is per thread.
+ * Thread safety: a handle may be read from several threads at once, but the
+ * last-error message is then unreliable.
+ *
+ * Lifetime: every pointer the reader gives out (names, strings, tensor data,
+ * the weights of a layer made by moe_layer_from_gguf, a router's tensors)
+ * points into the file handle or its mapping and is valid until
+ * moe_gguf_close. A layer borrows its weights: free the layer before closing
+ * the file. Do not truncate or rewrite a file while it is open (the mapping
+ * would fault).
+ */
+typedef struct moe_gguf moe_gguf;
+
+/* Metadata value types (GGUF's numbers). */
+typedef enum moe_gguf_type {
+    MOE_GGUF_TYPE_UINT8 = 0,
+    MOE_GGUF_TYPE_INT8 = 1,
+    MOE_GGUF_TYPE_UINT16 = 2,
+    MOE_GGUF_TYPE_INT16 = 3,
+    MOE_GGUF_TYPE_UINT32 = 4,
+    MOE_GGUF_TYPE_INT32 = 5,
+    MOE_GGUF_TYPE_FLOAT32 = 6,
+    MOE_GGUF_TYPE_BOOL = 7,
+    MOE_GGUF_TYPE_STRING = 8,
+    MOE_GGUF_TYPE_ARRAY = 9,
+    MOE_GGUF_TYPE_UINT64 = 10,
+    MOE_GGUF_TYPE_INT64 = 11,
+    MOE_GGUF_TYPE_FLOAT64 = 12,
+} moe_gguf_type;
+
+/* "u32", "string", "array", ...; "unknown" for other values. */
+MOE_API const char *moe_gguf_type_name(moe_gguf_type t);
+
+/* Opens and maps (read-only) the file at path and checks all of it: header,
+ * every key/value, every tensor info, alignment, and that each tensor's data
+ * lies inside the file. *out is NULL on failure; the message is in
+ * moe_gguf_last_error(NULL). MOE_ERR_IO when the file cannot be opened or
+ * mapped. */
+MOE_API moe_status moe_gguf_open(const char *path, moe_gguf **out);
+/* The same for a GGUF image already in memory: size bytes at data, BORROWED
+ * (kept alive and unchanged until moe_gguf_close). data may be unaligned. */
+MOE_API moe_status moe_gguf_open_memory(const void *data, size_t size, moe_gguf **out);
+/* Unmaps and frees; NULL is a no-op. Free the layers made from f first. */
+MOE_API void moe_gguf_close(moe_gguf *f);
+/* The message of the last failed call on f ("" if none); f = NULL: of the
+ * last failed call without a handle on this thread. Never NULL. */
+MOE_API const char *moe_gguf_last_error(const moe_gguf *f);
+
+/* The file's GGUF version (2 or 3), counts, alignment (general.alignment or
+ * 32) and the offset of the data section from the start of the file. */
+MOE_API uint32_t moe_gguf_version(const moe_gguf *f);
+MOE_API int64_t moe_gguf_n_kv(const moe_gguf *f);
+MOE_API int64_t moe_gguf_n_tensors(const moe_gguf *f);
+MOE_API uint64_t moe_gguf_alignment(const moe_gguf *f);
+MOE_API uint64_t moe_gguf_data_offset(const moe_gguf *f);
+
+/* One metadata value, a view into the file. */
+typedef struct moe_gguf_value {
+    moe_gguf_type type;
+    moe_gguf_type elem_type; /* ARRAY: the elements' type; otherwise equal to type */
+    uint64_t n;              /* ARRAY: element count; STRING: length in bytes; otherwise 1 */
+    /* STRING: the bytes, NOT NUL-terminated. ARRAY of numbers or bools: the
+     * packed little-endian elements, possibly unaligned. ARRAY of strings or
+     * arrays: NULL (use moe_gguf_array_get). Scalars: the value's bytes. */
+    const void *data;
+    uint64_t u;  /* integers and BOOL: the value as unsigned (bool: 0 or 1) */
+    int64_t i;   /* integers and BOOL: the value as signed */
+    double f;    /* FLOAT32, FLOAT64: the value */
+    uint64_t internal_[2]; /* the reader's bookkeeping; do not touch */
+} moe_gguf_value;
+
+/* Index of key in [0, moe_gguf_n_kv(f)), or -1 if absent. */
+MOE_API int64_t moe_gguf_find_key(const moe_gguf *f, const char *key);
+/* Key/value number i, in file order. *key is NUL-terminated, owned by f. */
+MOE_API moe_status moe_gguf_kv_at(const moe_gguf *f, int64_t i, const char **key, moe_gguf_value *value);
+/* The value of key; MOE_ERR_NOT_FOUND when absent. */
+MOE_API moe_status moe_gguf_get(const moe_gguf *f, const char *key, moe_gguf_value *value);
+/* Element i of an ARRAY value (any element type, nested arrays included), in
+ * constant time. */
+MOE_API moe_status moe_gguf_array_get(const moe_gguf *f, const moe_gguf_value *array, uint64_t i,
+                                      moe_gguf_value *elem);
+
+/* Typed getters. MOE_ERR_NOT_FOUND when key is absent; MOE_ERR_GGUF_FORMAT,
+ * naming the type or value, when it has the wrong type or does not fit.
+ * Integer getters take any integer type whose value fits; get_f32 takes
+ * FLOAT32 or FLOAT64; get_bool takes BOOL. */
+MOE_API moe_status moe_gguf_get_u32(const moe_gguf *f, const char *key, uint32_t *v);
+MOE_API moe_status moe_gguf_get_i32(const moe_gguf *f, const char *key, int32_t *v);
+MOE_API moe_status moe_gguf_get_u64(const moe_gguf *f, const char *key, uint64_t *v);
+MOE_API moe_status moe_gguf_get_f32(const moe_gguf *f, const char *key, float *v);
+MOE_API moe_status moe_gguf_get_bool(const moe_gguf *f, const char *key, int *v);
+/* A STRING value as a NUL-terminated copy owned by f; *len (may be NULL)
+ * gets its length in bytes (the string may itself contain NUL bytes). */
+MOE_API moe_status moe_gguf_get_string(const moe_gguf *f, const char *key, const char **s, size_t *len);
+/* An ARRAY value's element type and count (elements: moe_gguf_get + moe_gguf_array_get). */
+MOE_API moe_status moe_gguf_get_array(const moe_gguf *f, const char *key, moe_gguf_type *elem_type, uint64_t *n);
+
+/* One tensor of the file. GGUF lists dimensions fastest-first: ne[0] is the
+ * contiguous one, so ne = [D, I, E] is the row-major array [E][I][D]. */
+typedef struct moe_gguf_tensor_info {
+    const char *name;      /* NUL-terminated, owned by f */
+    moe_type type;         /* the ggml type number; may be one libmoe does not
+                              compute with (moe_type_block_size gives 0) */
+    const char *type_name; /* "q4_0", "iq2_xxs", ... */
+    int n_dims;            /* 0..4 */
+    int64_t ne[4];         /* unused dimensions are 1 */
+    int64_t n_elements;
+    uint64_t offset;       /* of the data from the start of the file */
+    uint64_t size;         /* bytes of data */
+    const void *data;      /* in the mapping (host memory); valid until moe_gguf_close */
+} moe_gguf_tensor_info;
+
+/* Index of the tensor named name in [0, moe_gguf_n_tensors(f)), or -1. */
+MOE_API int64_t moe_gguf_find_tensor(const moe_gguf *f, const char *name);
+/* Tensor number i, in file order. */
+MOE_API moe_status moe_gguf_tensor_at(const moe_gguf *f, int64_t i, moe_gguf_tensor_info *info);
+/* The tensor named name; MOE_ERR_NOT_FOUND when absent. */
+MOE_API moe_status moe_gguf_get_tensor(const moe_gguf *f, const char *name, moe_gguf_tensor_info *info);
+
+/* ---- MoE layers from a model file ---- */
+
+typedef struct moe_gguf_layer_params {
+    moe_type act_type;   /* dtype of x and out; default F32 */
+    const char *backend; /* as moe_layer_desc.backend; NULL = automatic */
+    int64_t K;           /* experts per token; 0 (default) = <arch>.expert_used_count */
+} moe_gguf_layer_params;
+
+MOE_API moe_gguf_layer_params moe_gguf_layer_params_default(void);
+
+/*
+ * How to route one layer's hidden states: logits = x W^T + b, then
+ * moe_route_topk(ctx, &route, T, logits, ...). The tensors are borrowed from
+ * the file (host memory).
+ */
+typedef struct moe_gguf_router {
+    /* E, K, score (softmax or sigmoid), renormalize, routed_scaling
+     * (<arch>.expert_weights_scale), n_group/topk_group
+     * (<arch>.expert_group_count/expert_group_used_count), and score_bias:
+     * blk.N.exp_probs_b.bias (f32 [E], in the file) or NULL. */
+    moe_route_params route;
+    moe_tensor weight; /* blk.N.ffn_gate_inp.weight, W[1, E, D] */
+    moe_tensor bias;   /* blk.N.ffn_gate_inp.bias, b[1, E] (f32/f16/bf16); data NULL if none */
+    int64_t D;
+} moe_gguf_router;
+
+/*
+ * Fills desc (moe_layer_desc) and router (may be NULL) for MoE layer
+ * layer_index (the N of blk.N) of a model file, from general.architecture:
+ *   qwen3moe, qwen2moe (routed experts only: the shared expert is not part of
+ *   the layer), llama (Mixtral), deepseek2, gpt-oss;
+ * the metadata <arch>.expert_count (E), expert_used_count (K),
+ * embedding_length (D), expert_feed_forward_length (I; for llama
+ * feed_forward_length), expert_gating_func, expert_weights_norm,
+ * expert_weights_scale, expert_group_count, expert_group_used_count; and the
+ * tensors blk.N.ffn_{gate,up,down}_exps.weight or ffn_gate_up_exps.weight
+ * (CONCAT: gate rows first), their .bias where present (gpt-oss),
+ * ffn_gate_inp.weight/.bias and exp_probs_b.bias. Each shape is checked
+ * against the metadata. The desc's tensors point into the file's mapping.
+ * params may be NULL for the defaults.
+ */
+MOE_API moe_status moe_gguf_layer_desc(const moe_gguf *f, int layer_index, const moe_gguf_layer_params *params,
+                                       moe_layer_desc *desc, moe_gguf_router *router);
+
+/* moe_gguf_layer_desc + moe_layer_create. The layer BORROWS its weights from
+ * f's mapping: free the layer before moe_gguf_close(f). *out is NULL on
+ * failure; the message is in moe_ctx_last_error(ctx). router may be NULL. */
+MOE_API moe_status moe_layer_from_gguf(moe_ctx *ctx, const moe_gguf *f, int layer_index,
+                                       const moe_gguf_layer_params *params, moe_layer **out,
+                                       moe_gguf_router *router);
+
+/* Router logits on the host: x [T, D] f32 -> logits [T, E] f32
+ * (x W^T + b, accumulated in double). Weights of any type libmoe dequantizes. */
+MOE_API moe_status moe_gguf_router_logits(const moe_gguf_router *router, int64_t T, const float *x, float *logits);
 
 #ifdef __cplusplus
 }

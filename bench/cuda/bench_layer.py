@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""
+Whole-layer MoE forward on the GPU: libmoe (ctypes, cuda-sm90 and cuda-sm80)
+against the torchtitan-style PyTorch pipeline (argsort permute,
+torch._grouped_mm gate/up, activation, torch._grouped_mm down, weighted
+index_add), in the same run, on the same bf16 weights and routing.
+
+CUDA events around each forward, L2 flushed (256 MB write) before each
+repeat, median of the repeats. TFLOP/s counts 6*T*K*D*I. Roofline =
+max(FLOPs / measured bf16 matmul rate, bytes of experts touched + x + out /
+measured copy bandwidth). Routing + combine share comes from the profiler
+(kernels k_count, k_scan, k_scatter, k_combine).
+
+    python3 bench/cuda/bench_layer.py --lib build-gpu/libmoe.so --out bench/cuda/results.json
+"""
+import argparse, ctypes as C, json, math, os, statistics, subprocess, sys, time
+
+import torch
+import torch.nn.functional as F
+
+PRESETS = {  # D, I, E, K, gpt-oss style (biases, clamped swiglu, interleaved)
+    "qwen3-30b-a3b": (2048, 768, 128, 8, False),
+    "mixtral-8x7b": (4096, 14336, 8, 2, False),
+    "deepseek-v3": (7168, 2048, 256, 8, False),
+    "gpt-oss-20b": (2880, 2880, 32, 4, True),
+    "gpt-oss-120b": (2880, 2880, 128, 4, True),
+}
+
+# ---- libmoe through ctypes ----
+class Params(C.Structure):
+    _fields_ = [("device", C.c_int), ("cuda_device", C.c_int), ("cuda_stream", C.c_void_p), ("n_threads", C.c_int),
+                ("log", C.c_void_p), ("log_user", C.c_void_p), ("log_level", C.c_int)]
+
+class Tensor(C.Structure):
+    _fields_ = [("data", C.c_void_p), ("type", C.c_int), ("mem", C.c_int), ("stride_e", C.c_int64),
+                ("stride_n", C.c_int64), ("stride_c", C.c_int64)]
+
+class Desc(C.Structure):
+    _fields_ = [("E", C.c_int64), ("D", C.c_int64), ("I", C.c_int64), ("K", C.c_int64), ("act", C.c_int),
+                ("alpha", C.c_float), ("limit", C.c_float), ("layout", C.c_int), ("gate", Tensor), ("up", Tensor),
+                ("gate_up", Tensor), ("down", Tensor), ("gate_bias", Tensor), ("up_bias", Tensor),
+                ("gate_up_bias", Tensor), ("down_bias", Tensor), ("act_type", C.c_int), ("backend", C.c_char_p)]
+
+BF16, DEV = 30, 1
+ACT_SWIGLU, ACT_OAI = 0, 3
+CONCAT, INTERLEAVED = 1, 2
+
+
+class Lib:
+    def __init__(self, path):
+        L = C.CDLL(path)
+        L.moe_ctx_default_params.restype = Params
+        L.moe_layer_desc_default.restype = Desc
+        L.moe_ctx_create.argtypes = [C.POINTER(Params), C.POINTER(C.c_void_p)]
+        L.moe_ctx_last_error.restype = C.c_char_p
+        L.moe_ctx_last_error.argtypes = [C.c_void_p]
+        L.moe_layer_last_error.restype = C.c_char_p
+        L.moe_layer_last_error.argtypes = [C.c_void_p]
+        L.moe_layer_create.argtypes = [C.c_void_p, C.POINTER(Desc), C.POINTER(C.c_void_p)]
+        L.moe_layer_free.argtypes = [C.c_void_p]
+        L.moe_layer_workspace_size.argtypes = [C.c_void_p, C.c_int64, C.POINTER(C.c_size_t)]
+        L.moe_layer_forward.argtypes = [C.c_void_p, C.c_int64, C.c_void_p, C.c_void_p, C.c_void_p, C.c_void_p,
+                                        C.c_void_p, C.c_size_t]
+        L.moe_layer_describe.argtypes = [C.c_void_p, C.c_int64, C.c_char_p, C.c_size_t]
+        self.L = L
+        p = L.moe_ctx_default_params()
+        p.device = 1
+        p.cuda_device = torch.cuda.current_device()
+        p.cuda_stream = torch.cuda.current_stream().cuda_stream
+        self.ctx = C.c_void_p()
+        assert L.moe_ctx_create(C.byref(p), C.byref(self.ctx)) == 0
+
+    def layer(self, backend, D, I, E, K, oss, gate_up, down, gu_bias, d_bias):
+        d = self.L.moe_layer_desc_default()
+        d.E, d.D, d.I, d.K = E, D, I, K
+        d.act = ACT_OAI if oss else ACT_SWIGLU
+        d.layout = INTERLEAVED if oss else CONCAT
+        d.act_type = BF16
+        d.gate_up = Tensor(gate_up.data_ptr(), BF16, DEV, 0, 0, 0)
+        d.down = Tensor(down.data_ptr(), BF16, DEV, 0, 0, 0)
+        if oss:
+            d.gate_up_bias = Tensor(gu_bias.data_ptr(), BF16, DEV, 0, 0, 0)
+            d.down_bias = Tensor(d_bias.data_ptr(), BF16, DEV, 0, 0, 0)
+        d.backend = backend.encode()
+        h = C.c_void_p()
+        s = self.L.moe_layer_create(self.ctx, C.byref(d), C.byref(h))
+        if s:
+            raise RuntimeError(self.L.moe_ctx_last_error(self.ctx).decode())
+        return h
+
+
+def torch_pipeline(x, ids, w, gate_up_t, down_t, gu_bias, d_bias, oss, E, I):
+    """torchtitan-style: gate_up_t [E, D, 2I], down_t [E, I, D] (views of libmoe's tensors)."""
+    T, K = ids.shape
+    flat = ids.view(-1)
+    order = torch.argsort(flat, stable=True)
+    counts = torch.bincount(flat, minlength=E)
+    offs = torch.cumsum(counts, 0, dtype=torch.int32)
+    tok = order // K
+    xs = x[tok]
+    h = torch._grouped_mm(xs, gate_up_t, offs=offs)
+    if oss:
+        eid = flat[order]
+        h = h + gu_bias[eid]
+        g, u = h[:, 0::2], h[:, 1::2]
+        g = g.clamp(max=7.0)
+        u = u.clamp(-7.0, 7.0)
+        a = g * torch.sigmoid(1.702 * g) * (u + 1)
+    else:
+        g, u = h[:, :I], h[:, I:]
+        a = F.silu(g) * u
+    y = torch._grouped_mm(a, down_t, offs=offs)
+    if oss:
+        y = y + d_bias[flat[order]]
+    y = y * w.view(-1)[order, None].to(y.dtype)
+    out = torch.zeros_like(x)
+    out.index_add_(0, tok, y)
+    return out
+
+
+def bench(fn, reps, flush):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        flush.zero_()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) * 1e3)
+    return statistics.median(ts), min(ts), max(ts)
+
+
+def ceilings():
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    for _ in range(10):
+        a @ b
+    e1.record()
+    e1.synchronize()
+    tf = 10 * 2 * 8192 ** 3 / (e0.elapsed_time(e1) * 1e-3) / 1e12
+    src = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    for _ in range(2):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    e0.record()
+    for _ in range(5):
+        dst.copy_(src)
+    e1.record()
+    e1.synchronize()
+    bw = 5 * 2 * src.numel() / (e0.elapsed_time(e1) * 1e-3) / 1e12
+    del a, b, src, dst
+    return tf, bw
+
+
+def kernel_share(fn):
+    """Fraction of GPU kernel time in routing + combine, from the profiler."""
+    from torch.profiler import profile, ProfilerActivity
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+    tot = small = 0.0
+    for ev in prof.key_averages():
+        t = getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0)
+        tot += t
+        if any(k in ev.key for k in ("k_count", "k_scan", "k_scatter", "k_combine", "Memset")):
+            small += t
+    return small / tot if tot else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", default="build-gpu/libmoe.so")
+    ap.add_argument("--out", default="bench/cuda/results.json")
+    ap.add_argument("--presets", default=",".join(PRESETS))
+    ap.add_argument("--tokens", default="512,4096,16384")
+    ap.add_argument("--backends", default="cuda-sm90,cuda-sm80")
+    ap.add_argument("--reps", type=int, default=15)
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    lib = Lib(args.lib)
+    gpu = torch.cuda.get_device_name()
+    try:
+        drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip()
+    except Exception:
+        drv = "?"
+    peak_tf, peak_bw = ceilings()
+    print(f"# {gpu}, driver {drv}, torch {torch.__version__}: bf16 matmul {peak_tf:.0f} TFLOP/s, copy {peak_bw:.2f} TB/s",
+          flush=True)
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    rows = []
+    for name in args.presets.split(","):
+        D, I, E, K, oss = PRESETS[name]
+        gate_up = (torch.randn(E, 2 * I, D, device="cuda", dtype=torch.bfloat16) * D ** -0.5)
+        down = (torch.randn(E, D, I, device="cuda", dtype=torch.bfloat16) * I ** -0.5)
+        gu_bias = (torch.randn(E, 2 * I, device="cuda", dtype=torch.bfloat16) * 0.1) if oss else None
+        d_bias = (torch.randn(E, D, device="cuda", dtype=torch.bfloat16) * 0.1) if oss else None
+        layers = {}
+        for b in args.backends.split(","):
+            try:
+                layers[b] = lib.layer(b, D, I, E, K, oss, gate_up, down, gu_bias, d_bias)
+            except RuntimeError as ex:
+                print(f"  {name} {b}: {ex}", flush=True)
+        for T in [int(t) for t in args.tokens.split(",")]:
+            x = torch.randn(T, D, device="cuda", dtype=torch.bfloat16)
+            logits = torch.randn(T, E, device="cuda")
+            tw, ids = torch.topk(torch.softmax(logits, -1), K, dim=-1)
+            ids = ids.to(torch.int32).contiguous()
+            tw = tw.float().contiguous()
+            flops = 6.0 * T * K * D * I
+            touched = int(torch.unique(ids).numel())
+            nbytes = touched * 3 * D * I * 2 + 2 * T * D * 2
+            roof_us = max(flops / (peak_tf * 1e12), nbytes / (peak_bw * 1e12)) * 1e6
+            try:
+                ref = torch_pipeline(x, ids.long(), tw, gate_up.transpose(1, 2), down.transpose(1, 2), gu_bias,
+                                     d_bias, oss, E, I)
+                t_torch = bench(lambda: torch_pipeline(x, ids.long(), tw, gate_up.transpose(1, 2),
+                                                       down.transpose(1, 2), gu_bias, d_bias, oss, E, I),
+                                args.reps, flush)[0]
+            except Exception as ex:
+                print(f"  torch pipeline failed: {ex}", flush=True)
+                ref, t_torch = None, float("nan")
+            for b, h in layers.items():
+                ws = C.c_size_t()
+                lib.L.moe_layer_workspace_size(h, T, C.byref(ws))
+                wbuf = torch.empty(ws.value, dtype=torch.uint8, device="cuda")
+                out = torch.empty_like(x)
+                fwd = lambda: lib.L.moe_layer_forward(h, T, x.data_ptr(), ids.data_ptr(), tw.data_ptr(),
+                                                      out.data_ptr(), wbuf.data_ptr(), ws.value)
+                s = fwd()
+                torch.cuda.synchronize()
+                if s:
+                    print(f"  {name} T={T} {b}: forward failed: {lib.L.moe_layer_last_error(h).decode()}", flush=True)
+                    continue
+                err = ((out.float() - ref.float()).norm() / ref.float().norm()).item() if ref is not None else float("nan")
+                med, lo, hi = bench(fwd, args.reps, flush)
+                share = kernel_share(fwd)
+                r = dict(preset=name, T=T, D=D, I=I, E=E, K=K, backend=b, us=med, us_min=lo, us_max=hi,
+                         tflops=flops / (med * 1e-6) / 1e12, roofline_us=roof_us, roofline_frac=roof_us / med,
+                         torch_us=t_torch, speedup_vs_torch=t_torch / med, route_combine_share=share,
+                         rel_err_vs_torch=err)
+                rows.append(r)
+                print(f"  {name:14s} T={T:6d} {b:10s} {med:9.1f} us {r['tflops']:6.1f} TF "
+                      f"roof {r['roofline_frac']*100:5.1f}% torch {t_torch:9.1f} us x{r['speedup_vs_torch']:.2f} "
+                      f"route+comb {share*100:4.1f}% err {err:.1e}", flush=True)
+                del wbuf, out
+            del x
+        for h in layers.values():
+            lib.L.moe_layer_free(h)
+        del gate_up, down, gu_bias, d_bias
+        torch.cuda.empty_cache()
+    res = dict(gpu=gpu, driver=drv, torch=torch.__version__, peak_bf16_tflops=peak_tf, copy_tbps=peak_bw,
+               command=" ".join([os.path.basename(sys.executable)] + sys.argv), rows=rows,
+               date=time.strftime("%Y-%m-%d %H:%M:%S"))
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"\n| preset | T | backend | us | TFLOP/s | roofline | torch us | vs torch | route+combine | err |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['preset']} | {r['T']} | {r['backend']} | {r['us']:.0f} | {r['tflops']:.0f} | "
+              f"{r['roofline_frac']*100:.0f}% | {r['torch_us']:.0f} | {r['speedup_vs_torch']:.2f}x | "
+              f"{r['route_combine_share']*100:.1f}% | {r['rel_err_vs_torch']:.1e} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,748 @@
+/*
+ * The fast CPU backend ("cpu"): a thread pool per context, tokens grouped by
+ * expert, and one forward in four phases separated by barriers:
+ *   0. each token's x converted once into the format the gate/up kernels read
+ *      (f32, bf16, or q8 with per-32 scales), and its f32 accumulator zeroed;
+ *   1. tasks (expert, 64 rows of I): gate and up for every (token, slot) pair
+ *      routed to the expert, the activation, and h quantised/converted into
+ *      the down kernels' format; the 64-row weight tile stays in L1/L2 while
+ *      all the pairs stream past it, so each expert's weights are read once;
+ *   2. tasks (rows [d0, d1) of D): for every active expert in ascending order
+ *      and its pairs in (token, slot) order, y = down h, acc[t] += w * (y + bd);
+ *   3. acc rounded into out (f16/bf16 outputs; f32 accumulates in place).
+ * Every output element is owned by one task and every sum runs in an order
+ * fixed by the data alone (src/cpu/cpu.h), so results are bitwise the same
+ * for any thread count. Kernels: src/cpu/kernels.inc per instruction set,
+ * chosen once from cpuid (MOE_CPU_ISA=scalar|avx2|avxvnni|avx512 lowers it).
+ * Matches the reference backend (src/ref/ref.c) within the case table's
+ * tolerances; checked by tests/test_cpu.c.
+ */
+#include "cpu.h"
+
+#include "half.h"
+#include "quant.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TILE_I 64     /* rows of I per gate/up task (a multiple of 32: h is quantised per task) */
+#define TILE_D_MAX 256
+#define TILE_D_GENERIC 64
+#define NMAX_ALL 4    /* the largest nmax of any path */
+
+extern const moe__backend moe__backend_cpu;
+
+/* ------------------------------------------------------------------------ */
+/* Instruction set                                                           */
+/* ------------------------------------------------------------------------ */
+
+static int isa_level_cpu(void) {
+    static int level = -1;
+    if (level >= 0) return level;
+    int l = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (avx2) l = 1;
+    if (avx2 && __builtin_cpu_supports("avxvnni")) l = 2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16") && avx2)
+        l = 3;
+#endif
+    level = l;
+    return l;
+}
+
+static const moe__cpu_isa *const isa_by_level[4] = {&moe__cpu_isa_scalar, &moe__cpu_isa_avx2, &moe__cpu_isa_avxvnni,
+                                                    &moe__cpu_isa_avx512};
+
+/* The path for a new layer: the best the CPU has, or MOE_CPU_ISA if lower.
+ * A forced path the CPU lacks is an error (the caller asked for it). */
+static moe_status choose_isa(moe_layer *L, const moe__cpu_isa **out) {
+    int have = isa_level_cpu();
+    const char *env = getenv("MOE_CPU_ISA");
+    int want = have;
+    if (env && *env) {
+        int i;
+        for (i = 0; i < 4; i++)
+            if (strcmp(env, isa_by_level[i]->name) == 0) break;
+        if (i == 4)
+            return moe__layer_error(L, MOE_ERR_INVALID_ARGUMENT,
+                                    "MOE_CPU_ISA=%s, expected scalar, avx2, avxvnni or avx512", env);
+        if (i > have)
+            return moe__layer_error(L, MOE_ERR_BACKEND_UNAVAILABLE, "MOE_CPU_ISA=%s but this CPU supports only %s", env,
+                                    isa_by_level[have]->name);
+        want = i;
+    }
+    *out = isa_by_level[want];
+    return MOE_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Thread pool                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef void (*job_fn)(void *arg, int tid);
+
+typedef struct pool pool;
+typedef struct { pool *p; int tid; } worker_arg;
+
+struct pool {
+    int n; /* threads, the caller included */
+    pthread_t *th;
+    worker_arg *wa;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_uint gen;
+    atomic_int done;
+    atomic_int stop;
+    atomic_int bar_count;
+    atomic_uint bar_gen;
+    job_fn fn;
+    void *arg;
+};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+#define SPIN_JOB 20000   /* pauses a worker spins for the next job before sleeping */
+#define SPIN_BARRIER 2000
+
+static void *worker_main(void *v) {
+    worker_arg *wa = (worker_arg *)v;
+    pool *p = wa->p;
+    unsigned seen = 0;
+    for (;;) {
+        unsigned g;
+        int spins = 0;
+        while ((g = atomic_load(&p->gen)) == seen) {
+            if (atomic_load(&p->stop)) return NULL;
+            if (++spins < SPIN_JOB) {
+                cpu_relax();
+                continue;
+            }
+            pthread_mutex_lock(&p->mu);
+            while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+            spins = 0;
+        }
+        seen = g;
+        if (atomic_load(&p->stop)) return NULL;
+        p->fn(p->arg, wa->tid);
+        atomic_fetch_add(&p->done, 1);
+    }
+}
+
+static void pool_free(void *state) {
+    pool *p = (pool *)state;
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->stop, 1);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->n; i++) pthread_join(p->th[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p->th);
+    free(p->wa);
+    free(p);
+}
+
+static pool *pool_create(int n) {
+    pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->n = n;
+    p->th = calloc((size_t)n, sizeof *p->th);
+    p->wa = calloc((size_t)n, sizeof *p->wa);
+    if (!p->th || !p->wa) {
+        free(p->th);
+        free(p->wa);
+        free(p);
+        return NULL;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    for (int i = 1; i < n; i++) {
+        p->wa[i].p = p;
+        p->wa[i].tid = i;
+        if (pthread_create(&p->th[i], NULL, worker_main, &p->wa[i])) {
+            p->n = i; /* join the ones started */
+            pool_free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+static void pool_run(pool *p, job_fn fn, void *arg) {
+    if (p->n == 1) {
+        fn(arg, 0);
+        return;
+    }
+    p->fn = fn;
+    p->arg = arg;
+    atomic_store(&p->done, 0);
+    atomic_store(&p->bar_count, 0);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->gen, 1);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    fn(arg, 0);
+    int spins = 0;
+    while (atomic_load(&p->done) != p->n - 1) {
+        if (++spins < SPIN_BARRIER) cpu_relax();
+        else sched_yield();
+    }
+}
+
+static void pool_barrier(pool *p) {
+    if (p->n == 1) return;
+    unsigned g = atomic_load(&p->bar_gen);
+    if (atomic_fetch_add(&p->bar_count, 1) == p->n - 1) {
+        atomic_store(&p->bar_count, 0);
+        atomic_fetch_add(&p->bar_gen, 1);
+        return;
+    }
+    int spins = 0;
+    while (atomic_load(&p->bar_gen) == g) {
+        if (++spins < SPIN_BARRIER) cpu_relax();
+        else sched_yield();
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Layer                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct proj {
+    const moe_tensor *t;
+    moe__cpu_kk kk;   /* the kernel; F32 over converted rows when generic */
+    int generic;      /* rows converted to f32 in scratch first */
+    int64_t C;        /* reduced dimension */
+    int64_t row_bytes, e_bytes; /* direct kernels: bytes between rows / experts */
+} proj;
+
+typedef struct impl {
+    const moe__cpu_isa *isa;
+    pool *pool;
+    proj gate, up, down;
+    moe__cpu_xf xf_in, xf_h;
+    int off_in, off_h;    /* q8 offsets */
+    int lay_in, lay_h;    /* q8 block orders (MOE__Q8_*) */
+    size_t sx, sh;        /* bytes of one x / h row in its format */
+    float *bg, *bu, *bd;  /* biases as f32 [E][I], [E][I], [E][D], or NULL */
+} impl;
+
+static const char *kk_name(moe__cpu_kk k) {
+    static const char *const n[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q6_K", "mxfp4"};
+    return (unsigned)k < MOE__KK_COUNT ? n[k] : "?";
+}
+
+static void proj_setup(const moe__cpu_isa *isa, proj *p, const moe_tensor *t, int64_t C, int *offset) {
+    p->t = t;
+    p->C = C;
+    p->generic = 0;
+    *offset = 0;
+    int contiguous = t->stride_c == 1 && C % 64 == 0;
+    switch (t->type) {
+    case MOE_TYPE_F32: p->kk = MOE__KK_F32; p->generic = !contiguous; break;
+    case MOE_TYPE_F16: p->kk = MOE__KK_F16; p->generic = !contiguous; break;
+    case MOE_TYPE_BF16: p->kk = MOE__KK_BF16; p->generic = !contiguous; break;
+    case MOE_TYPE_Q8_0: p->kk = MOE__KK_Q8_0; *offset = 128; break;
+    case MOE_TYPE_Q4_0: p->kk = MOE__KK_Q4_0; *offset = 8; break;
+    case MOE_TYPE_Q4_K: p->kk = MOE__KK_Q4_K; break;
+    case MOE_TYPE_MXFP4: p->kk = MOE__KK_MXFP4; *offset = 12; break;
+    default: p->kk = MOE__KK_F32; p->generic = 1; break;
+    }
+    if (!p->generic && !isa->kern[p->kk]) p->generic = 1;
+    if (p->generic) {
+        p->kk = MOE__KK_F32;
+        *offset = 0;
+    }
+    int64_t bs = moe_type_block_size(t->type), bb = moe_type_block_bytes(t->type);
+    p->row_bytes = t->stride_n / bs * bb;
+    p->e_bytes = t->stride_e / bs * bb;
+}
+
+static moe__cpu_xf xf_of(const proj *p) {
+    return p->kk == MOE__KK_BF16 ? MOE__XF_BF16 : p->kk >= MOE__KK_Q8_0 ? MOE__XF_Q8 : MOE__XF_F32;
+}
+
+static size_t xf_row_bytes(moe__cpu_xf f, int64_t C) {
+    size_t b = f == MOE__XF_Q8 ? moe__cpu_q8_row_bytes(C) : (size_t)moe__cpu_pad64(C) * (f == MOE__XF_BF16 ? 2 : 4);
+    return (b + 63) & ~(size_t)63;
+}
+
+static void make_proj_generic(proj *p) {
+    p->generic = 1;
+    p->kk = MOE__KK_F32;
+}
+
+/* A bias tensor [E, N] as f32, or NULL when absent. */
+static float *bias_f32(const moe_tensor *b, int64_t E, int64_t N, int *oom) {
+    if (!b->data) return NULL;
+    float *f = malloc(sizeof(float) * (size_t)(E * N));
+    if (!f) {
+        *oom = 1;
+        return NULL;
+    }
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t n = 0; n < N; n++) moe__dequantize_row(b->type, moe__tensor_at(b, e, n, 0), f + e * N + n, 1);
+    return f;
+}
+
+static void cpu_fini(moe_layer *L) {
+    impl *im = (impl *)L->impl;
+    if (!im) return;
+    free(im->bg);
+    free(im->bu);
+    free(im->bd);
+    free(im);
+    L->impl = NULL;
+}
+
+static moe_status cpu_init(moe_layer *L) {
+    const moe__cpu_isa *isa = NULL;
+    moe_status s = choose_isa(L, &isa);
+    if (s) return s;
+    impl *im = calloc(1, sizeof *im);
+    if (!im) return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+    L->impl = im;
+    im->isa = isa;
+    int64_t E = L->desc.E, D = L->desc.D, I = L->desc.I;
+    int og = 0, ou = 0;
+    if (L->gated) proj_setup(isa, &im->gate, &L->gate, D, &og);
+    proj_setup(isa, &im->up, &L->up, D, &ou);
+    proj_setup(isa, &im->down, &L->down, I, &im->off_h);
+    if (L->gated && (xf_of(&im->gate) != xf_of(&im->up) || og != ou ||
+                     (xf_of(&im->up) == MOE__XF_Q8 && im->gate.kk != im->up.kk))) {
+        /* gate and up must read one x format: fall back to converted rows */
+        make_proj_generic(&im->gate);
+        make_proj_generic(&im->up);
+        og = ou = 0;
+    }
+    im->off_in = ou;
+    im->xf_in = xf_of(&im->up);
+    im->xf_h = xf_of(&im->down);
+    im->lay_in = im->up.kk == MOE__KK_Q4_K ? isa->q4k_layout : MOE__Q8_NATURAL;
+    im->lay_h = im->down.kk == MOE__KK_Q4_K ? isa->q4k_layout : MOE__Q8_NATURAL;
+    im->sx = xf_row_bytes(im->xf_in, D);
+    im->sh = xf_row_bytes(im->xf_h, I);
+    int oom = 0;
+    im->bg = bias_f32(&L->gate_bias, E, I, &oom);
+    im->bu = bias_f32(&L->up_bias, E, I, &oom);
+    im->bd = bias_f32(&L->down_bias, E, D, &oom);
+    if (oom) {
+        cpu_fini(L);
+        return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY, "cpu: out of memory for the biases");
+    }
+    moe_ctx *ctx = L->ctx;
+    int slot = moe__backend_slot(&moe__backend_cpu);
+    if (slot < 0 || slot >= MOE__MAX_BACKENDS) {
+        cpu_fini(L);
+        return moe__layer_error(L, MOE_ERR_INTERNAL, "cpu: backend not registered");
+    }
+    if (!ctx->backend_state[slot]) {
+        ctx->backend_state[slot] = pool_create(ctx->n_threads);
+        if (!ctx->backend_state[slot]) {
+            cpu_fini(L);
+            return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY, "cpu: could not start %d threads", ctx->n_threads);
+        }
+    }
+    im->pool = (pool *)ctx->backend_state[slot];
+    return MOE_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Workspace                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static size_t al64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static int64_t tile_d(const impl *im, int64_t D, int nthreads) {
+    int64_t want = D / (4 * (int64_t)nthreads);
+    int64_t td = (want + 15) & ~(int64_t)15;
+    if (td < 16) td = 16;
+    int64_t mx = im->down.generic ? TILE_D_GENERIC : TILE_D_MAX;
+    return td > mx ? mx : td;
+}
+
+/* Per-thread scratch: an f32 row, and the converted weight rows of the generic path. */
+static size_t thread_scratch(const moe_layer *L) {
+    const impl *im = (const impl *)L->impl;
+    int64_t D = L->desc.D, I = L->desc.I;
+    int64_t Dp = moe__cpu_pad64(D), Ip = moe__cpu_pad64(I);
+    size_t b = al64((size_t)(Dp > Ip ? Dp : Ip) * 4);
+    if (im->up.generic) b += al64((size_t)(2 * TILE_I * Dp) * 4);
+    if (im->down.generic) b += al64((size_t)(TILE_D_GENERIC * Ip) * 4);
+    return b;
+}
+
+typedef struct wslayout {
+    size_t off, pairs, active, xa, hq, acc, scratch, total, per_thread;
+} wslayout;
+
+static wslayout ws_layout(const moe_layer *L, int64_t T) {
+    const impl *im = (const impl *)L->impl;
+    int64_t E = L->desc.E, K = L->desc.K, D = L->desc.D;
+    wslayout w;
+    size_t o = 0;
+    w.off = o; o += al64((size_t)(E + 1) * 4);
+    w.pairs = o; o += al64((size_t)(T * K) * 4);
+    w.active = o; o += al64((size_t)E * 4);
+    w.xa = o; o += al64((size_t)T * im->sx);
+    w.hq = o; o += al64((size_t)(T * K) * im->sh);
+    w.acc = o; o += L->desc.act_type == MOE_TYPE_F32 ? 0 : al64((size_t)(T * D) * 4);
+    w.per_thread = thread_scratch(L);
+    w.scratch = o; o += w.per_thread * (size_t)L->ctx->n_threads;
+    w.total = o + 64; /* the caller's pointer may be unaligned */
+    return w;
+}
+
+static size_t cpu_workspace(const moe_layer *L, int64_t T) { return ws_layout(L, T).total; }
+
+/* ------------------------------------------------------------------------ */
+/* Forward                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct job {
+    moe_layer *L;
+    const impl *im;
+    const moe__fwd *a;
+    int64_t T, D, I, K;
+    const int32_t *off, *pairs, *active;
+    int nact;
+    char *xa, *hq, *scratch;
+    float *acc;
+    size_t per_thread;
+    int64_t td, n_dtiles, n_itiles;
+    atomic_int next[4];
+} job;
+
+static float act_apply(moe_act act, float g, float u, float alpha, float limit) {
+    switch (act) {
+    case MOE_ACT_SWIGLU: return g / (1.0f + expf(-g)) * u;
+    case MOE_ACT_GEGLU_TANH: return 0.5f * g * (1.0f + tanhf(0.7978845608f * (g + 0.044715f * g * g * g))) * u;
+    case MOE_ACT_GEGLU_ERF: return 0.5f * g * (1.0f + erff(g * 0.70710678f)) * u;
+    case MOE_ACT_SWIGLU_OAI:
+        g = g > limit ? limit : g;
+        u = u > limit ? limit : (u < -limit ? -limit : u);
+        return g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+    case MOE_ACT_SILU: return u / (1.0f + expf(-u));
+    case MOE_ACT_GELU: return 0.5f * u * (1.0f + tanhf(0.7978845608f * (u + 0.044715f * u * u * u)));
+    case MOE_ACT_RELU2: return u < 0 ? 0.0f : u * u;
+    }
+    return NAN;
+}
+
+static float load_act(moe_type t, const void *p, int64_t i) {
+    switch (t) {
+    case MOE_TYPE_F16: return moe__f16_to_f32(((const uint16_t *)p)[i]);
+    case MOE_TYPE_BF16: return moe__bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return ((const float *)p)[i];
+    }
+}
+
+/* f32 v[0, n) -> positions [c0, c0 + n) of a row in format f of C elements;
+ * the segment ending at C zeroes the padding. */
+static void put_row(const impl *im, moe__cpu_xf f, int offset, int layout, const float *v, int64_t c0, int64_t n,
+                    int64_t C, void *row) {
+    int64_t cp = moe__cpu_pad64(C);
+    if (f == MOE__XF_Q8) {
+        im->isa->quant_q8(v, c0, n, C, offset, layout, row);
+    } else if (f == MOE__XF_BF16) {
+        uint16_t *r = (uint16_t *)row;
+        for (int64_t i = 0; i < n; i++) r[c0 + i] = moe__f32_to_bf16(v[i]);
+        if (c0 + n == C)
+            for (int64_t i = C; i < cp; i++) r[i] = 0;
+    } else {
+        float *r = (float *)row;
+        memcpy(r + c0, v, (size_t)n * 4);
+        if (c0 + n == C)
+            for (int64_t i = C; i < cp; i++) r[i] = 0.0f;
+    }
+}
+
+/* Rows [n0, n0 + nr) of expert e of t ([E, N, C], any type and strides) as f32
+ * rows of length cp (zero padded) at dst. */
+static void convert_rows(const moe_tensor *t, int64_t e, int64_t n0, int64_t nr, int64_t C, int64_t cp, float *dst) {
+    for (int64_t r = 0; r < nr; r++) {
+        float *d = dst + r * cp;
+        if (t->stride_c == 1 || moe_type_block_size(t->type) > 1) {
+            moe__dequantize_row(t->type, moe__tensor_at(t, e, n0 + r, 0), d, C);
+        } else {
+            for (int64_t c = 0; c < C; c++) moe__dequantize_row(t->type, moe__tensor_at(t, e, n0 + r, c), d + c, 1);
+        }
+        for (int64_t c = C; c < cp; c++) d[c] = 0.0f;
+    }
+}
+
+static inline const char *proj_rows(const proj *p, int64_t e, int64_t n0) {
+    return (const char *)p->t->data + e * p->e_bytes + n0 * p->row_bytes;
+}
+
+static void phase_tokens(job *j, int tid) {
+    const impl *im = j->im;
+    const moe_layer_desc *d = &j->L->desc;
+    float *tmp = (float *)(j->scratch + (size_t)tid * j->per_thread);
+    for (;;) {
+        int64_t t0 = (int64_t)atomic_fetch_add(&j->next[0], 1) * 8;
+        if (t0 >= j->T) break;
+        int64_t t1 = t0 + 8 < j->T ? t0 + 8 : j->T;
+        for (int64_t t = t0; t < t1; t++) {
+            for (int64_t c = 0; c < j->D; c++) tmp[c] = load_act(d->act_type, j->a->x, t * j->D + c);
+            put_row(im, im->xf_in, im->off_in, im->lay_in, tmp, 0, j->D, j->D, j->xa + (size_t)t * im->sx);
+            memset(j->acc + t * j->D, 0, (size_t)j->D * 4);
+        }
+    }
+}
+
+static void gate_up_task(job *j, int tid, int64_t e, int64_t i0, int64_t i1) {
+    const impl *im = j->im;
+    const moe_layer *L = j->L;
+    const moe__cpu_isa *isa = im->isa;
+    int gated = L->gated;
+    int64_t D = j->D, I = j->I, K = j->K;
+    char *scr = j->scratch + (size_t)tid * j->per_thread;
+    float *hrow = (float *)scr;
+    int64_t Dp = moe__cpu_pad64(D);
+    const char *wg = NULL, *wu;
+    int64_t gs = 0, us, C = D;
+    if (im->up.generic) {
+        float *cg = (float *)(scr + al64((size_t)(Dp > moe__cpu_pad64(I) ? Dp : moe__cpu_pad64(I)) * 4));
+        float *cu = cg + TILE_I * Dp;
+        if (gated) convert_rows(&L->gate, e, i0, i1 - i0, D, Dp, cg);
+        convert_rows(&L->up, e, i0, i1 - i0, D, Dp, cu);
+        wg = (const char *)cg;
+        wu = (const char *)cu;
+        gs = us = Dp * 4;
+        C = Dp;
+    } else {
+        if (gated) {
+            wg = proj_rows(&im->gate, e, i0);
+            gs = im->gate.row_bytes;
+        }
+        wu = proj_rows(&im->up, e, i0);
+        us = im->up.row_bytes;
+    }
+    moe__cpu_kern_fn kg = gated ? isa->kern[im->gate.kk] : NULL, ku = isa->kern[im->up.kk];
+    const float *bg = im->bg ? im->bg + e * I : NULL, *bu = im->bu ? im->bu + e * I : NULL;
+    const moe_layer_desc *d = &L->desc;
+    int R = isa->rmax, NB = isa->nmax;
+    float g[NMAX_ALL * TILE_I], u[NMAX_ALL * TILE_I];
+    int64_t p1 = j->off[e + 1];
+    for (int64_t pb = j->off[e]; pb < p1; pb += NB) {
+        int nb = (int)(p1 - pb < NB ? p1 - pb : NB);
+        const void *xp[NMAX_ALL];
+        for (int n = 0; n < nb; n++) xp[n] = j->xa + (size_t)(j->pairs[pb + n] / K) * im->sx;
+        for (int64_t r = i0; r < i1; r += R) {
+            int rr = (int)(i1 - r < R ? i1 - r : R);
+            if (gated) kg(rr, nb, wg + (r - i0) * gs, gs, xp, C, g + (r - i0), TILE_I);
+            ku(rr, nb, wu + (r - i0) * us, us, xp, C, u + (r - i0), TILE_I);
+        }
+        for (int n = 0; n < nb; n++) {
+            for (int64_t i = i0; i < i1; i++) {
+                float gv = gated ? g[n * TILE_I + (i - i0)] + (bg ? bg[i] : 0.0f) : 0.0f;
+                float uv = u[n * TILE_I + (i - i0)] + (bu ? bu[i] : 0.0f);
+                hrow[i - i0] = act_apply(d->act, gv, uv, d->alpha, d->limit);
+            }
+            put_row(im, im->xf_h, im->off_h, im->lay_h, hrow, i0, i1 - i0, I, j->hq + (size_t)(pb + n) * im->sh);
+        }
+    }
+}
+
+static void down_task(job *j, int tid, int64_t d0, int64_t d1) {
+    const impl *im = j->im;
+    const moe_layer *L = j->L;
+    const moe__cpu_isa *isa = im->isa;
+    int64_t D = j->D, I = j->I, K = j->K;
+    int64_t Ip = moe__cpu_pad64(I), Dp = moe__cpu_pad64(D);
+    char *scr = j->scratch + (size_t)tid * j->per_thread;
+    float *cd = (float *)(scr + al64((size_t)(Dp > Ip ? Dp : Ip) * 4) +
+                          (im->up.generic ? al64((size_t)(2 * TILE_I * Dp) * 4) : 0));
+    moe__cpu_kern_fn kd = isa->kern[im->down.kk];
+    int R = isa->rmax, NB = isa->nmax;
+    float y[NMAX_ALL * TILE_D_MAX];
+    const float *w = j->a->w;
+    for (int ai = 0; ai < j->nact; ai++) {
+        int64_t e = j->active[ai];
+        const char *wd;
+        int64_t ds, C = I;
+        if (im->down.generic) {
+            convert_rows(&L->down, e, d0, d1 - d0, I, Ip, cd);
+            wd = (const char *)cd;
+            ds = Ip * 4;
+            C = Ip;
+        } else {
+            wd = proj_rows(&im->down, e, d0);
+            ds = im->down.row_bytes;
+        }
+        const float *bd = im->bd ? im->bd + e * D : NULL;
+        int64_t p1 = j->off[e + 1];
+        for (int64_t pb = j->off[e]; pb < p1; pb += NB) {
+            int nb = (int)(p1 - pb < NB ? p1 - pb : NB);
+            const void *hp[NMAX_ALL];
+            for (int n = 0; n < nb; n++) hp[n] = j->hq + (size_t)(pb + n) * im->sh;
+            for (int64_t r = d0; r < d1; r += R) {
+                int rr = (int)(d1 - r < R ? d1 - r : R);
+                kd(rr, nb, wd + (r - d0) * ds, ds, hp, C, y + (r - d0), TILE_D_MAX);
+            }
+            for (int n = 0; n < nb; n++) {
+                int64_t p = j->pairs[pb + n];
+                float wt = w[p];
+                float *o = j->acc + (p / K) * D;
+                const float *yn = y + n * TILE_D_MAX - d0;
+                if (bd)
+                    for (int64_t dd = d0; dd < d1; dd++) o[dd] += wt * (yn[dd] + bd[dd]);
+                else
+                    for (int64_t dd = d0; dd < d1; dd++) o[dd] += wt * yn[dd];
+            }
+        }
+    }
+}
+
+static void phase_out(job *j, int tid) {
+    (void)tid;
+    moe_type at = j->L->desc.act_type;
+    for (;;) {
+        int64_t t0 = (int64_t)atomic_fetch_add(&j->next[3], 1) * 8;
+        if (t0 >= j->T) break;
+        int64_t t1 = t0 + 8 < j->T ? t0 + 8 : j->T;
+        uint16_t *o = (uint16_t *)j->a->out;
+        for (int64_t i = t0 * j->D; i < t1 * j->D; i++)
+            o[i] = at == MOE_TYPE_BF16 ? moe__f32_to_bf16(j->acc[i]) : moe__f32_to_f16(j->acc[i]);
+    }
+}
+
+static void forward_job(void *arg, int tid) {
+    job *j = (job *)arg;
+    pool *p = j->im->pool;
+    phase_tokens(j, tid);
+    pool_barrier(p);
+    int64_t ntask = (int64_t)j->nact * j->n_itiles;
+    for (;;) {
+        int64_t k = atomic_fetch_add(&j->next[1], 1);
+        if (k >= ntask) break;
+        int64_t e = j->active[k / j->n_itiles], it = k % j->n_itiles;
+        int64_t i0 = it * TILE_I, i1 = i0 + TILE_I < j->I ? i0 + TILE_I : j->I;
+        gate_up_task(j, tid, e, i0, i1);
+    }
+    pool_barrier(p);
+    for (;;) {
+        int64_t k = atomic_fetch_add(&j->next[2], 1);
+        if (k >= j->n_dtiles) break;
+        int64_t d0 = k * j->td, d1 = d0 + j->td < j->D ? d0 + j->td : j->D;
+        down_task(j, tid, d0, d1);
+    }
+    if (j->L->desc.act_type != MOE_TYPE_F32) {
+        pool_barrier(p);
+        phase_out(j, tid);
+    }
+}
+
+static moe_status cpu_forward(moe_layer *L, const moe__fwd *a) {
+    impl *im = (impl *)L->impl;
+    int64_t T = a->T, E = L->desc.E, K = L->desc.K;
+    wslayout wl = ws_layout(L, T);
+    char *base = (char *)(((uintptr_t)a->ws + 63) & ~(uintptr_t)63);
+    int32_t *off = (int32_t *)(base + wl.off), *pairs = (int32_t *)(base + wl.pairs),
+            *active = (int32_t *)(base + wl.active);
+    /* group the (token, slot) pairs by expert, in (token, slot) order */
+    memset(off, 0, (size_t)(E + 1) * 4);
+    for (int64_t p = 0; p < T * K; p++) off[a->ids[p] + 1]++;
+    int nact = 0;
+    for (int64_t e = 0; e < E; e++) {
+        if (off[e + 1]) active[nact++] = (int32_t)e;
+        off[e + 1] += off[e];
+    }
+    for (int64_t p = 0; p < T * K; p++) pairs[off[a->ids[p]]++] = (int32_t)p; /* off[e] becomes e's end */
+    for (int64_t e = E; e > 0; e--) off[e] = off[e - 1];
+    off[0] = 0;
+    job j;
+    memset(&j, 0, sizeof j);
+    j.L = L;
+    j.im = im;
+    j.a = a;
+    j.T = T;
+    j.D = L->desc.D;
+    j.I = L->desc.I;
+    j.K = K;
+    j.off = off;
+    j.pairs = pairs;
+    j.active = active;
+    j.nact = nact;
+    j.xa = base + wl.xa;
+    j.hq = base + wl.hq;
+    j.acc = L->desc.act_type == MOE_TYPE_F32 ? (float *)a->out : (float *)(base + wl.acc);
+    j.scratch = base + wl.scratch;
+    j.per_thread = wl.per_thread;
+    j.td = tile_d(im, j.D, im->pool->n);
+    j.n_dtiles = moe__cdiv(j.D, j.td);
+    j.n_itiles = moe__cdiv(j.I, TILE_I);
+    for (int i = 0; i < 4; i++) atomic_init(&j.next[i], 0);
+    pool_run(im->pool, forward_job, &j);
+    return MOE_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Backend object                                                            */
+/* ------------------------------------------------------------------------ */
+
+static int cpu_probe(moe_ctx *ctx, char *why, size_t n) {
+    (void)ctx; (void)why; (void)n;
+    return 1;
+}
+
+static int cpu_supports(const moe_layer *L, char *why, size_t n) {
+    const moe_tensor *ts[] = {&L->gate, &L->up, &L->down, &L->gate_bias, &L->up_bias, &L->down_bias};
+    for (int i = 0; i < 6; i++)
+        if (ts[i]->data && ts[i]->mem != MOE_MEM_HOST) {
+            snprintf(why, n, "weights and biases must be in host memory");
+            return 0;
+        }
+    return 1;
+}
+
+static void proj_describe(const proj *p, char *buf, size_t n) {
+    if (p->generic)
+        snprintf(buf, n, "%s%s->f32 rows converted per tile", moe_type_name(p->t->type),
+                 p->t->stride_c != 1 ? " (strided)" : "");
+    else
+        snprintf(buf, n, "%s in place", kk_name(p->kk));
+}
+
+static void cpu_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
+    const impl *im = (const impl *)L->impl;
+    char g[96] = "-", u[96], d[96];
+    if (L->gated) proj_describe(&im->gate, g, sizeof g);
+    proj_describe(&im->up, u, sizeof u);
+    proj_describe(&im->down, d, sizeof d);
+    static const char *const xf[] = {"f32", "bf16", "q8 (per-32 scales)"};
+    snprintf(buf, n,
+             "cpu/%s: %d threads, T = %lld; gate %s, up %s, down %s; x as %s, h as %s; dot tiles %dx%d; "
+             "tasks: expert x %d rows of I, then %lld rows of D over all experts; no repack",
+             im->isa->name, im->pool->n, (long long)T, g, u, d, xf[im->xf_in], xf[im->xf_h], im->isa->rmax,
+             im->isa->nmax, TILE_I, (long long)tile_d(im, L->desc.D, im->pool->n));
+}
+
+const moe__backend moe__backend_cpu = {
+    .name = "cpu",
+    .device = MOE_DEVICE_CPU,
+    .probe = cpu_probe,
+    .supports = cpu_supports,
+    .init = cpu_init,
+    .fini = cpu_fini,
+    .workspace = cpu_workspace,
+    .forward = cpu_forward,
+    .describe = cpu_describe,
+    .ctx_fini = pool_free,
+};

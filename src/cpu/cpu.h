@@ -1,0 +1,119 @@
+/*
+ * The fast CPU backend ("cpu"): what src/cpu/cpu.c (threads, grouping,
+ * phases) shares with the kernel files, one per instruction set
+ * (kern_scalar.c, kern_avx2.c, kern_avxvnni.c, kern_avx512.c; the SIMD ones
+ * are one body, kernels.inc, built three times). Chosen once from cpuid;
+ * MOE_CPU_ISA=scalar|avx2|avxvnni|avx512 forces a lower path.
+ *
+ * Every kernel is a "dot" micro-kernel: R weight rows x N activation rows,
+ * each output the dot product of one weight row and one activation row over
+ * C. The sum for one (row, activation) pair runs in the same order whatever R
+ * and N are, which is what makes the forward bitwise the same for any thread
+ * count and any tiling.
+ */
+#ifndef MOE_CPU_H
+#define MOE_CPU_H
+
+#include "core.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Weight formats a kernel reads directly. GENERIC weights are first converted
+ * to f32 rows in per-thread scratch and go through the F32 kernel. */
+typedef enum moe__cpu_kk {
+    MOE__KK_F32 = 0,   /* w f32 rows,  x f32 */
+    MOE__KK_F16,       /* w f16 rows,  x f32 */
+    MOE__KK_BF16,      /* w bf16 rows, x bf16 */
+    MOE__KK_Q8_0,      /* w Q8_0,      x q8 (offset 128) */
+    MOE__KK_Q4_0,      /* w Q4_0,      x q8 (offset 8) */
+    MOE__KK_Q4_K,      /* w Q4_K,      x q8 */
+    MOE__KK_Q6_K,      /* w Q6_K,      x q8 (offset 32) */
+    MOE__KK_MXFP4,     /* w MXFP4,     x q8 (offset 12: codes mapped to 0..24) */
+    MOE__KK_COUNT
+} moe__cpu_kk;
+
+/* Activation row formats. */
+typedef enum moe__cpu_xf {
+    MOE__XF_F32 = 0,
+    MOE__XF_BF16 = 1,
+    MOE__XF_Q8 = 2,
+} moe__cpu_xf;
+
+/*
+ * A q8 activation row of C elements (C a multiple of 32), CP = C rounded up
+ * to 64, the tail zero:
+ *   int8  q[CP]          x ~= dx[c/32] * q[c], |q| <= 127
+ *   int32 corr[CP/4]     -offset * (sum of the 4 q each int32 lane covers):
+ *                        the start value of a VNNI accumulator against
+ *                        weights stored as unsigned (w + offset)
+ *   float xs[CP/4]       dx of the 32-block each lane is in (the per-lane scale)
+ *   float dx[CP/32]
+ *   float dxs[CP/32]     dx * (sum of the block's q): for the mins of Q4_K
+ */
+/* Orders of the 32-blocks inside a q8 row's q, corr and xs (dx and dxs stay
+ * natural): NATURAL, or PERM128: in each 128 elements blocks 0, 2, 1, 3, the
+ * order in which 64 bytes of Q4_K nibbles unpack without shuffles. */
+#define MOE__Q8_NATURAL 0
+#define MOE__Q8_PERM128 1
+static inline int64_t moe__cpu_q8_pos(int64_t c, int layout) {
+    if (layout != MOE__Q8_PERM128) return c;
+    int64_t b = (c >> 5) & 3; /* block within its 128 */
+    static const int8_t to[4] = {0, 2, 1, 3};
+    return (c & ~(int64_t)127) + 32 * to[b] + (c & 31);
+}
+static inline int64_t moe__cpu_pad64(int64_t c) { return (c + 63) & ~(int64_t)63; }
+static inline size_t moe__cpu_q8_row_bytes(int64_t C) {
+    int64_t cp = moe__cpu_pad64(C);
+    return (size_t)(cp + cp + cp + cp / 8 + cp / 8);
+}
+typedef struct moe__cpu_q8 {
+    const int8_t *q;
+    const int32_t *corr;
+    const float *xs, *dx, *dxs;
+} moe__cpu_q8;
+static inline moe__cpu_q8 moe__cpu_q8_view(const void *row, int64_t C) {
+    int64_t cp = moe__cpu_pad64(C);
+    const char *p = (const char *)row;
+    moe__cpu_q8 v;
+    v.q = (const int8_t *)p;
+    v.corr = (const int32_t *)(p + cp);
+    v.xs = (const float *)(p + 2 * cp);
+    v.dx = (const float *)(p + 3 * cp);
+    v.dxs = (const float *)(p + 3 * cp + cp / 8);
+    return v;
+}
+
+/* out[n * ldo + r] = dot(weight row r, activation row n) over C, r < R, n < N.
+ * Weight row r starts at w + r * wstride bytes; x[n] is activation row n. */
+typedef void (*moe__cpu_kern_fn)(int R, int N, const void *w, int64_t wstride, const void *const *x, int64_t C,
+                                 float *out, int64_t ldo);
+
+typedef struct moe__cpu_isa {
+    const char *name;
+    int rmax, nmax; /* the largest R and N of one kernel call */
+    moe__cpu_kern_fn kern[MOE__KK_COUNT]; /* NULL: not available on this path (GENERIC is used) */
+    /* f32 x[0, n) -> positions [c0, c0 + n) of a q8 row of C elements (see
+     * above) for weights with the given offset; c0, n multiples of 32. The
+     * segment that ends at C also zeroes the padding. */
+    void (*quant_q8)(const float *x, int64_t c0, int64_t n, int64_t C, int offset, int layout, void *row);
+    /* the q8 layout the Q4_K kernel reads: MOE__Q8_NATURAL or MOE__Q8_PERM128 */
+    int q4k_layout;
+} moe__cpu_isa;
+
+extern const moe__cpu_isa moe__cpu_isa_scalar;
+extern const moe__cpu_isa moe__cpu_isa_avx2;
+extern const moe__cpu_isa moe__cpu_isa_avxvnni;
+extern const moe__cpu_isa moe__cpu_isa_avx512;
+
+/* The portable q8 activation quantizer (kern_scalar.c); SIMD paths may use their own. */
+void moe__cpu_quant_q8_scalar(const float *x, int64_t c0, int64_t n, int64_t C, int offset, int layout, void *row);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

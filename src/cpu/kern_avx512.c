@@ -1,0 +1,122 @@
+/*
+ * The AVX-512 path of the CPU backend (F, BW, VL, VNNI, BF16): 512-bit
+ * primitives for the shared body kernels.inc. Chosen by src/cpu/cpu.c when
+ * cpuid reports avx512f/bw/vl/vnni/bf16.
+ */
+#include "cpu.h"
+
+#include "blocks.h"
+
+#include <immintrin.h>
+
+#define VL 16
+#define RMAX 4
+#define NMAX 4
+#define ISA_VAR moe__cpu_isa_avx512
+#define ISA_NAME "avx512"
+typedef __m512 vf;
+typedef __m512i vi;
+
+static inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+static inline vf vf_zero(void) { return _mm512_setzero_ps(); }
+static inline vf vf_loadu(const float *p) { return _mm512_loadu_ps(p); }
+static inline vf vf_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf vf_cvt(vi a) { return _mm512_cvtepi32_ps(a); }
+static inline float vf_hsum(vf a) {
+    __m256 s = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+}
+static inline vf vf_load_f16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+/* n a multiple of 8 */
+static inline float vf_dot_f32(const float *a, const float *b, int n) {
+    vf s = vf_zero();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) s = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s);
+    if (i < n) s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(0xff, a + i), _mm512_maskz_loadu_ps(0xff, b + i), s);
+    return vf_hsum(s);
+}
+static inline vi vi_zero(void) { return _mm512_setzero_si512(); }
+static inline vi vi_loadu(const void *p) { return _mm512_loadu_si512(p); }
+static inline vi dot_u8(vi acc, vi u, vi s) { return _mm512_dpbusd_epi32(acc, u, s); }
+static inline vi q8w_prep(vi w) { return _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80)); }
+static inline vi q8w_dot(const int32_t *corr, vi wp, vi x) { return _mm512_dpbusd_epi32(vi_loadu(corr), wp, x); }
+
+typedef __m512i wbf;
+#define BF16_STEP 32
+static inline wbf wbf_load(const uint16_t *p) { return _mm512_loadu_si512(p); }
+static inline vf bf16_dot(vf acc, wbf w, const uint16_t *x) {
+    return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)_mm512_loadu_si512(x));
+}
+
+static inline vi join256(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+static inline vf scale2(uint16_t h0, uint16_t h1) {
+    __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)h0)), _mm_set1_epi16((short)h1), 1);
+    return _mm512_cvtph_ps(h);
+}
+static inline vf chunk_scale(const float *s) {
+    return _mm512_insertf32x8(_mm512_set1_ps(s[0]), _mm256_set1_ps(s[1]), 1);
+}
+
+static inline vi q8_0_chunk(const moe_block_q8_0 *b, int nb) {
+    __m256i lo = _mm256_loadu_si256((const __m256i *)b[0].qs);
+    __m256i hi = nb > 1 ? _mm256_loadu_si256((const __m256i *)b[1].qs) : _mm256_setzero_si256();
+    return join256(lo, hi);
+}
+static inline vf q8_0_scale(const moe_block_q8_0 *b, int nb) { return scale2(b[0].d, nb > 1 ? b[1].d : 0); }
+
+/* 16 bytes of nibbles -> 32 bytes: low nibbles then high nibbles (not masked) */
+static inline __m256i nib32(const uint8_t *qs) {
+    __m128i v = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
+}
+static inline vi q4_0_chunk(const moe_block_q4_0 *b, int nb) {
+    __m256i hi = nb > 1 ? nib32(b[1].qs) : _mm256_setzero_si256();
+    return _mm512_and_si512(join256(nib32(b[0].qs), hi), _mm512_set1_epi8(0x0f));
+}
+static inline vf q4_0_scale(const moe_block_q4_0 *b, int nb) { return scale2(b[0].d, nb > 1 ? b[1].d : 0); }
+
+static inline vi mxfp4_chunk(const moe_block_mxfp4 *b, int nb) {
+    __m256i hi = nb > 1 ? nib32(b[1].qs) : _mm256_setzero_si256();
+    vi codes = _mm512_and_si512(join256(nib32(b[0].qs), hi), _mm512_set1_epi8(0x0f));
+    /* doubled e2m1 value + 12 */
+    const vi lut = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+    vi u = _mm512_shuffle_epi8(lut, codes);
+    if (nb < 2) u = _mm512_maskz_mov_epi8(0xffffffffull, u);
+    return u;
+}
+static inline vf mxfp4_scale(const moe_block_mxfp4 *b, int nb) {
+    float s0, s1 = 0.0f;
+    uint32_t u0 = moe__e8m0_half_bits(b[0].e);
+    __builtin_memcpy(&s0, &u0, 4);
+    if (nb > 1) {
+        uint32_t u1 = moe__e8m0_half_bits(b[1].e);
+        __builtin_memcpy(&s1, &u1, 4);
+    }
+    return _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
+}
+
+/* Q4_K with the activations in MOE__Q8_PERM128 order: 64 bytes of qs give
+ * chunk 2g (low nibbles: sub-blocks 4g, 4g + 2) and chunk 2g + 1 (high:
+ * 4g + 1, 4g + 3) with no cross-lane shuffle. */
+#define Q4K_LAYOUT 1
+static inline vi q4k_chunk(const uint8_t *qs, int ch) {
+    vi v = _mm512_loadu_si512(qs + 64 * (ch >> 1));
+    if (ch & 1) v = _mm512_srli_epi16(v, 4);
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+}
+typedef __m512 q4s;
+static inline q4s q4s_load(const float *scf) { return _mm512_castps256_ps512(_mm256_load_ps(scf)); }
+static inline vf q4k_scale(q4s s, int ch) {
+    /* chunk ch = 2g + h holds sub-blocks 4g + h (lanes 0-7) and 4g + 2 + h (lanes 8-15) */
+    int lo = 4 * (ch >> 1) + (ch & 1);
+    __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(lo)), _mm256_set1_epi32(lo + 2), 1);
+    return _mm512_permutexvar_ps(idx, s);
+}
+
+#define quant_q8_impl moe__cpu_quant_q8_scalar
+
+#include "kernels.inc"

@@ -1,0 +1,37 @@
+/*
+ * The CUDA backends as src/backends.c sees them: the backend objects, in order
+ * of preference, and the device router behind moe_route_topk on a CUDA
+ * context. Plain C: no CUDA types here.
+ */
+#ifndef MOE_CUDA_BACKENDS_H
+#define MOE_CUDA_BACKENDS_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "cuda-sm90": Hopper (sm_90a), TMA + wgmma, warp-specialised, persistent. */
+extern const moe__backend moe__backend_cuda_sm90;
+/* "cuda-sm80": Ampere and later, cp.async + mma.sync. */
+extern const moe__backend moe__backend_cuda_sm80;
+
+/* "cuda-decode" (bf16/f16, small T; larger T handed to sm90/sm80) and
+ * "cuda-quant" (GGUF blocks): src/cuda/decode.cu. */
+extern const moe__backend moe__backend_cuda_decode;
+extern const moe__backend moe__backend_cuda_quant;
+
+#define MOE_CUDA_BACKEND_LIST &moe__backend_cuda_decode, &moe__backend_cuda_quant, &moe__backend_cuda_sm90, &moe__backend_cuda_sm80,
+
+/* moe_route_topk on a CUDA context: the algorithm of src/core/route.c on the
+ * device, asynchronous on the context's stream. logits [T, E] f32, ids [T, K]
+ * int32, w [T, K] f32, all device memory. Parameters are checked by the caller. */
+moe_status moe__cuda_route_topk(moe_ctx *ctx, const moe_route_params *p, int64_t T, const float *logits,
+                                int32_t *ids, float *w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

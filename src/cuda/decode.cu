@@ -1,0 +1,622 @@
+/*
+ * The backends "cuda-decode" (bf16/f16 weights) and "cuda-quant" (GGUF block
+ * weights: Q4_0, Q8_0, Q2_K..Q6_K, MXFP4): an MoE layer forward for small
+ * batches, matching src/ref/ref.c within the case table's tolerances.
+ *
+ * A forward is, per chunk of at most MOE_DEC_MAXP (token, slot) pairs:
+ *   k_route  one block: sorts the pairs by expert (bitonic, in shared memory),
+ *            lists the active experts, zeroes the phase 2 arrival counters
+ *   phase 1  h[pair] = act(gate_e x + bg, up_e x + bu)          (decode_kernels.h)
+ *   phase 2  y[pair] = w * (down_e h + bd); the last block of each row block
+ *            writes out[t] = sum of y over the K slots in slot order
+ * Launches only, asynchronous on the context's stream: no host sync, no
+ * allocation (CUDA-graph capturable). No float atomics: two runs are
+ * bitwise equal. On sm_90 phases 1 and 2 use programmatic dependent launch
+ * (MOE_DECODE_PDL=0 turns it off) and phase 2 warms L2 with its down rows
+ * while phase 1 finishes.
+ *
+ * cuda-decode above a token threshold (MOE_DECODE_MAX_T, default
+ * DEC_DEFAULT_MAX_T) hands the forward to the grouped GEMM backend
+ * (cuda-sm90, else cuda-sm80) through a second layer state made at init, when
+ * that backend takes the layer; otherwise it runs its own kernels in chunks
+ * for every T. cuda-quant runs its own kernels for every T.
+ *
+ * Weights in host memory (MOE_MEM_HOST) are copied to the device at init and
+ * freed at fini (said by describe); device weights are read in place.
+ *
+ * Ids out of range on the device: a pair whose id is outside [0, E) is left
+ * out of the routing (never read or written out of bounds) and contributes
+ * nothing; a token whose K ids are all out of range gets out = 0.
+ *
+ * Chosen in src/backends.c order (cuda_backends.h): cuda-decode and
+ * cuda-quant come before the grouped GEMM backends.
+ */
+#include "cuda_backends.h"
+#include "decode.h"
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Above this many tokens cuda-decode calls the grouped GEMM backend (when it
+ * takes the layer). Chosen on an H100 SXM: see bench/decode/README.md. */
+#define DEC_DEFAULT_MAX_T 64
+
+/* ------------------------------------------------------------------------ */
+/* Routing kernel                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* One block of 1024 threads. ids [TK]; writes hdr[0] = active experts,
+ * act_e[j] (ascending), act_off[j..j+1] (range in sorted), sorted [valid
+ * pairs] (pair indices, by expert then pair), zeroes counters [ncnt]; with no
+ * valid pair at all, zeroes out (out_words 32-bit words). */
+static __global__ void __launch_bounds__(1024) k_route(const int32_t *__restrict__ ids, int TK, int E,
+                                                       int *__restrict__ hdr, int *__restrict__ act_e,
+                                                       int *__restrict__ act_off, int *__restrict__ sorted,
+                                                       unsigned *__restrict__ counters, int ncnt,
+                                                       uint32_t *__restrict__ out, int64_t out_words) {
+    __shared__ unsigned long long keys[MOE_DEC_MAXP];
+    __shared__ int wsum[32];
+    __shared__ int s_valid;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int NP = 1;
+    while (NP < TK) NP <<= 1;
+    if (tid == 0) s_valid = 0;
+    for (int i = tid; i < ncnt; i += 1024) counters[i] = 0;
+    for (int i = tid; i < NP; i += 1024) {
+        unsigned long long k = ~0ull;
+        if (i < TK) {
+            int e = ids[i];
+            if ((unsigned)e < (unsigned)E) k = ((unsigned long long)(unsigned)e << 32) | (unsigned)i;
+        }
+        keys[i] = k;
+    }
+    __syncthreads();
+    for (int k = 2; k <= NP; k <<= 1)
+        for (int jj = k >> 1; jj > 0; jj >>= 1) {
+            for (int i = tid; i < NP; i += 1024) {
+                int ixj = i ^ jj;
+                if (ixj > i) {
+                    unsigned long long a = keys[i], b = keys[ixj];
+                    bool up = (i & k) == 0;
+                    if ((a > b) == up) {
+                        keys[i] = b;
+                        keys[ixj] = a;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    /* heads of expert runs: each thread owns 4 consecutive keys */
+    int head[4], nh = 0, nv = 0;
+    for (int q = 0; q < 4; q++) {
+        int i = 4 * tid + q;
+        unsigned long long k = i < NP ? keys[i] : ~0ull;
+        int valid = k != ~0ull;
+        head[q] = valid && (i == 0 || (keys[i - 1] >> 32) != (k >> 32));
+        nh += head[q];
+        nv += valid;
+    }
+    int incl = nh;
+    for (int o = 1; o < 32; o <<= 1) {
+        int v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
+    }
+    if (lane == 31) wsum[warp] = incl;
+    if (nv) atomicAdd(&s_valid, nv);
+    __syncthreads();
+    if (warp == 0) {
+        int v = wsum[lane];
+        for (int o = 1; o < 32; o <<= 1) {
+            int u = __shfl_up_sync(0xffffffffu, v, o);
+            if (lane >= o) v += u;
+        }
+        wsum[lane] = v;
+    }
+    __syncthreads();
+    int rank = (warp ? wsum[warp - 1] : 0) + incl - nh;
+    for (int q = 0; q < 4; q++) {
+        int i = 4 * tid + q;
+        if (i >= NP) break;
+        unsigned long long k = keys[i];
+        if (k == ~0ull) break;
+        sorted[i] = (int)(k & 0xffffffffu);
+        if (head[q]) {
+            act_e[rank] = (int)(k >> 32);
+            act_off[rank] = i;
+            rank++;
+        }
+    }
+    int n_active = wsum[31];
+    if (tid == 0) {
+        hdr[0] = n_active;
+        act_off[n_active] = s_valid;
+    }
+    if (n_active == 0)
+        for (int64_t i = tid; i < out_words; i += 1024) out[i] = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Layer state                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct dec_impl {
+    int device, sm_count, cc_major, quant;
+    int fmt1, fmt2;              /* formats of gate/up and of down */
+    int pdl;                     /* programmatic dependent launch (sm_90, MOE_DECODE_PDL != 0) */
+    int64_t max_t;               /* cuda-decode: above this T, the grouped GEMM layer */
+    int chunk_t;                 /* tokens per chunk of the own path */
+    /* the weights as the kernels read them (device copies when uploaded) */
+    moe_tensor gate, up, down, gate_bias, up_bias, down_bias;
+    void *owned[8];              /* device copies made at init */
+    int n_owned;
+    size_t uploaded;
+    moe_layer *gemm;             /* cuda-decode: the grouped GEMM backend's layer state, or NULL */
+} dec_impl;
+
+static int fmt_of(moe_type t) {
+    switch (t) {
+    case MOE_TYPE_BF16: return MOE_DF_BF16;
+    case MOE_TYPE_F16: return MOE_DF_F16;
+    case MOE_TYPE_Q4_0: return MOE_DF_Q4_0;
+    case MOE_TYPE_Q8_0: return MOE_DF_Q8_0;
+    case MOE_TYPE_MXFP4: return MOE_DF_MXFP4;
+    case MOE_TYPE_Q2_K: return MOE_DF_Q2_K;
+    case MOE_TYPE_Q3_K: return MOE_DF_Q3_K;
+    case MOE_TYPE_Q4_K: return MOE_DF_Q4_K;
+    case MOE_TYPE_Q5_K: return MOE_DF_Q5_K;
+    case MOE_TYPE_Q6_K: return MOE_DF_Q6_K;
+    default: return -1;
+    }
+}
+
+static int64_t bytes_of(const moe_tensor *t, int64_t elems) {
+    return elems / moe_type_block_size(t->type) * moe_type_block_bytes(t->type);
+}
+
+typedef struct { int prev, changed; } dguard;
+static cudaError_t denter(int dev, dguard *g) {
+    g->changed = 0;
+    cudaError_t e = cudaGetDevice(&g->prev);
+    if (e != cudaSuccess) return e;
+    if (g->prev != dev) {
+        e = cudaSetDevice(dev);
+        g->changed = e == cudaSuccess;
+    }
+    return e;
+}
+static void dleave(dguard *g) {
+    if (g->changed) cudaSetDevice(g->prev);
+}
+
+static int dec_probe(moe_ctx *ctx, char *why, size_t n) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        snprintf(why, n, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count 0");
+        cudaGetLastError();
+        return 0;
+    }
+    if (ctx->p.cuda_device < 0 || ctx->p.cuda_device >= count) {
+        snprintf(why, n, "cuda_device = %d but %d devices", ctx->p.cuda_device, count);
+        return 0;
+    }
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ctx->p.cuda_device);
+    if (major < 8) {
+        snprintf(why, n, "needs compute capability 8.0 or later (mma.sync bf16), device has %d.x", major);
+        return 0;
+    }
+    return 1;
+}
+
+/* One weight tensor: format, alignment of data and strides for the format's loads. */
+static int weight_ok(const moe_tensor *t, const char *what, int quant, char *why, size_t n) {
+    int f = fmt_of(t->type);
+    if (f < 0 || (quant ? f <= MOE_DF_F16 : f > MOE_DF_F16)) {
+        snprintf(why, n, "%s type %s: %s", what, moe_type_name(t->type),
+                 quant ? "cuda-quant takes Q4_0, Q8_0, Q2_K..Q6_K and MXFP4" : "cuda-decode takes bf16 or f16");
+        return 0;
+    }
+    if (t->stride_c != 1) {
+        snprintf(why, n, "%s has stride_c = %lld: the decode kernels need rows contiguous along C", what,
+                 (long long)t->stride_c);
+        return 0;
+    }
+    int64_t al = moe__dec_align(f);
+    int64_t se = bytes_of(t, t->stride_e), sn = bytes_of(t, t->stride_n);
+    if (((uintptr_t)t->data % (uintptr_t)al) || se % al || sn % al) {
+        snprintf(why, n, "%s: data and row/expert strides must be %lld-byte aligned for %s", what, (long long)al,
+                 moe_type_name(t->type));
+        return 0;
+    }
+    return 1;
+}
+
+static int supports_common(const moe_layer *L, int quant, char *why, size_t n) {
+    const moe_layer_desc *d = &L->desc;
+    if (L->gated && !weight_ok(&L->gate, "gate", quant, why, n)) return 0;
+    if (!weight_ok(&L->up, "up", quant, why, n) || !weight_ok(&L->down, "down", quant, why, n)) return 0;
+    if (L->gated && L->gate.type != L->up.type) {
+        snprintf(why, n, "gate (%s) and up (%s) must have one type", moe_type_name(L->gate.type),
+                 moe_type_name(L->up.type));
+        return 0;
+    }
+    if (!quant && L->up.type != L->down.type) {
+        snprintf(why, n, "gate/up (%s) and down (%s) must have one type", moe_type_name(L->up.type),
+                 moe_type_name(L->down.type));
+        return 0;
+    }
+    if (d->D % 8 || d->I % 8) {
+        snprintf(why, n, "D = %lld, I = %lld: both must be multiples of 8 (16-byte activation loads)",
+                 (long long)d->D, (long long)d->I);
+        return 0;
+    }
+    return 1;
+}
+
+static int supports_decode(const moe_layer *L, char *why, size_t n) { return supports_common(L, 0, why, n); }
+static int supports_quant(const moe_layer *L, char *why, size_t n) { return supports_common(L, 1, why, n); }
+
+/* Extent in bytes of tensor t of shape [E, N, C] from its data pointer. */
+static size_t extent(const moe_tensor *t, int64_t E, int64_t N, int64_t C) {
+    int64_t last = (E - 1) * t->stride_e + (N - 1) * t->stride_n + (C - 1) * t->stride_c;
+    int64_t bs = moe_type_block_size(t->type), bb = moe_type_block_bytes(t->type);
+    return (size_t)((last / bs + 1) * bb);
+}
+
+/* Copies a host tensor (the desc's own, of shape [E, N, C]) to the device,
+ * keeping its address modulo 256, and moves the views that point into it. */
+static moe_status upload(moe_layer *L, dec_impl *im, const moe_tensor *own, int64_t N, int64_t C,
+                         moe_tensor *v0, const moe_tensor *s0, moe_tensor *v1, const moe_tensor *s1) {
+    if (!own->data || own->mem != MOE_MEM_HOST) return MOE_OK;
+    size_t bytes = extent(own, L->desc.E, N, C), mis = (uintptr_t)own->data & 255;
+    char *p = NULL;
+    cudaError_t e = cudaMalloc((void **)&p, bytes + mis);
+    if (e == cudaSuccess) {
+        im->owned[im->n_owned++] = p;
+        e = cudaMemcpy(p + mis, own->data, bytes, cudaMemcpyHostToDevice);
+    }
+    if (e != cudaSuccess)
+        return moe__layer_error(L, e == cudaErrorMemoryAllocation ? MOE_ERR_OUT_OF_MEMORY : MOE_ERR_CUDA,
+                                "uploading %zu bytes of weights: %s", bytes, cudaGetErrorString(e));
+    im->uploaded += bytes;
+    const moe_tensor *src[2] = {s0, s1};
+    moe_tensor *dst[2] = {v0, v1};
+    for (int i = 0; i < 2; i++) {
+        if (!dst[i] || !src[i]->data) continue;
+        *dst[i] = *src[i];
+        dst[i]->data = p + mis + ((const char *)src[i]->data - (const char *)own->data);
+        dst[i]->mem = MOE_MEM_DEVICE;
+    }
+    return MOE_OK;
+}
+
+static void dec_fini(moe_layer *L) {
+    dec_impl *im = (dec_impl *)L->impl;
+    if (!im) return;
+    dguard g;
+    int entered = denter(im->device, &g) == cudaSuccess;
+    for (int i = 0; i < im->n_owned; i++) cudaFree(im->owned[i]);
+    if (im->gemm) {
+        im->gemm->backend->fini(im->gemm);
+        free(im->gemm);
+    }
+    if (entered) dleave(&g);
+    free(im);
+    L->impl = NULL;
+}
+
+/* cuda-decode: the grouped GEMM backend's state for this layer, or NULL. */
+static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
+    const moe__backend *cands[] = {&moe__backend_cuda_sm90, &moe__backend_cuda_sm80};
+    for (int i = 0; i < 2; i++) {
+        const moe__backend *b = cands[i];
+        moe_layer *G = (moe_layer *)calloc(1, sizeof *G);
+        if (!G) return NULL;
+        *G = *L;
+        G->impl = NULL;
+        G->backend = b;
+        G->err[0] = 0;
+        G->gate = im->gate; G->up = im->up; G->down = im->down;
+        G->gate_bias = im->gate_bias; G->up_bias = im->up_bias; G->down_bias = im->down_bias;
+        char why[512];
+        if (b->probe(L->ctx, why, sizeof why) && b->supports(G, why, sizeof why) && b->init(G) == MOE_OK) {
+            moe__log(L->ctx, MOE_LOG_INFO, "cuda-decode: T > %lld runs on %s", (long long)im->max_t, b->name);
+            return G;
+        }
+        moe__log(L->ctx, MOE_LOG_DEBUG, "cuda-decode: %s not used for large T: %s", b->name, G->err[0] ? G->err : why);
+        free(G);
+    }
+    return NULL;
+}
+
+static moe_status dec_init_common(moe_layer *L, int quant) {
+    dec_impl *im = (dec_impl *)calloc(1, sizeof *im);
+    if (!im) return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY, "out of memory");
+    const moe_layer_desc *d = &L->desc;
+    im->device = L->ctx->p.cuda_device;
+    im->quant = quant;
+    im->fmt1 = fmt_of(L->up.type);
+    im->fmt2 = fmt_of(L->down.type);
+    im->gate = L->gate; im->up = L->up; im->down = L->down;
+    im->gate_bias = L->gate_bias; im->up_bias = L->up_bias; im->down_bias = L->down_bias;
+    L->impl = im;
+    dguard g;
+    cudaError_t e = denter(im->device, &g);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->sm_count, cudaDevAttrMultiProcessorCount, im->device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_major, cudaDevAttrComputeCapabilityMajor, im->device);
+    if (e != cudaSuccess) {
+        moe_status s = moe__layer_error(L, MOE_ERR_CUDA, "device %d: %s", im->device, cudaGetErrorString(e));
+        dec_fini(L);
+        return s;
+    }
+    moe_status s = MOE_OK;
+    int64_t E = d->E, D = d->D, I = d->I;
+    (void)E;
+    if (d->layout == MOE_GATE_UP_SEPARATE) {
+        if (L->gated) s = upload(L, im, &d->gate, I, D, &im->gate, &L->gate, NULL, NULL);
+        if (!s) s = upload(L, im, &d->up, I, D, &im->up, &L->up, NULL, NULL);
+        if (!s && L->gated) s = upload(L, im, &d->gate_bias, I, 1, &im->gate_bias, &L->gate_bias, NULL, NULL);
+        if (!s) s = upload(L, im, &d->up_bias, I, 1, &im->up_bias, &L->up_bias, NULL, NULL);
+    } else {
+        s = upload(L, im, &d->gate_up, 2 * I, D, &im->gate, &L->gate, &im->up, &L->up);
+        if (!s) s = upload(L, im, &d->gate_up_bias, 2 * I, 1, &im->gate_bias, &L->gate_bias, &im->up_bias, &L->up_bias);
+    }
+    if (!s) s = upload(L, im, &d->down, D, I, &im->down, &L->down, NULL, NULL);
+    if (!s) s = upload(L, im, &d->down_bias, D, 1, &im->down_bias, &L->down_bias, NULL, NULL);
+    if (s) {
+        dleave(&g);
+        dec_fini(L);
+        return s;
+    }
+    const char *env = getenv("MOE_DECODE_PDL");
+    im->pdl = im->cc_major >= 9 && !(env && env[0] == '0');
+    im->chunk_t = (int)(MOE_DEC_MAXP / d->K);
+    im->max_t = INT64_MAX;
+    if (!quant) {
+        const char *mt = getenv("MOE_DECODE_MAX_T");
+        im->max_t = mt && *mt ? strtoll(mt, NULL, 10) : DEC_DEFAULT_MAX_T;
+        if (im->max_t < 0) im->max_t = INT64_MAX; /* negative: never hand over */
+        if (im->max_t != INT64_MAX) im->gemm = make_gemm_layer(L, im);
+    }
+    dleave(&g);
+    return MOE_OK;
+}
+
+static moe_status dec_init(moe_layer *L) { return dec_init_common(L, 0); }
+static moe_status quant_init(moe_layer *L) { return dec_init_common(L, 1); }
+
+/* ------------------------------------------------------------------------ */
+/* Work split and workspace                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Slices of C per row group (KS; RW = 8 / KS row groups of 16 rows per
+ * block) for a phase of N rows, n_chunks chunks of C and up to n_exp active
+ * experts: the finest split whose grid still fits in one wave of the SMs
+ * (every block streams its rows once, no tail wave), else the coarsest. */
+static int pick_ks(int n_chunks, int64_t N, int64_t n_exp, int slots) {
+    for (int ks = 8; ks >= 1; ks >>= 1) {
+        if (ks > 1 && n_chunks < ks) continue;
+        if (moe__cdiv(N, 16 * (8 / ks)) * n_exp <= slots) return ks;
+    }
+    return 1;
+}
+
+static void plan_split(const moe_layer *L, const struct dec_impl *im, int64_t Tn, int *ks1, int *ks2);
+
+/* Token tiles of 8 per weight pass, from the expected pairs per active expert. */
+static int pick_nt(int64_t TK, int64_t E) {
+    int64_t act = TK < E ? TK : E;
+    return TK > 6 * act ? 4 : 1;
+}
+
+typedef struct {
+    size_t hdr, act_e, act_off, sorted, counters, h, y, total;
+    int64_t TK, maxA;
+    int ncnt;
+} dws;
+
+static size_t al256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+static void plan_split(const moe_layer *L, const dec_impl *im, int64_t Tn, int *ks1, int *ks2) {
+    const moe_layer_desc *d = &L->desc;
+    int64_t TK = Tn * d->K, maxA = TK < d->E ? TK : d->E;
+    int nch1 = (int)moe__cdiv(d->D, moe__dec_chunk_cols(im->fmt1)), nch2 = (int)moe__cdiv(d->I, moe__dec_chunk_cols(im->fmt2));
+    *ks1 = pick_ks(nch1, d->I, maxA, im->sm_count * moe__dec_min_blocks(im->fmt1));
+    *ks2 = pick_ks(nch2, d->D, maxA, im->sm_count * moe__dec_min_blocks(im->fmt2));
+}
+
+static dws dws_plan(const moe_layer *L, const dec_impl *im, int64_t Tc) {
+    dws w;
+    const moe_layer_desc *d = &L->desc;
+    w.TK = Tc * d->K;
+    w.maxA = w.TK < d->E ? w.TK : d->E;
+    w.ncnt = (int)moe__cdiv(d->D, 16); /* row blocks of phase 2 at most (RW >= 1) */
+    size_t o = 0;
+    w.hdr = o; o = al256(o + 16);
+    w.act_e = o; o = al256(o + sizeof(int) * (size_t)w.maxA);
+    w.act_off = o; o = al256(o + sizeof(int) * (size_t)(w.maxA + 1));
+    w.sorted = o; o = al256(o + sizeof(int) * (size_t)w.TK);
+    w.counters = o; o = al256(o + sizeof(unsigned) * (size_t)w.ncnt);
+    w.h = o; o = al256(o + 2 * (size_t)(w.TK * d->I));
+    w.y = o; o = al256(o + 4 * (size_t)(w.TK * d->D));
+    w.total = o;
+    return w;
+}
+
+static int use_gemm(const dec_impl *im, int64_t T) { return im->gemm && T > im->max_t; }
+
+static size_t dec_workspace(const moe_layer *L, int64_t T) {
+    const dec_impl *im = (const dec_impl *)L->impl;
+    if (use_gemm(im, T)) return im->gemm->backend->workspace(im->gemm, T);
+    int64_t Tc = T < im->chunk_t ? T : im->chunk_t;
+    return dws_plan(L, im, Tc).total;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Forward                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static cudaError_t launch_phase(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s) {
+    if (fmt <= MOE_DF_F16) return moe__dec_launch_dense(fmt, ph, nt, a, grid, s);
+    if (fmt <= MOE_DF_MXFP4) return moe__dec_launch_qlegacy(fmt, ph, nt, a, grid, s);
+    return moe__dec_launch_qk(fmt, ph, nt, a, grid, s);
+}
+
+static void set_weight(moe_dec_args *a, int which, const moe_tensor *t) {
+    int64_t se = bytes_of(t, t->stride_e), sn = bytes_of(t, t->stride_n);
+    if (which == 0) { a->w0 = (const uint8_t *)t->data; a->w0_se = se; a->w0_sn = sn; }
+    else { a->w1 = (const uint8_t *)t->data; a->w1_se = se; a->w1_sn = sn; }
+}
+
+static void set_bias(moe_dec_args *a, int which, const moe_tensor *t) {
+    if (which == 0) { a->b0 = t->data; a->b0_type = t->type; a->b0_se = t->stride_e; a->b0_sn = t->stride_n; }
+    else { a->b1 = t->data; a->b1_type = t->type; a->b1_se = t->stride_e; a->b1_sn = t->stride_n; }
+}
+
+static int xmode_of(moe_type act, int fmt) {
+    moe_type mt = fmt == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16;
+    if (act == mt) return 0;
+    if (act == MOE_TYPE_F32) return 1;
+    return act == MOE_TYPE_F16 ? 2 : 3;
+}
+
+#define CK(call)                                                                                              \
+    do {                                                                                                      \
+        cudaError_t e_ = (call);                                                                              \
+        if (e_ != cudaSuccess) {                                                                              \
+            st = moe__layer_error(L, MOE_ERR_CUDA, "%s: %s (%s:%d)", #call, cudaGetErrorString(e_), __FILE__, \
+                                  __LINE__);                                                                  \
+            goto out;                                                                                         \
+        }                                                                                                     \
+    } while (0)
+
+static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
+    dec_impl *im = (dec_impl *)L->impl;
+    const moe_layer_desc *d = &L->desc;
+    if (use_gemm(im, fa->T)) {
+        moe_status s = im->gemm->backend->forward(im->gemm, fa);
+        if (s) moe__layer_error(L, s, "%s (through cuda-decode): %s", im->gemm->backend->name, im->gemm->err);
+        return s;
+    }
+    const int64_t T = fa->T, K = d->K, D = d->D, I = d->I, E = d->E;
+    const size_t asz = moe__act_size(d->act_type);
+    if (((uintptr_t)fa->x | (uintptr_t)fa->out) & 15)
+        return moe__layer_error(L, MOE_ERR_INVALID_ARGUMENT, "x and out must be 16-byte aligned for %s",
+                                L->backend->name);
+    if (((uintptr_t)fa->ws) & 15)
+        return moe__layer_error(L, MOE_ERR_INVALID_ARGUMENT, "workspace must be 16-byte aligned");
+    cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
+    moe_status st = MOE_OK;
+    dguard g;
+    if (denter(im->device, &g) != cudaSuccess)
+        return moe__layer_error(L, MOE_ERR_CUDA, "cudaSetDevice(%d) failed", im->device);
+    {
+        const int ph1 = L->gated ? MOE_DEC_GATE_UP : MOE_DEC_UP;
+        const int cw1 = moe__dec_chunk_cols(im->fmt1), cw2 = moe__dec_chunk_cols(im->fmt2);
+        const int nch1 = (int)moe__cdiv(D, cw1), nch2 = (int)moe__cdiv(I, cw2);
+        for (int64_t t0 = 0; t0 < T; t0 += im->chunk_t) {
+            int64_t Tn = T - t0 < im->chunk_t ? T - t0 : im->chunk_t;
+            dws w = dws_plan(L, im, Tn);
+            int ks1, ks2;
+            plan_split(L, im, Tn, &ks1, &ks2);
+            char *ws = (char *)fa->ws;
+            int *hdr = (int *)(ws + w.hdr), *act_e = (int *)(ws + w.act_e), *act_off = (int *)(ws + w.act_off);
+            int *sorted = (int *)(ws + w.sorted);
+            unsigned *cnt = (unsigned *)(ws + w.counters);
+            const int32_t *ids = fa->ids + t0 * K;
+            const float *wts = fa->w + t0 * K;
+            const char *x = (const char *)fa->x + (size_t)(t0 * D) * asz;
+            char *out = (char *)fa->out + (size_t)(t0 * D) * asz;
+            k_route<<<1, 1024, 0, s>>>(ids, (int)w.TK, (int)E, hdr, act_e, act_off, sorted, cnt, w.ncnt,
+                                       (uint32_t *)out, (int64_t)((size_t)(Tn * D) * asz / 4));
+            CK(cudaGetLastError());
+            int nt = pick_nt(w.TK, E);
+
+            moe_dec_args a;
+            memset(&a, 0, sizeof a);
+            a.act = d->act;
+            a.alpha = d->alpha;
+            a.limit = d->limit;
+            a.T = (int)Tn; a.K = (int)K; a.E = (int)E;
+            a.n_active = hdr; a.act_e = act_e; a.act_off = act_off; a.sorted = sorted;
+            a.h = ws + w.h;
+            a.y = (float *)(ws + w.y);
+            a.w = wts; a.ids = ids; a.out = out; a.out_type = d->act_type;
+            a.counters = cnt;
+            a.pdl = im->pdl;
+
+            /* phase 1 */
+            moe_dec_args a1 = a;
+            if (L->gated) {
+                set_weight(&a1, 0, &im->gate);
+                set_weight(&a1, 1, &im->up);
+                if (im->gate_bias.data) set_bias(&a1, 0, &im->gate_bias);
+                if (im->up_bias.data) set_bias(&a1, 1, &im->up_bias);
+            } else {
+                set_weight(&a1, 0, &im->up);
+                if (im->up_bias.data) set_bias(&a1, 0, &im->up_bias);
+            }
+            a1.row_bytes = bytes_of(&im->up, D);
+            a1.N = (int)I; a1.C = (int)D; a1.n_chunks = nch1; a1.KS = ks1; a1.RW = 8 / ks1;
+            a1.xb = x; a1.ldb = D; a1.xmode = xmode_of(d->act_type, im->fmt1);
+            dim3 g1((unsigned)moe__cdiv(I, 16 * a1.RW), (unsigned)w.maxA);
+            CK(launch_phase(im->fmt1, ph1, nt, &a1, g1, s));
+
+            /* phase 2 */
+            moe_dec_args a2 = a;
+            set_weight(&a2, 0, &im->down);
+            if (im->down_bias.data) set_bias(&a2, 0, &im->down_bias);
+            a2.row_bytes = bytes_of(&im->down, I);
+            a2.N = (int)D; a2.C = (int)I; a2.n_chunks = nch2; a2.KS = ks2; a2.RW = 8 / ks2;
+            a2.xb = ws + w.h; a2.ldb = I; a2.xmode = 0;
+            dim3 g2((unsigned)moe__cdiv(D, 16 * a2.RW), (unsigned)w.maxA);
+            CK(launch_phase(im->fmt2, MOE_DEC_DOWN, nt, &a2, g2, s));
+        }
+    }
+out:
+    dleave(&g);
+    return st;
+}
+
+static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
+    const dec_impl *im = (const dec_impl *)L->impl;
+    const moe_layer_desc *d = &L->desc;
+    if (use_gemm(im, T)) {
+        char inner[768];
+        im->gemm->backend->describe(im->gemm, T, inner, sizeof inner);
+        snprintf(buf, n, "%s: T = %lld > %lld, handed to %s: %s", L->backend->name, (long long)T,
+                 (long long)im->max_t, im->gemm->backend->name, inner);
+        return;
+    }
+    int64_t Tc = T < im->chunk_t ? T : im->chunk_t;
+    int64_t TK = Tc * d->K;
+    char up[96] = "";
+    if (im->uploaded) snprintf(up, sizeof up, ", %.1f MB of host weights copied to the device at init", im->uploaded / 1e6);
+    snprintf(buf, n,
+             "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): route (1 block, bitonic), "
+             "gate/up (%s) and down kernels with weights decoded to %s in registers + mma.sync m16n8k16, "
+             "%d token tiles of 8 per pass, %s, deterministic slot-order combine%s%s",
+             L->backend->name, (long long)T, T > im->chunk_t ? " (in chunks of tokens)" : "",
+             moe_type_name(L->up.type), moe_type_name(L->down.type), moe_act_name(d->act),
+             moe_type_name(d->act_type), im->device, im->cc_major, im->sm_count, L->gated ? "fused" : "up only",
+             im->fmt1 == MOE_DF_F16 ? "f16" : "bf16", pick_nt(TK, d->E),
+             im->pdl ? "programmatic dependent launch" : "plain launches", up,
+             im->quant ? ", no repacking (GGUF blocks read in place)" : "");
+}
+
+extern "C" {
+const moe__backend moe__backend_cuda_decode = {
+    "cuda-decode", MOE_DEVICE_CUDA, dec_probe, supports_decode, dec_init, dec_fini, dec_workspace, dec_forward,
+    dec_describe, NULL,
+};
+const moe__backend moe__backend_cuda_quant = {
+    "cuda-quant", MOE_DEVICE_CUDA, dec_probe, supports_quant, quant_init, dec_fini, dec_workspace, dec_forward,
+    dec_describe, NULL,
+};
+}

@@ -1,0 +1,102 @@
+/*
+ * The small-batch ("decode") expert kernels behind the backends "cuda-decode"
+ * (bf16/f16 weights) and "cuda-quant" (GGUF block weights): what
+ * src/cuda/decode.cu hands to the per-format kernel files
+ * (decode_dense.cu, qmm_legacy.cu, qmm_k.cu). Included by .cu files only.
+ *
+ * One forward of Tc tokens is three launches, no host sync, no allocation:
+ *   route   one block: sorts the (expert, pair) keys, lists the active experts
+ *   phase 1 grid (I row blocks, active experts): h[pair] = act(gate x + bg, up x + bu)
+ *   phase 2 grid (D row blocks, active experts): y[pair] = w * (down h + bd), and the
+ *           last block of each row block sums the K slots of every token in
+ *           slot order into out (an int arrival counter, no float atomics)
+ * Phases 1 and 2 are one kernel template: weight fragments decoded into
+ * registers (bf16 or f16), tokens as the N = 8 side of mma.sync m16n8k16.
+ */
+#ifndef MOE_CUDA_DECODE_H
+#define MOE_CUDA_DECODE_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+/* Weight formats of the decode kernels. */
+enum {
+    MOE_DF_BF16 = 0,
+    MOE_DF_F16,
+    MOE_DF_Q4_0,
+    MOE_DF_Q8_0,
+    MOE_DF_MXFP4,
+    MOE_DF_Q2_K,
+    MOE_DF_Q3_K,
+    MOE_DF_Q4_K,
+    MOE_DF_Q5_K,
+    MOE_DF_Q6_K,
+    MOE_DF_COUNT
+};
+
+/* Pairs (token, slot) one route launch can sort in shared memory; a forward
+ * with more is split into chunks of tokens. */
+#define MOE_DEC_MAXP 4096
+
+/* Phases of the expert kernel. */
+enum { MOE_DEC_GATE_UP = 0, MOE_DEC_UP = 1, MOE_DEC_DOWN = 2 };
+
+typedef struct moe_dec_args {
+    /* weights [E, N, C]: byte strides per expert and per row; w1 = up in phase GATE_UP */
+    const uint8_t *w0, *w1;
+    int64_t w0_se, w0_sn, w1_se, w1_sn;
+    int64_t row_bytes;        /* bytes of one row of w0 (for the L2 prefetch) */
+    int N, C, n_chunks, RW, KS; /* rows, reduced dim, chunks of C, row groups x K slices = 8 warps */
+    /* biases [E, N] (element strides), NULL = none; types f32/f16/bf16 */
+    const void *b0, *b1;
+    int b0_type, b1_type;
+    int64_t b0_se, b0_sn, b1_se, b1_sn;
+    int act;
+    float alpha, limit;
+    /* B side: x [T, D] (phase 1; xmode 0 same type as the mma, 1 f32, 2 f16 -> bf16, 3 bf16 -> f16)
+     * or h [TK, I] (phase 2, the mma type) */
+    const void *xb;
+    int64_t ldb; /* elements per row of xb */
+    int xmode;
+    int T, K, E;
+    /* routing (written by the route kernel) */
+    const int *n_active, *act_e, *act_off, *sorted;
+    /* outputs */
+    void *h;                  /* phase 1: [TK, I] mma type */
+    float *y;                 /* phase 2: [TK, D] f32 weighted rows */
+    const float *w;           /* [T, K] routing weights */
+    const int32_t *ids;       /* [T, K] */
+    void *out;                /* [T, D] act type */
+    int out_type;
+    unsigned *counters;       /* [row blocks of phase 2] */
+    int pdl;                  /* launched with programmatic dependent launch (sm_90) */
+} moe_dec_args;
+
+/* Launches the expert kernel of format fmt (one of the file's formats), phase
+ * ph, NT token tiles of 8 per pass, on grid (row blocks, active experts) of
+ * 256 threads. cudaErrorInvalidValue if fmt is not in this file. */
+cudaError_t moe__dec_launch_dense(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s);
+cudaError_t moe__dec_launch_qlegacy(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s);
+cudaError_t moe__dec_launch_qk(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s);
+
+/* Columns per chunk (CW) and the smallest alignment in bytes its loads need. */
+static inline int moe__dec_chunk_cols(int fmt) { return fmt <= MOE_DF_F16 ? 64 : 256; }
+static inline int moe__dec_align(int fmt) {
+    switch (fmt) {
+    case MOE_DF_BF16: case MOE_DF_F16: case MOE_DF_Q4_K: case MOE_DF_Q5_K: return 16;
+    case MOE_DF_Q2_K: return 4;
+    case MOE_DF_MXFP4: return 1;
+    default: return 2;
+    }
+}
+
+/* Blocks of 256 threads per SM the kernel is built for (FM::MINB in
+ * __launch_bounds__): 2 where 128 registers hold a lane's work. */
+static inline int moe__dec_min_blocks(int fmt) {
+    switch (fmt) {
+    case MOE_DF_Q2_K: case MOE_DF_Q3_K: case MOE_DF_Q5_K: case MOE_DF_Q6_K: case MOE_DF_Q8_0: return 1;
+    default: return 2;
+    }
+}
+
+#endif

@@ -1,0 +1,334 @@
+/*
+ * Grouped GEMM for Hopper (backend "cuda-sm90", sm_90a): TMA loads of A and B
+ * tiles into a 4-stage shared-memory ring completed on mbarriers, wgmma from
+ * shared memory, one producer warpgroup (one thread issues TMA) and two
+ * consumer warpgroups (64 rows each), persistent over (m-tile, n-tile) work
+ * in grouped raster order. Same two modes and epilogues as gemm_sm80.cu
+ * (see common.cuh); must match src/ref/ref.c.
+ *
+ * A rows must be contiguous for TMA, so GEMM 1 reads the permuted copy xp of
+ * x made by the scatter step (layer.cu). Weights are read through 3-D tensor
+ * maps [E, N, C] made once at layer creation: rows past N (the end of one
+ * expert) and columns past C are zero-filled by TMA, never read from the next
+ * expert. With gate/up, the B tile is 128 gate rows then the same 128 up rows
+ * (two TMA boxes), so a thread holds gate and up of the same output column.
+ *
+ * Tile shapes (the table has one entry so far):
+ *   BM 128 x BN 256 x BK 64, 4 stages (192 KB): first version, not yet
+ *   measured (NOTES.md).
+ */
+#include "common.cuh"
+
+#include <cudaTypedefs.h>
+#include <stdio.h>
+
+#include "wgmma_gen.cuh"
+
+#define BM MOE_CUDA_BM
+#define BN 256
+#define BK 64
+#define STAGES 4
+#define A_BYTES (BM * BK * 2)
+#define B_BYTES (BN * BK * 2)
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#define SMEM_BYTES (STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8)
+#define NTHREADS 384
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define MOE_SM90A 1
+#endif
+
+#ifdef MOE_SM90A
+static __device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    asm volatile("{\n.reg .pred P1;\nLAB_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+                 "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+static __device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap *tm, int c0, int c1, uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+                 "[%4];\n" ::"r"(dst),
+                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+}
+static __device__ __forceinline__ void tma_3d(uint32_t dst, const CUtensorMap *tm, int c0, int c1, int c2,
+                                              uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, "
+                 "%4}], [%5];\n" ::"r"(dst),
+                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+/* wgmma descriptor of a K-major tile with 128-byte rows, 128B swizzle, 8-row
+ * groups 1024 bytes apart. */
+static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
+    uint64_t d = (uint64_t)((saddr & 0x3FFFF) >> 4);
+    d |= (uint64_t)1 << 16;           /* leading byte offset: unused with swizzle */
+    d |= (uint64_t)(1024 >> 4) << 32; /* stride byte offset */
+    d |= (uint64_t)1 << 62;           /* 128B swizzle */
+    return d;
+}
+#endif
+
+template <int MODE, bool GATED, typename T>
+static __global__ void __launch_bounds__(NTHREADS, 1)
+    gemm_sm90(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
+              const __grid_constant__ CUtensorMap tmB1, const moe_cuda_gemm g) {
+#ifdef MOE_SM90A
+    extern __shared__ unsigned char smem_raw[];
+    uint32_t sbase = smem_u32(smem_raw);
+    sbase = (sbase + 1023) & ~1023u;
+    const uint32_t bars = sbase + STAGES * STAGE_BYTES; /* full[STAGES] then empty[STAGES] */
+    const int wg = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(bars + 8 * s, 1);
+            mbar_init(bars + 8 * (STAGES + s), 8); /* 2 consumer warpgroups x 4 warps */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int NOUT = GATED ? BN / 2 : BN;
+    const int MT = *g.n_mtiles, NT = (g.N + NOUT - 1) / NOUT;
+    const int total = MT * NT, kblocks = (g.C + BK - 1) / BK;
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int t = blockIdx.x; t < total; t += gridDim.x) {
+                int mt, nt;
+                moe_cuda_raster(t, MT, NT, &mt, &nt);
+                const int2 tl = g.tiles[mt];
+                const int e = tl.x, arow = g.exp_off[e] + tl.y, n0 = nt * NOUT;
+                for (int kb = 0; kb < kblocks; kb++) {
+                    const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
+                    mbar_wait(empty, phase ^ 1);
+                    mbar_expect_tx(full, STAGE_BYTES);
+                    const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
+                    tma_2d(sa, &tmA, kb * BK, arow, full);
+                    if (GATED) {
+                        tma_3d(sb, &tmB0, kb * BK, n0, e, full);
+                        tma_3d(sb + B_BYTES / 2, &tmB1, kb * BK, n0, e, full);
+                    } else {
+                        tma_3d(sb, &tmB0, kb * BK, n0, e, full);
+                    }
+                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int cw = wg - 1, lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3;
+        float acc[128];
+#pragma unroll
+        for (int i = 0; i < 128; i++) acc[i] = 0.f;
+        int stage = 0;
+        uint32_t phase = 0;
+        for (int t = blockIdx.x; t < total; t += gridDim.x) {
+            int mt, nt;
+            moe_cuda_raster(t, MT, NT, &mt, &nt);
+            const int2 tl = g.tiles[mt];
+            const int e = tl.x, m0 = tl.y, n0 = nt * NOUT;
+            const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;
+            for (int kb = 0; kb < kblocks; kb++) {
+                const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
+                mbar_wait(full, phase);
+                const uint32_t sa = sbase + stage * STAGE_BYTES + cw * (64 * 128), sb = sbase + stage * STAGE_BYTES + A_BYTES;
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; kk++)
+                    wgmma_m64n256k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sb + kk * 32), (kb > 0 || kk > 0) ? 1 : 0);
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+                for (int i = 0; i < 128; i++) asm volatile("" : "+f"(acc[i])::"memory");
+                if (lane == 0) mbar_arrive(empty);
+                if (++stage == STAGES) { stage = 0; phase ^= 1; }
+            }
+
+            /* ---- epilogue: straight from the accumulators to global ---- */
+            const int qc = (lane & 3) * 2;
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                const int m = m0 + cw * 64 + w4 * 16 + (lane >> 2) + hh * 8;
+                if (m >= rows) continue;
+                const int srow = rbase + m;
+                if (MODE == 1) {
+                    T *orow = (T *)g.out + (int64_t)srow * g.N;
+                    if (GATED) {
+#pragma unroll
+                        for (int b = 0; b < 16; b++) {
+                            int col = n0 + b * 8 + qc;
+                            if (col >= g.N) continue;
+                            float g0 = acc[4 * b + 2 * hh], g1 = acc[4 * b + 2 * hh + 1];
+                            float u0 = acc[4 * (b + 16) + 2 * hh], u1 = acc[4 * (b + 16) + 2 * hh + 1];
+                            if (g.bias0) {
+                                g0 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + col * g.bias0_sn);
+                                g1 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + (col + 1) * g.bias0_sn);
+                            }
+                            if (g.bias1) {
+                                u0 += moe_cuda_load_bias(g.bias1, g.bias1_type, e * g.bias1_se + col * g.bias1_sn);
+                                u1 += moe_cuda_load_bias(g.bias1, g.bias1_type, e * g.bias1_se + (col + 1) * g.bias1_sn);
+                            }
+                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(g.act, g0, u0, g.alpha, g.limit),
+                                                                          moe_cuda_act(g.act, g1, u1, g.alpha, g.limit));
+                        }
+                    } else {
+#pragma unroll
+                        for (int b = 0; b < 32; b++) {
+                            int col = n0 + b * 8 + qc;
+                            if (col >= g.N) continue;
+                            float u0 = acc[4 * b + 2 * hh], u1 = acc[4 * b + 2 * hh + 1];
+                            if (g.bias0) {
+                                u0 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + col * g.bias0_sn);
+                                u1 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + (col + 1) * g.bias0_sn);
+                            }
+                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(g.act, 0.f, u0, g.alpha, g.limit),
+                                                                          moe_cuda_act(g.act, 0.f, u1, g.alpha, g.limit));
+                        }
+                    }
+                } else {
+                    const int p = g.sorted_pair[srow];
+                    const float wt = g.w[p];
+                    T *orow = (T *)g.out + (int64_t)p * g.N;
+#pragma unroll
+                    for (int b = 0; b < 32; b++) {
+                        int col = n0 + b * 8 + qc;
+                        if (col >= g.N) continue;
+                        float v0 = acc[4 * b + 2 * hh], v1 = acc[4 * b + 2 * hh + 1];
+                        if (g.bias0) {
+                            v0 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + col * g.bias0_sn);
+                            v1 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + (col + 1) * g.bias0_sn);
+                        }
+                        *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(wt * v0, wt * v1);
+                    }
+                }
+            }
+        }
+    }
+#endif
+}
+
+/* ---- host side ---- */
+
+static PFN_cuTensorMapEncodeTiled_v12000 encode_fn(void) {
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
+    if (!fn) {
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
+    }
+    return fn;
+}
+
+static int encode(CUtensorMap *tm, const void *data, int dtype, int rank, const cuuint64_t *dims,
+                  const cuuint64_t *strides, const cuuint32_t *box, char *why, size_t n) {
+    PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+    if (!fn) {
+        snprintf(why, n, "cuTensorMapEncodeTiled is not available from the driver");
+        return -1;
+    }
+    cuuint32_t es[3] = {1, 1, 1};
+    CUresult r = fn(tm, dtype == MOE_TYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                    (cuuint32_t)rank, (void *)data, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                    CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, n, "cuTensorMapEncodeTiled failed (CUresult %d)", (int)r);
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtype, int64_t E, int64_t N, int64_t C,
+                                     int64_t se, int64_t sn, int box_rows, char *why, size_t n) {
+    cuuint64_t dims[3] = {(cuuint64_t)C, (cuuint64_t)N, (cuuint64_t)E};
+    cuuint64_t strides[2] = {(cuuint64_t)sn * 2, (cuuint64_t)(E > 1 ? se : N * sn) * 2};
+    cuuint32_t box[3] = {BK, (cuuint32_t)box_rows, 1};
+    return encode(tm, data, dtype, 3, dims, strides, box, why, n);
+}
+
+template <int MODE, bool GATED, typename T>
+static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0, const CUtensorMap *b1,
+                          int sm_count, cudaStream_t s) {
+    const int NOUT = GATED ? BN / 2 : BN;
+    int64_t most = (int64_t)g->max_mtiles * ((g->N + NOUT - 1) / NOUT);
+    int64_t grid = sm_count < most ? sm_count : most;
+    if (grid < 1) grid = 1;
+    gemm_sm90<MODE, GATED, T><<<(unsigned)grid, NTHREADS, SMEM_BYTES, s>>>(*tmA, *b0, *b1, *g);
+    return cudaGetLastError();
+}
+
+template <typename T>
+static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0,
+                            const CUtensorMap *b1, int sm_count, cudaStream_t s) {
+    if (g->mode == 2) return launch<2, false, T>(g, tmA, b0, b1, sm_count, s);
+    return g->gated ? launch<1, true, T>(g, tmA, b0, b1, sm_count, s) : launch<1, false, T>(g, tmA, b0, b1, sm_count, s);
+}
+
+extern "C" cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
+                                           int sm_count, cudaStream_t s, char *why, size_t n) {
+    /* A: [TK, C] rows in expert order, made per call (the workspace moves) */
+    CUtensorMap tmA;
+    cuuint64_t dims[2] = {(cuuint64_t)g->C, (cuuint64_t)g->TK};
+    cuuint64_t strides[1] = {(cuuint64_t)g->C * 2};
+    cuuint32_t box[2] = {BK, BM};
+    if (encode(&tmA, g->A, g->dtype, 2, dims, strides, box, why, n)) return cudaErrorInvalidValue;
+    return g->dtype == MOE_TYPE_BF16 ? dispatch<__nv_bfloat16>(g, &tmA, tmB0, tmB1, sm_count, s)
+                                     : dispatch<__half>(g, &tmA, tmB0, tmB1, sm_count, s);
+}
+
+template <typename T> static cudaError_t prepare_t(void) {
+    cudaError_t e;
+    if ((e = cudaFuncSetAttribute(gemm_sm90<1, true, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
+        return e;
+    if ((e = cudaFuncSetAttribute(gemm_sm90<1, false, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
+        return e;
+    return cudaFuncSetAttribute(gemm_sm90<2, false, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+}
+
+extern "C" cudaError_t moe__cuda_gemm_sm90_prepare(void) {
+    cudaError_t e = prepare_t<__nv_bfloat16>();
+    return e ? e : prepare_t<__half>();
+}
+
+/* 1 when the code that runs on this device was compiled for sm_90a (a build
+ * for plain sm_90 would run the empty kernel bodies above). */
+static __global__ void k_probe_sm90a(int *flag) {
+#ifdef MOE_SM90A
+    *flag = 1;
+#else
+    *flag = 0;
+#endif
+}
+
+extern "C" int moe__cuda_sm90_available(void) {
+    int *d = NULL, h = 0;
+    if (cudaMalloc(&d, sizeof(int)) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    k_probe_sm90a<<<1, 1>>>(d);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost);
+    cudaFree(d);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return h;
+}

@@ -1,0 +1,507 @@
+/*
+ * The CUDA backends "cuda-sm90" and "cuda-sm80": one MoE layer forward on the
+ * GPU, asynchronous on the context's stream, no host synchronisation and no
+ * allocation (graph-capturable). Must match the reference (src/ref/ref.c)
+ * within the case table's tolerances. Steps of a forward:
+ *   1. count  : tokens per expert (int atomics)
+ *   2. scan   : expert offsets, per-expert M tiles of MOE_CUDA_BM rows and the
+ *               per-tile work list (expert, m0); one block looping over E in
+ *               chunks, so any E works
+ *   3. scatter: expert-sorted pair list (pair = t*K + k); sm90 also writes the
+ *               permuted copy xp of x so that TMA can load A tiles
+ *   4. GEMM 1 : h = act(x gate^T + bg, x up^T + bu), bf16/f16  (gemm_sm80.cu / gemm_sm90.cu)
+ *   5. GEMM 2 : y[pair] = w[pair] * (h down^T + bd), one row per pair, act_type
+ *   6. combine: out[t] = sum over k of y[t*K + k], in slot order, f32 sums
+ * No float atomics anywhere: two runs are bitwise equal. The order of pairs
+ * inside one expert depends on atomic order, but each output row depends only
+ * on its own A row, so results do not.
+ *
+ * Ids out of range on the device: pairs whose id is outside [0, E) are
+ * skipped by every step (not counted, not scattered, never read or written
+ * out of bounds) and contribute nothing to out (the combine skips them).
+ * Chosen in src/backends.c order: sm90 first, sm80 second.
+ */
+#include "common.cuh"
+#include "cuda_backends.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Routing metadata kernels                                                  */
+/* ------------------------------------------------------------------------ */
+
+static __global__ void k_count(const int32_t *__restrict__ ids, int TK, int E, int *__restrict__ cnt) {
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= TK) return;
+    int e = ids[p];
+    if ((unsigned)e < (unsigned)E) atomicAdd(cnt + e, 1);
+}
+
+/* One block of 1024 threads; loops over E in chunks of 1024 with a carry. */
+static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cnt, int E, int *__restrict__ off,
+                                                      int2 *__restrict__ tiles, int *__restrict__ n_mtiles) {
+    __shared__ int s_r[32], s_t[32];
+    __shared__ int s_carry[2];
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (tid == 0) s_carry[0] = s_carry[1] = 0;
+    __syncthreads();
+    for (int base = 0; base < E; base += 1024) {
+        int e = base + tid;
+        int c = e < E ? cnt[e] : 0;
+        int nt = (c + MOE_CUDA_BM - 1) / MOE_CUDA_BM;
+        int ir = c, it = nt;
+        for (int o = 1; o < 32; o <<= 1) {
+            int a = __shfl_up_sync(0xffffffffu, ir, o), b = __shfl_up_sync(0xffffffffu, it, o);
+            if (lane >= o) { ir += a; it += b; }
+        }
+        if (lane == 31) { s_r[warp] = ir; s_t[warp] = it; }
+        __syncthreads();
+        if (warp == 0) {
+            int wr = s_r[lane], wt = s_t[lane];
+            for (int o = 1; o < 32; o <<= 1) {
+                int a = __shfl_up_sync(0xffffffffu, wr, o), b = __shfl_up_sync(0xffffffffu, wt, o);
+                if (lane >= o) { wr += a; wt += b; }
+            }
+            s_r[lane] = wr; /* inclusive over warps */
+            s_t[lane] = wt;
+        }
+        __syncthreads();
+        int pr = (warp ? s_r[warp - 1] : 0) + s_carry[0] + ir - c;
+        int pt = (warp ? s_t[warp - 1] : 0) + s_carry[1] + it - nt;
+        if (e < E) {
+            off[e] = pr;
+            for (int j = 0; j < nt; j++) tiles[pt + j] = make_int2(e, j * MOE_CUDA_BM);
+        }
+        __syncthreads();
+        if (tid == 0) { s_carry[0] += s_r[31]; s_carry[1] += s_t[31]; }
+        __syncthreads();
+    }
+    if (tid == 0) {
+        off[E] = s_carry[0];
+        *n_mtiles = s_carry[1];
+    }
+}
+
+/* One warp per pair: its sorted position, and (sm90) the row copy into xp. */
+static __global__ void k_scatter(const int32_t *__restrict__ ids, int TK, int E, int K, int D,
+                                 const int *__restrict__ off, int *__restrict__ cursor, int32_t *__restrict__ sorted,
+                                 const uint4 *__restrict__ x, uint4 *__restrict__ xp) {
+    int p = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (p >= TK) return;
+    int e = ids[p];
+    if ((unsigned)e >= (unsigned)E) return;
+    int pos = 0;
+    if (lane == 0) {
+        pos = off[e] + atomicAdd(cursor + e, 1);
+        sorted[pos] = p;
+    }
+    if (!xp) return;
+    pos = __shfl_sync(0xffffffffu, pos, 0);
+    int nv = D / 8; /* 16-byte vectors per row */
+    const uint4 *src = x + (int64_t)(p / K) * nv;
+    uint4 *dst = xp + (int64_t)pos * nv;
+    for (int i = lane; i < nv; i += 32) dst[i] = src[i];
+}
+
+/* out[t, :] = sum over k of y[t*K + k, :] in slot order (f32), skipping ids
+ * out of range. One thread per 8 columns. */
+template <typename T>
+static __global__ void k_combine(const int32_t *__restrict__ ids, const uint4 *__restrict__ y, int T_, int K, int E,
+                                 int D, uint4 *__restrict__ out) {
+    int nv = D / 8;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)T_ * nv) return;
+    int64_t t = i / nv;
+    int c = (int)(i - t * nv);
+    float acc[8];
+    for (int j = 0; j < 8; j++) acc[j] = 0.f;
+    for (int k = 0; k < K; k++) {
+        int e = ids[t * K + k];
+        if ((unsigned)e >= (unsigned)E) continue;
+        uint4 v = y[(t * K + k) * nv + c];
+        const T *h = (const T *)&v;
+        for (int j = 0; j < 8; j++) acc[j] += (float)h[j];
+    }
+    uint4 o;
+    uint32_t *po = (uint32_t *)&o;
+    for (int j = 0; j < 4; j++) po[j] = moe_cuda_pack2<T>(acc[2 * j], acc[2 * j + 1]);
+    out[i] = o;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Workspace                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    size_t cnt, off, ntiles, tiles, sorted, xp, h, y, total;
+    int max_mtiles;
+} ws_layout;
+
+static size_t align_up(size_t v) { return (v + 255) & ~(size_t)255; }
+
+static ws_layout ws_plan(const moe_layer *L, int64_t T, int sm90) {
+    ws_layout w;
+    int64_t E = L->desc.E, K = L->desc.K, D = L->desc.D, I = L->desc.I, TK = T * K;
+    size_t es = 2;
+    w.max_mtiles = (int)(TK / MOE_CUDA_BM + (E < TK ? E : TK) + 1);
+    size_t o = 0;
+    w.cnt = o; o = align_up(o + sizeof(int) * (size_t)(2 * E)); /* cnt[E], cursor[E] */
+    w.off = o; o = align_up(o + sizeof(int) * (size_t)(E + 1));
+    w.ntiles = o; o = align_up(o + sizeof(int));
+    w.tiles = o; o = align_up(o + sizeof(int2) * (size_t)w.max_mtiles);
+    w.sorted = o; o = align_up(o + sizeof(int32_t) * (size_t)TK);
+    w.xp = o; if (sm90) o = align_up(o + es * (size_t)(TK * D));
+    w.h = o; o = align_up(o + es * (size_t)(TK * I));
+    w.y = o; o = align_up(o + es * (size_t)(TK * D));
+    w.total = o;
+    return w;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Backend callbacks                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Runs the body with ctx's device current, restoring the caller's after. */
+typedef struct { int prev, changed; } dev_guard;
+static cudaError_t dev_enter(int dev, dev_guard *g) {
+    g->changed = 0;
+    cudaError_t e = cudaGetDevice(&g->prev);
+    if (e != cudaSuccess) return e;
+    if (g->prev != dev) {
+        e = cudaSetDevice(dev);
+        g->changed = e == cudaSuccess;
+    }
+    return e;
+}
+static void dev_leave(dev_guard *g) {
+    if (g->changed) cudaSetDevice(g->prev);
+}
+
+static int probe_common(moe_ctx *ctx, char *why, size_t n, int *major, int *minor) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* clear the sticky-free error so later calls start clean */
+        snprintf(why, n, "no CUDA device (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
+        return 0;
+    }
+    if (count <= 0) {
+        snprintf(why, n, "no CUDA device (cudaGetDeviceCount: 0 devices)");
+        return 0;
+    }
+    if (ctx->p.cuda_device >= count) {
+        snprintf(why, n, "cuda_device = %d but only %d CUDA device(s)", ctx->p.cuda_device, count);
+        return 0;
+    }
+    if (cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, ctx->p.cuda_device) != cudaSuccess ||
+        cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, ctx->p.cuda_device) != cudaSuccess) {
+        snprintf(why, n, "cannot read the compute capability of device %d", ctx->p.cuda_device);
+        return 0;
+    }
+    return 1;
+}
+
+static int probe_sm90(moe_ctx *ctx, char *why, size_t n) {
+    int ma, mi;
+    if (!probe_common(ctx, why, n, &ma, &mi)) return 0;
+    if (ma != 9 || mi != 0) {
+        snprintf(why, n, "device %d has compute capability %d.%d; the sm_90a kernels need 9.0 (Hopper)",
+                 ctx->p.cuda_device, ma, mi);
+        return 0;
+    }
+    dev_guard g;
+    if (dev_enter(ctx->p.cuda_device, &g) != cudaSuccess) {
+        snprintf(why, n, "cudaSetDevice(%d) failed", ctx->p.cuda_device);
+        return 0;
+    }
+    int ok = moe__cuda_sm90_available();
+    dev_leave(&g);
+    if (!ok) {
+        snprintf(why, n, "this build has no sm_90a code (CMAKE_CUDA_ARCHITECTURES must include 90a-real)");
+        return 0;
+    }
+    return 1;
+}
+
+static int probe_sm80(moe_ctx *ctx, char *why, size_t n) {
+    int ma, mi;
+    if (!probe_common(ctx, why, n, &ma, &mi)) return 0;
+    if (ma < 8) {
+        snprintf(why, n, "device %d has compute capability %d.%d; cuda-sm80 needs 8.0 or later", ctx->p.cuda_device,
+                 ma, mi);
+        return 0;
+    }
+    dev_guard g;
+    if (dev_enter(ctx->p.cuda_device, &g) != cudaSuccess) {
+        snprintf(why, n, "cudaSetDevice(%d) failed", ctx->p.cuda_device);
+        return 0;
+    }
+    cudaError_t e = moe__cuda_gemm_sm80_prepare();
+    dev_leave(&g);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(why, n, "this build has no code for compute capability %d.%d (%s)", ma, mi, cudaGetErrorString(e));
+        return 0;
+    }
+    return 1;
+}
+
+static int tensor_ok(const moe_tensor *t, const char *what, int64_t C, char *why, size_t n) {
+    if (t->mem != MOE_MEM_DEVICE) {
+        snprintf(why, n, "%s must be in device memory (MOE_MEM_DEVICE)", what);
+        return 0;
+    }
+    if (t->type != MOE_TYPE_BF16 && t->type != MOE_TYPE_F16) {
+        snprintf(why, n, "%s type %s: the CUDA kernels take bf16 or f16 weights", what, moe_type_name(t->type));
+        return 0;
+    }
+    if (t->stride_c != 1) {
+        snprintf(why, n,
+                 "%s has stride_c = %lld: the CUDA kernels need K-contiguous weights [E, N, C] (the [E, C, N] "
+                 "torch._grouped_mm layout is not supported yet)",
+                 what, (long long)t->stride_c);
+        return 0;
+    }
+    if (t->stride_n % 8 || t->stride_e % 8 || ((uintptr_t)t->data & 15)) {
+        snprintf(why, n, "%s: strides (%lld, %lld) must be multiples of 8 elements and data 16-byte aligned", what,
+                 (long long)t->stride_e, (long long)t->stride_n);
+        return 0;
+    }
+    (void)C;
+    return 1;
+}
+
+static int supports_common(const moe_layer *L, char *why, size_t n) {
+    const moe_layer_desc *d = &L->desc;
+    if (d->act_type == MOE_TYPE_F32) {
+        snprintf(why, n, "act_type f32: the CUDA kernels take bf16 or f16 activations");
+        return 0;
+    }
+    if (L->gated && !tensor_ok(&L->gate, "gate", d->D, why, n)) return 0;
+    if (!tensor_ok(&L->up, "up", d->D, why, n) || !tensor_ok(&L->down, "down", d->I, why, n)) return 0;
+    if (L->up.type != L->down.type || (L->gated && L->gate.type != L->up.type) || L->up.type != d->act_type) {
+        snprintf(why, n, "weights (%s) and activations (%s) must have one type, bf16 or f16",
+                 moe_type_name(L->up.type), moe_type_name(d->act_type));
+        return 0;
+    }
+    const moe_tensor *bs[] = {&L->gate_bias, &L->up_bias, &L->down_bias};
+    for (int i = 0; i < 3; i++)
+        if (bs[i]->data && bs[i]->mem != MOE_MEM_DEVICE) {
+            snprintf(why, n, "biases must be in device memory (MOE_MEM_DEVICE)");
+            return 0;
+        }
+    if (d->D % 8 || d->I % 8) {
+        snprintf(why, n, "D = %lld, I = %lld: both must be multiples of 8 (16-byte rows for cp.async/TMA)",
+                 (long long)d->D, (long long)d->I);
+        return 0;
+    }
+    return 1;
+}
+
+static int supports_sm80(const moe_layer *L, char *why, size_t n) { return supports_common(L, why, n); }
+
+static int supports_sm90(const moe_layer *L, char *why, size_t n) {
+    if (!supports_common(L, why, n)) return 0;
+    const moe_tensor *ts[] = {&L->gate, &L->up, &L->down};
+    for (int i = 0; i < 3; i++) {
+        if (!ts[i]->data) continue;
+        if (ts[i]->stride_n * 2 >= ((int64_t)1 << 40) || ts[i]->stride_e * 2 >= ((int64_t)1 << 40)) {
+            snprintf(why, n, "weight strides over 2^40 bytes exceed what TMA addresses");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static moe_status init_common(moe_layer *L, int sm90) {
+    moe_cuda_impl *im = (moe_cuda_impl *)calloc(1, sizeof *im);
+    if (!im) return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY, "out of memory");
+    im->device = L->ctx->p.cuda_device;
+    im->sm90 = sm90;
+    dev_guard g;
+    cudaError_t e = dev_enter(im->device, &g);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->sm_count, cudaDevAttrMultiProcessorCount, im->device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_major, cudaDevAttrComputeCapabilityMajor, im->device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_minor, cudaDevAttrComputeCapabilityMinor, im->device);
+    if (e == cudaSuccess) e = sm90 ? moe__cuda_gemm_sm90_prepare() : moe__cuda_gemm_sm80_prepare();
+    if (e != cudaSuccess) {
+        dev_leave(&g);
+        free(im);
+        return moe__layer_error(L, MOE_ERR_CUDA, "device %d setup: %s", L->ctx->p.cuda_device, cudaGetErrorString(e));
+    }
+    if (sm90) {
+        const moe_layer_desc *d = &L->desc;
+        char why[256];
+        int dt = L->up.type;
+        int bad = 0;
+        if (L->gated) {
+            bad |= moe__cuda_weight_tmap(&im->tm_b0, L->gate.data, dt, d->E, d->I, d->D, L->gate.stride_e,
+                                         L->gate.stride_n, 128, why, sizeof why);
+            if (!bad)
+                bad |= moe__cuda_weight_tmap(&im->tm_b1, L->up.data, dt, d->E, d->I, d->D, L->up.stride_e,
+                                             L->up.stride_n, 128, why, sizeof why);
+        } else {
+            bad |= moe__cuda_weight_tmap(&im->tm_b0, L->up.data, dt, d->E, d->I, d->D, L->up.stride_e, L->up.stride_n,
+                                         256, why, sizeof why);
+            im->tm_b1 = im->tm_b0;
+        }
+        if (!bad)
+            bad |= moe__cuda_weight_tmap(&im->tm_down, L->down.data, dt, d->E, d->D, d->I, L->down.stride_e,
+                                         L->down.stride_n, 256, why, sizeof why);
+        if (bad) {
+            dev_leave(&g);
+            free(im);
+            return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "TMA descriptor: %s", why);
+        }
+    }
+    dev_leave(&g);
+    L->impl = im;
+    return MOE_OK;
+}
+
+static moe_status init_sm90(moe_layer *L) { return init_common(L, 1); }
+static moe_status init_sm80(moe_layer *L) { return init_common(L, 0); }
+
+static void fini_cuda(moe_layer *L) {
+    free(L->impl);
+    L->impl = NULL;
+}
+
+static size_t ws_sm90(const moe_layer *L, int64_t T) { return ws_plan(L, T, 1).total; }
+static size_t ws_sm80(const moe_layer *L, int64_t T) { return ws_plan(L, T, 0).total; }
+
+static void fill_gemm1(const moe_layer *L, moe_cuda_gemm *g) {
+    const moe_layer_desc *d = &L->desc;
+    g->mode = 1;
+    g->gated = L->gated;
+    g->act = d->act;
+    g->alpha = d->alpha;
+    g->limit = d->limit;
+    g->N = (int)d->I;
+    g->C = (int)d->D;
+    const moe_tensor *b0 = L->gated ? &L->gate : &L->up, *b1 = &L->up;
+    const moe_tensor *c0 = L->gated ? &L->gate_bias : &L->up_bias, *c1 = &L->up_bias;
+    g->B0 = b0->data; g->b0_se = b0->stride_e; g->b0_sn = b0->stride_n;
+    g->B1 = b1->data; g->b1_se = b1->stride_e; g->b1_sn = b1->stride_n;
+    g->bias0 = c0->data; g->bias0_type = c0->type; g->bias0_se = c0->stride_e; g->bias0_sn = c0->stride_n;
+    g->bias1 = c1->data; g->bias1_type = c1->type; g->bias1_se = c1->stride_e; g->bias1_sn = c1->stride_n;
+}
+
+static void fill_gemm2(const moe_layer *L, moe_cuda_gemm *g) {
+    const moe_layer_desc *d = &L->desc;
+    g->mode = 2;
+    g->gated = 0;
+    g->act = 0;
+    g->N = (int)d->D;
+    g->C = (int)d->I;
+    g->B0 = g->B1 = L->down.data;
+    g->b0_se = g->b1_se = L->down.stride_e;
+    g->b0_sn = g->b1_sn = L->down.stride_n;
+    g->bias0 = g->bias1 = L->down_bias.data;
+    g->bias0_type = g->bias1_type = L->down_bias.type;
+    g->bias0_se = g->bias1_se = L->down_bias.stride_e;
+    g->bias0_sn = g->bias1_sn = L->down_bias.stride_n;
+}
+
+#define CUCHK(call)                                                                                           \
+    do {                                                                                                      \
+        cudaError_t e_ = (call);                                                                              \
+        if (e_ != cudaSuccess) {                                                                              \
+            st = moe__layer_error(L, MOE_ERR_CUDA, "%s: %s (%s:%d)", #call, cudaGetErrorString(e_), __FILE__, \
+                                  __LINE__);                                                                  \
+            goto out;                                                                                         \
+        }                                                                                                     \
+    } while (0)
+
+static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
+    moe_cuda_impl *im = (moe_cuda_impl *)L->impl;
+    const moe_layer_desc *d = &L->desc;
+    int64_t T = a->T, K = d->K, E = d->E, D = d->D, TK = T * K;
+    if (TK > INT32_MAX / 2 || TK * (D > d->I ? D : d->I) / 8 > ((int64_t)1 << 40))
+        return moe__layer_error(L, MOE_ERR_SIZE_OVERFLOW, "T = %lld x K = %lld pairs: too many for the CUDA backend",
+                                (long long)T, (long long)K);
+    cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
+    ws_layout w = ws_plan(L, T, im->sm90);
+    char *ws = (char *)a->ws;
+    int *cnt = (int *)(ws + w.cnt), *cursor = cnt + E, *off = (int *)(ws + w.off), *ntl = (int *)(ws + w.ntiles);
+    int2 *tiles = (int2 *)(ws + w.tiles);
+    int32_t *sorted = (int32_t *)(ws + w.sorted);
+    void *xp = im->sm90 ? ws + w.xp : NULL, *h = ws + w.h, *y = ws + w.y;
+    moe_status st = MOE_OK;
+    dev_guard g;
+    char why[256] = "";
+    if (dev_enter(im->device, &g) != cudaSuccess)
+        return moe__layer_error(L, MOE_ERR_CUDA, "cudaSetDevice(%d) failed", im->device);
+    {
+        CUCHK(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)(2 * E), s));
+        k_count<<<(unsigned)((TK + 255) / 256), 256, 0, s>>>(a->ids, (int)TK, (int)E, cnt);
+        CUCHK(cudaGetLastError());
+        k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, off, tiles, ntl);
+        CUCHK(cudaGetLastError());
+        k_scatter<<<(unsigned)((TK + 7) / 8), 256, 0, s>>>(a->ids, (int)TK, (int)E, (int)K, (int)D, off, cursor,
+                                                           sorted, (const uint4 *)a->x, (uint4 *)xp);
+        CUCHK(cudaGetLastError());
+
+        moe_cuda_gemm g1, g2;
+        memset(&g1, 0, sizeof g1);
+        fill_gemm1(L, &g1);
+        g1.dtype = d->act_type;
+        g1.E = (int)E; g1.K = (int)K; g1.TK = (int)TK;
+        g1.A = im->sm90 ? xp : a->x;
+        g1.out = h;
+        g1.sorted_pair = sorted; g1.exp_off = off; g1.tiles = tiles; g1.n_mtiles = ntl; g1.w = a->w;
+        g1.max_mtiles = w.max_mtiles;
+        g2 = g1;
+        fill_gemm2(L, &g2);
+        g2.A = h;
+        g2.out = y;
+        if (im->sm90) {
+            CUCHK(moe__cuda_gemm_sm90(&g1, &im->tm_b0, &im->tm_b1, im->sm_count, s, why, sizeof why));
+            CUCHK(moe__cuda_gemm_sm90(&g2, &im->tm_down, &im->tm_down, im->sm_count, s, why, sizeof why));
+        } else {
+            CUCHK(moe__cuda_gemm_sm80(&g1, im->sm_count, s));
+            CUCHK(moe__cuda_gemm_sm80(&g2, im->sm_count, s));
+        }
+        int64_t nthreads = T * (D / 8);
+        unsigned nb = (unsigned)((nthreads + 255) / 256);
+        if (d->act_type == MOE_TYPE_BF16)
+            k_combine<__nv_bfloat16><<<nb, 256, 0, s>>>(a->ids, (const uint4 *)y, (int)T, (int)K, (int)E, (int)D,
+                                                        (uint4 *)a->out);
+        else
+            k_combine<__half><<<nb, 256, 0, s>>>(a->ids, (const uint4 *)y, (int)T, (int)K, (int)E, (int)D,
+                                                 (uint4 *)a->out);
+        CUCHK(cudaGetLastError());
+    }
+out:
+    if (st && why[0]) {
+        char msg[MOE__ERR_LEN];
+        snprintf(msg, sizeof msg, "%s", L->err);
+        moe__layer_error(L, st, "%s (%s)", msg, why);
+    }
+    dev_leave(&g);
+    return st;
+}
+
+static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
+    const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
+    const moe_layer_desc *d = &L->desc;
+    snprintf(buf, n,
+             "%s: T = %lld, %s, device %d (sm_%d%d, %d SMs): route count/scan/scatter%s, grouped GEMM gate/up %s "
+             "(%s, BM %d), GEMM down with weights, deterministic combine over %lld slots",
+             L->backend->name, (long long)T, moe_type_name(d->act_type), im->device, im->cc_major, im->cc_minor,
+             im->sm_count, im->sm90 ? " + permuted copy of x" : "",
+             im->sm90 ? "TMA + wgmma, warp-specialised persistent" : "cp.async row gather + mma.sync",
+             moe_act_name(d->act), MOE_CUDA_BM, (long long)d->K);
+}
+
+extern "C" {
+const moe__backend moe__backend_cuda_sm90 = {
+    "cuda-sm90", MOE_DEVICE_CUDA, probe_sm90, supports_sm90, init_sm90, fini_cuda, ws_sm90, forward_cuda,
+    describe_cuda, NULL,
+};
+const moe__backend moe__backend_cuda_sm80 = {
+    "cuda-sm80", MOE_DEVICE_CUDA, probe_sm80, supports_sm80, init_sm80, fini_cuda, ws_sm80, forward_cuda,
+    describe_cuda, NULL,
+};
+}

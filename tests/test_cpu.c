@@ -1,0 +1,188 @@
+/*
+ * The "cpu" backend: the shared case table on every instruction-set path
+ * (MOE_CPU_ISA forced per run; a path the CPU lacks is skipped with a
+ * message), with 1, 2 and 3 threads; and determinism across thread counts:
+ * the same layer and inputs give bitwise the same output with 1, 2 and 3
+ * threads (a bf16 case with T = 131, a Q4_K case, a Q8_0 case, f32 with biases).
+ */
+#include "cases.h"
+#include "harness.h"
+
+#include "half.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const isas[] = {"scalar", "avx2", "avxvnni", "avx512"};
+
+/* 1 if this CPU runs path `isa` (a layer made with it forced succeeds). */
+static int isa_available(const char *isa, char *why, size_t n) {
+    setenv("MOE_CPU_ISA", isa, 1);
+    moe_ctx *ctx;
+    if (moe_ctx_create(NULL, &ctx)) return 0;
+    static float w[4 * 32 * 32];
+    moe_layer_desc d = moe_layer_desc_default();
+    d.E = 1; d.D = 32; d.I = 32; d.K = 1;
+    d.gate.data = w; d.up.data = w; d.down.data = w;
+    d.backend = "cpu";
+    moe_layer *L = NULL;
+    moe_status s = moe_layer_create(ctx, &d, &L);
+    if (s) snprintf(why, n, "%s", moe_ctx_last_error(ctx));
+    moe_layer_free(L);
+    moe_ctx_free(ctx);
+    unsetenv("MOE_CPU_ISA");
+    return s == MOE_OK;
+}
+
+static void run_table(const char *isa, int n_threads) {
+    char why[512];
+    if (!isa_available(isa, why, sizeof why)) SKIP("MOE_CPU_ISA=%s not available on this CPU: %s", isa, why);
+    setenv("MOE_CPU_ISA", isa, 1);
+    moe_ctx_params p = moe_ctx_default_params();
+    p.n_threads = n_threads;
+    moe_ctx *ctx;
+    moe_status s = moe_ctx_create(&p, &ctx);
+    if (s) {
+        unsetenv("MOE_CPU_ISA");
+        CHECK_STATUS(s, MOE_OK);
+    }
+    int passed, skipped;
+    moe_cases_run_all(ctx, "cpu", &passed, &skipped);
+    moe_ctx_free(ctx);
+    unsetenv("MOE_CPU_ISA");
+    if (!moe_test_failed() && passed == 0) moe_test_fail(__FILE__, __LINE__, "no case ran (%d skipped)", skipped);
+    if (!moe_test_failed() && skipped)
+        moe_test_fail(__FILE__, __LINE__, "%d cases skipped: the cpu backend must run every case", skipped);
+}
+
+TEST(cpu_cases_scalar_t1) { run_table("scalar", 1); }
+TEST(cpu_cases_scalar_t3) { run_table("scalar", 3); }
+TEST(cpu_cases_avx2_t2) { run_table("avx2", 2); }
+TEST(cpu_cases_avxvnni_t2) { run_table("avxvnni", 2); }
+TEST(cpu_cases_avx512_t1) { run_table("avx512", 1); }
+TEST(cpu_cases_avx512_t2) { run_table("avx512", 2); }
+TEST(cpu_cases_avx512_t3) { run_table("avx512", 3); }
+
+/* ---- determinism across thread counts ---- */
+
+typedef struct det_case {
+    const char *name;
+    int64_t T, E, D, I, K;
+    moe_type wtype, act_type;
+    int bias;
+} det_case;
+
+static const det_case det_cases[] = {
+    {"bf16_T131", 131, 16, 256, 128, 4, MOE_TYPE_BF16, MOE_TYPE_BF16, 0},
+    {"q4_K_T37", 37, 8, 512, 256, 2, MOE_TYPE_Q4_K, MOE_TYPE_F32, 0},
+    {"q8_0_T131_bias", 131, 8, 256, 96, 3, MOE_TYPE_Q8_0, MOE_TYPE_F32, 1},
+    {"f32_T19_bias", 19, 6, 128, 64, 2, MOE_TYPE_F32, MOE_TYPE_F16, 1},
+    {"q6_K_T5", 5, 4, 256, 256, 2, MOE_TYPE_Q6_K, MOE_TYPE_F32, 0},
+};
+
+static void *weights(moe_rng *r, moe_type t, int64_t rows, int64_t C) {
+    float *f = malloc(sizeof(float) * (size_t)C);
+    int64_t rb = moe_type_row_bytes(t, C);
+    char *p = malloc((size_t)(rows * rb));
+    for (int64_t i = 0; i < rows; i++) {
+        for (int64_t c = 0; c < C; c++) f[c] = (float)(moe_rng_normal(r) / sqrt((double)C));
+        moe_quantize_row(t, f, p + i * rb, C);
+    }
+    free(f);
+    return p;
+}
+
+/* Runs c with n_threads on path isa; returns the output bytes (malloc) or NULL. */
+static void *det_run(const det_case *c, const char *isa, int n_threads, uint64_t seed) {
+    moe_rng r;
+    moe_rng_seed(&r, seed);
+    int64_t T = c->T, E = c->E, D = c->D, I = c->I, K = c->K;
+    size_t asz = c->act_type == MOE_TYPE_F32 ? 4 : 2;
+    void *g = weights(&r, c->wtype, E * I, D), *u = weights(&r, c->wtype, E * I, D), *dn = weights(&r, c->wtype, E * D, I);
+    float *bg = NULL, *bu = NULL, *bd = NULL;
+    moe_layer_desc d = moe_layer_desc_default();
+    d.E = E; d.D = D; d.I = I; d.K = K;
+    d.gate.data = g; d.gate.type = c->wtype;
+    d.up.data = u; d.up.type = c->wtype;
+    d.down.data = dn; d.down.type = c->wtype;
+    d.act_type = c->act_type;
+    d.backend = "cpu";
+    if (c->bias) {
+        bg = malloc(sizeof(float) * (size_t)(E * I));
+        bu = malloc(sizeof(float) * (size_t)(E * I));
+        bd = malloc(sizeof(float) * (size_t)(E * D));
+        for (int64_t i = 0; i < E * I; i++) { bg[i] = (float)moe_rng_normal(&r); bu[i] = (float)moe_rng_normal(&r); }
+        for (int64_t i = 0; i < E * D; i++) bd[i] = (float)moe_rng_normal(&r);
+        d.gate_bias.data = bg; d.up_bias.data = bu; d.down_bias.data = bd;
+    }
+    void *x = malloc(asz * (size_t)(T * D)), *out = malloc(asz * (size_t)(T * D));
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(T * K));
+    float *w = malloc(sizeof(float) * (size_t)(T * K));
+    for (int64_t i = 0; i < T * D; i++) {
+        float v = (float)moe_rng_normal(&r);
+        if (asz == 4) ((float *)x)[i] = v;
+        else if (c->act_type == MOE_TYPE_BF16) ((uint16_t *)x)[i] = moe__f32_to_bf16(v);
+        else ((uint16_t *)x)[i] = moe__f32_to_f16(v);
+    }
+    for (int64_t i = 0; i < T * K; i++) {
+        ids[i] = (int32_t)(moe_rng_u64(&r) % (uint64_t)E);
+        w[i] = (float)moe_rng_uniform(&r);
+    }
+    setenv("MOE_CPU_ISA", isa, 1);
+    moe_ctx_params p = moe_ctx_default_params();
+    p.n_threads = n_threads;
+    moe_ctx *ctx = NULL;
+    moe_layer *L = NULL;
+    void *ws = NULL;
+    size_t wsz = 0;
+    int ok = moe_ctx_create(&p, &ctx) == MOE_OK && moe_layer_create(ctx, &d, &L) == MOE_OK &&
+             moe_layer_workspace_size(L, T, &wsz) == MOE_OK && (ws = malloc(wsz ? wsz : 1)) &&
+             moe_layer_forward(L, T, x, ids, w, out, ws, wsz) == MOE_OK;
+    unsetenv("MOE_CPU_ISA");
+    moe_layer_free(L);
+    moe_ctx_free(ctx);
+    free(ws); free(g); free(u); free(dn); free(bg); free(bu); free(bd); free(x); free(ids); free(w);
+    if (!ok) { free(out); return NULL; }
+    return out;
+}
+
+TEST(cpu_threads_bitwise_equal) {
+    uint64_t seed = moe_test_seed();
+    char why[512];
+    int ran = 0;
+    for (int ii = 0; ii < 4; ii++) {
+        if (!isa_available(isas[ii], why, sizeof why)) continue;
+        for (size_t ci = 0; ci < sizeof det_cases / sizeof det_cases[0]; ci++) {
+            const det_case *c = &det_cases[ci];
+            size_t bytes = (size_t)(c->T * c->D) * (c->act_type == MOE_TYPE_F32 ? 4 : 2);
+            void *ref = det_run(c, isas[ii], 1, seed + ci);
+            CHECK_MSG(ref, "%s on %s: the 1-thread run failed", c->name, isas[ii]);
+            for (int nt = 2; nt <= 3; nt++) {
+                void *got = det_run(c, isas[ii], nt, seed + ci);
+                int same = got && memcmp(ref, got, bytes) == 0;
+                free(got);
+                if (!same) {
+                    free(ref);
+                    CHECK_MSG(0, "%s on %s: %d threads differ from 1 thread", c->name, isas[ii], nt);
+                }
+            }
+            free(ref);
+            ran++;
+        }
+    }
+    CHECK(ran > 0);
+}
+
+/* A planted wrong answer must fail: a case run against a layer whose
+ * expert weights differ (the comparison machinery can see a difference). */
+TEST(cpu_determinism_check_can_fail) {
+    const det_case *c = &det_cases[1];
+    void *a = det_run(c, "scalar", 1, 1), *b = det_run(c, "scalar", 1, 2);
+    CHECK(a && b);
+    size_t bytes = (size_t)(c->T * c->D) * 4;
+    int differ = memcmp(a, b, bytes) != 0;
+    free(a);
+    free(b);
+    CHECK(differ);
+}

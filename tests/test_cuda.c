@@ -1,0 +1,238 @@
+/*
+ * The CUDA backends: the shared case table on "cuda-sm80" and "cuda-sm90"
+ * against the reference, the device router against the host router, ids out
+ * of range (no fault, documented behaviour) and CUDA-graph capture of a
+ * forward. Every test says "skipped" where no CUDA device is usable.
+ */
+#include "cases.h"
+#include "harness.h"
+#include "half.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef MOE_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+/* 1 and the compute capability when a CUDA device is usable, else 0 and why. */
+static int cuda_device(int *major, int *minor, char *why, size_t n) {
+    int c = 0;
+    cudaError_t e = cudaGetDeviceCount(&c);
+    if (e != cudaSuccess) {
+        snprintf(why, n, "no CUDA device (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
+        return 0;
+    }
+    if (c <= 0) {
+        snprintf(why, n, "no CUDA device (cudaGetDeviceCount: 0 devices)");
+        return 0;
+    }
+    cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, 0);
+    cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, 0);
+    return 1;
+}
+
+static void run_cases(const char *backend, int need_sm90) {
+    char why[256];
+    int ma = 0, mi = 0;
+    if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
+    if (need_sm90 && !(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
+    if (!need_sm90 && ma < 8) SKIP("device is sm_%d%d; %s needs sm_80 or later", ma, mi, backend);
+    moe_ctx_params p = moe_ctx_default_params();
+    p.device = MOE_DEVICE_CUDA;
+    moe_ctx *ctx;
+    CHECK_STATUS(moe_ctx_create(&p, &ctx), MOE_OK);
+    int passed, skipped;
+    moe_cases_run_all(ctx, backend, &passed, &skipped);
+    moe_ctx_free(ctx);
+    if (!moe_test_failed() && passed == 0) moe_test_fail(__FILE__, __LINE__, "no case ran (%d skipped)", skipped);
+    printf("     %s: %d cases passed, %d skipped (refused by the backend)\n", backend, passed, skipped);
+}
+
+TEST(cuda_cases_sm80) { run_cases("cuda-sm80", 0); }
+TEST(cuda_cases_sm90) { run_cases("cuda-sm90", 1); }
+
+/* ---- router ---- */
+
+typedef struct { int T, E, K; moe_score score; int renorm, bias, G, TG; float scaling; } route_cfg;
+
+TEST(cuda_route_topk) {
+    char why[256];
+    int ma, mi;
+    if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
+    static const route_cfg cfgs[] = {
+        {100, 8, 2, MOE_SCORE_SOFTMAX, 0, 0, 0, 0, 1.0f},
+        {257, 128, 8, MOE_SCORE_SOFTMAX, 1, 0, 0, 0, 1.0f},
+        {300, 256, 8, MOE_SCORE_SIGMOID, 1, 1, 8, 4, 2.5f}, /* DeepSeek-V3 */
+        {64, 512, 16, MOE_SCORE_SOFTMAX, 0, 0, 0, 0, 1.0f},
+        {33, 64, 6, MOE_SCORE_SIGMOID, 0, 1, 0, 0, 1.0f},
+        {10, 40, 40, MOE_SCORE_SOFTMAX, 1, 0, 0, 0, 1.0f}, /* K = E */
+        {50, 96, 4, MOE_SCORE_SOFTMAX, 0, 1, 4, 2, 1.0f},
+        {20, 2048, 8, MOE_SCORE_SOFTMAX, 1, 0, 0, 0, 1.0f},
+    };
+    moe_ctx *hctx, *dctx;
+    moe_ctx_params p = moe_ctx_default_params();
+    CHECK_STATUS(moe_ctx_create(&p, &hctx), MOE_OK);
+    p.device = MOE_DEVICE_CUDA;
+    CHECK_STATUS(moe_ctx_create(&p, &dctx), MOE_OK);
+    moe_rng r;
+    moe_rng_seed(&r, moe_test_seed());
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0] && !moe_test_failed(); c++) {
+        const route_cfg *k = &cfgs[c];
+        size_t nl = (size_t)k->T * k->E, nk = (size_t)k->T * k->K;
+        float *lg = malloc(sizeof(float) * nl), *bias = malloc(sizeof(float) * k->E);
+        int32_t *hid = malloc(sizeof(int32_t) * nk), *did = malloc(sizeof(int32_t) * nk);
+        float *hw = malloc(sizeof(float) * nk), *dw = malloc(sizeof(float) * nk);
+        for (size_t i = 0; i < nl; i++) lg[i] = (float)(round(moe_rng_normal(&r) * 4.0) / 4.0); /* many ties */
+        lg[3] = NAN;
+        for (int i = 0; i < k->E; i++) bias[i] = (float)(moe_rng_uniform(&r) * 0.1);
+        moe_route_params rp = moe_route_params_default();
+        rp.E = k->E; rp.K = k->K; rp.score = k->score; rp.renormalize = k->renorm;
+        rp.n_group = k->G; rp.topk_group = k->TG; rp.routed_scaling = k->scaling;
+        rp.score_bias = k->bias ? bias : NULL;
+        moe_status s = moe_route_topk(hctx, &rp, k->T, lg, hid, hw);
+        float *dlg = NULL, *dbias = NULL, *dwd = NULL;
+        int32_t *didd = NULL;
+        cudaMalloc((void **)&dlg, sizeof(float) * nl);
+        cudaMalloc((void **)&dbias, sizeof(float) * k->E);
+        cudaMalloc((void **)&didd, sizeof(int32_t) * nk);
+        cudaMalloc((void **)&dwd, sizeof(float) * nk);
+        cudaMemcpy(dlg, lg, sizeof(float) * nl, cudaMemcpyHostToDevice);
+        cudaMemcpy(dbias, bias, sizeof(float) * k->E, cudaMemcpyHostToDevice);
+        rp.score_bias = k->bias ? dbias : NULL;
+        moe_status sd = moe_route_topk(dctx, &rp, k->T, dlg, didd, dwd);
+        cudaError_t ce = cudaDeviceSynchronize();
+        cudaMemcpy(did, didd, sizeof(int32_t) * nk, cudaMemcpyDeviceToHost);
+        cudaMemcpy(dw, dwd, sizeof(float) * nk, cudaMemcpyDeviceToHost);
+        cudaFree(dlg); cudaFree(dbias); cudaFree(didd); cudaFree(dwd);
+        int bad = -1;
+        for (size_t i = 0; i < nk && bad < 0; i++)
+            if (hid[i] != did[i] || fabsf(hw[i] - dw[i]) > 1e-6f * fmaxf(1.0f, fabsf(hw[i]))) bad = (int)i;
+        if (s || sd || ce != cudaSuccess)
+            moe_test_fail(__FILE__, __LINE__, "config %zu: host %s, device %s (%s), cuda %s", c, moe_status_name(s),
+                          moe_status_name(sd), moe_ctx_last_error(dctx), cudaGetErrorString(ce));
+        else if (bad >= 0)
+            moe_test_fail(__FILE__, __LINE__, "config %zu (E %d K %d): token %d slot %d: host (%d, %g), device (%d, %g)",
+                          c, k->E, k->K, bad / k->K, bad % k->K, hid[bad], (double)hw[bad], did[bad], (double)dw[bad]);
+        free(lg); free(bias); free(hid); free(did); free(hw); free(dw);
+    }
+    moe_ctx_free(hctx);
+    moe_ctx_free(dctx);
+}
+
+/* ---- ids out of range, graph capture ---- */
+
+typedef struct {
+    moe_ctx *ctx;
+    moe_layer *L;
+    void *w[3], *x, *out, *out2, *ws;
+    int32_t *ids;
+    float *tw;
+    size_t wsz;
+    cudaStream_t stream;
+} small_layer;
+
+enum { ST = 37, SE = 8, SD = 128, SI = 64, SK = 2 };
+
+static int small_make(small_layer *s, const char *backend, char *why, size_t n) {
+    memset(s, 0, sizeof *s);
+    if (cudaStreamCreate(&s->stream) != cudaSuccess) { snprintf(why, n, "cudaStreamCreate"); return -1; }
+    moe_ctx_params p = moe_ctx_default_params();
+    p.device = MOE_DEVICE_CUDA;
+    p.cuda_stream = s->stream;
+    if (moe_ctx_create(&p, &s->ctx)) { snprintf(why, n, "ctx"); return -1; }
+    moe_rng r;
+    moe_rng_seed(&r, moe_test_seed() + 17);
+    size_t nw = (size_t)SE * SI * SD;
+    uint16_t *h = malloc(2 * nw);
+    moe_layer_desc d = moe_layer_desc_default();
+    d.E = SE; d.D = SD; d.I = SI; d.K = SK;
+    d.act_type = MOE_TYPE_BF16;
+    d.backend = backend;
+    moe_tensor *ts[3] = {&d.gate, &d.up, &d.down};
+    for (int i = 0; i < 3; i++) {
+        for (size_t j = 0; j < nw; j++) h[j] = moe__f32_to_bf16((float)(moe_rng_normal(&r) * 0.1));
+        cudaMalloc(&s->w[i], 2 * nw);
+        cudaMemcpy(s->w[i], h, 2 * nw, cudaMemcpyHostToDevice);
+        ts[i]->data = s->w[i];
+        ts[i]->type = MOE_TYPE_BF16;
+        ts[i]->mem = MOE_MEM_DEVICE;
+    }
+    moe_status st = moe_layer_create(s->ctx, &d, &s->L);
+    free(h);
+    if (st) { snprintf(why, n, "%s", moe_ctx_last_error(s->ctx)); return (int)st; }
+    moe_layer_workspace_size(s->L, ST, &s->wsz);
+    uint16_t xh[ST * SD];
+    int32_t ids[ST * SK];
+    float tw[ST * SK];
+    for (int i = 0; i < ST * SD; i++) xh[i] = moe__f32_to_bf16((float)moe_rng_normal(&r));
+    for (int i = 0; i < ST * SK; i++) {
+        ids[i] = (int32_t)(moe_rng_u64(&r) % SE);
+        tw[i] = (float)moe_rng_uniform(&r);
+    }
+    ids[3] = -1; /* out of range: skipped */
+    ids[8] = SE + 5;
+    cudaMalloc(&s->x, sizeof xh);
+    cudaMalloc((void **)&s->ids, sizeof ids);
+    cudaMalloc((void **)&s->tw, sizeof tw);
+    cudaMalloc(&s->out, 2 * ST * SD);
+    cudaMalloc(&s->out2, 2 * ST * SD);
+    cudaMalloc(&s->ws, s->wsz);
+    cudaMemcpy(s->x, xh, sizeof xh, cudaMemcpyHostToDevice);
+    cudaMemcpy(s->ids, ids, sizeof ids, cudaMemcpyHostToDevice);
+    cudaMemcpy(s->tw, tw, sizeof tw, cudaMemcpyHostToDevice);
+    return 0;
+}
+
+static void small_free(small_layer *s) {
+    moe_layer_free(s->L);
+    moe_ctx_free(s->ctx);
+    for (int i = 0; i < 3; i++) cudaFree(s->w[i]);
+    cudaFree(s->x); cudaFree(s->ids); cudaFree(s->tw); cudaFree(s->out); cudaFree(s->out2); cudaFree(s->ws);
+    if (s->stream) cudaStreamDestroy(s->stream);
+}
+
+static void bad_ids_and_graph(const char *backend, int need_sm90) {
+    char why[256];
+    int ma, mi;
+    if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
+    if (need_sm90 && !(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
+    small_layer s;
+    int rc = small_make(&s, backend, why, sizeof why);
+    if (rc) {
+        small_free(&s);
+        CHECK_MSG(0, "setup: %s", why);
+    }
+    /* direct forward with two ids out of range: no fault, finite output */
+    moe_status st = moe_layer_forward(s.L, ST, s.x, s.ids, s.tw, s.out, s.ws, s.wsz);
+    cudaError_t ce = cudaStreamSynchronize(s.stream);
+    uint16_t a[ST * SD], b[ST * SD];
+    cudaMemcpy(a, s.out, sizeof a, cudaMemcpyDeviceToHost);
+    int finite = 1;
+    for (int i = 0; i < ST * SD; i++) finite &= isfinite(moe__bf16_to_f32(a[i]));
+    /* the same forward captured into a graph and replayed */
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t cg = cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeGlobal);
+    moe_status st2 = moe_layer_forward(s.L, ST, s.x, s.ids, s.tw, s.out2, s.ws, s.wsz);
+    if (cg == cudaSuccess) cg = cudaStreamEndCapture(s.stream, &graph);
+    if (cg == cudaSuccess) cg = cudaGraphInstantiate(&exec, graph, 0);
+    if (cg == cudaSuccess) cg = cudaGraphLaunch(exec, s.stream);
+    if (cg == cudaSuccess) cg = cudaStreamSynchronize(s.stream);
+    cudaMemcpy(b, s.out2, sizeof b, cudaMemcpyDeviceToHost);
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    small_free(&s);
+    CHECK_MSG(st == MOE_OK && ce == cudaSuccess, "forward with ids out of range: %s, %s", moe_status_name(st),
+              cudaGetErrorString(ce));
+    CHECK_MSG(finite, "non-finite output with ids out of range");
+    CHECK_MSG(st2 == MOE_OK && cg == cudaSuccess, "graph capture: %s, %s", moe_status_name(st2), cudaGetErrorString(cg));
+    CHECK_MSG(memcmp(a, b, sizeof a) == 0, "graph replay differs from the direct forward");
+}
+
+TEST(cuda_bad_ids_graph_sm80) { bad_ids_and_graph("cuda-sm80", 0); }
+TEST(cuda_bad_ids_graph_sm90) { bad_ids_and_graph("cuda-sm90", 1); }
+
+#else
+TEST(cuda_cases) { SKIP("no CUDA device (library built without CUDA)"); }
+#endif
