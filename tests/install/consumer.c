@@ -1,6 +1,7 @@
 /* Built against an installed libmoe: links, runs one tiny forward. */
 #include <moe.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int main(void) {
     moe_ctx *ctx;
@@ -13,11 +14,18 @@ int main(void) {
     d.E = 2; d.D = 8; d.I = 4; d.K = 1;
     d.gate.data = gate; d.up.data = up; d.down.data = down;
     moe_layer *L;
-    if (moe_layer_create(ctx, &d, &L) != MOE_OK) return 2;
+    if (moe_layer_create(ctx, &d, &L) != MOE_OK) {
+        fprintf(stderr, "moe_layer_create: %s\n", moe_ctx_last_error(ctx));
+        return 2;
+    }
     size_t ws;
     moe_layer_workspace_size(L, 1, &ws);
-    char buf[1 << 16];
-    if (ws > sizeof buf || moe_layer_forward(L, 1, x, ids, w, out, buf, ws) != MOE_OK) return 3;
+    void *buf = malloc(ws ? ws : 1);
+    if (moe_layer_forward(L, 1, x, ids, w, out, buf, ws) != MOE_OK) {
+        fprintf(stderr, "moe_layer_forward: %s\n", moe_layer_last_error(L));
+        return 3;
+    }
+    free(buf);
     printf("libmoe %s: out[0] = %g\n", moe_version(), out[0]);
     moe_layer_free(L);
     moe_ctx_free(ctx);
