@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TILE_I 64     /* rows of I per gate/up task (a multiple of 32: h is quantised per task) */
+#define TILE_I_MAX 256 /* rows of I per gate/up task: 64, or 256 when h is quantised with per-256 scales */
 #define TILE_D_MAX 256
 #define TILE_D_GENERIC 64
 #define NMAX_ALL 4    /* the largest nmax of any path */
@@ -238,6 +238,7 @@ typedef struct impl {
     moe__cpu_xf xf_in, xf_h;
     int off_in, off_h;    /* q8 offsets */
     int lay_in, lay_h;    /* q8 block orders (MOE__Q8_*) */
+    int64_t tile_i;       /* rows of I per gate/up task */
     size_t sx, sh;        /* bytes of one x / h row in its format */
     float *bg, *bu, *bd;  /* biases as f32 [E][I], [E][I], [E][D], or NULL */
 } impl;
@@ -335,6 +336,7 @@ static moe_status cpu_init(moe_layer *L) {
     im->xf_h = xf_of(&im->down);
     im->lay_in = im->up.kk == MOE__KK_Q4_K ? isa->q4k_layout : MOE__Q8_NATURAL;
     im->lay_h = im->down.kk == MOE__KK_Q4_K ? isa->q4k_layout : MOE__Q8_NATURAL;
+    im->tile_i = im->lay_h & MOE__Q8_SCALE256 ? 256 : 64;
     im->sx = xf_row_bytes(im->xf_in, D);
     im->sh = xf_row_bytes(im->xf_h, I);
     int oom = 0;
@@ -382,7 +384,7 @@ static size_t thread_scratch(const moe_layer *L) {
     int64_t D = L->desc.D, I = L->desc.I;
     int64_t Dp = moe__cpu_pad64(D), Ip = moe__cpu_pad64(I);
     size_t b = al64((size_t)(Dp > Ip ? Dp : Ip) * 4);
-    if (im->up.generic) b += al64((size_t)(2 * TILE_I * Dp) * 4);
+    if (im->up.generic) b += al64((size_t)(2 * im->tile_i * Dp) * 4);
     if (im->down.generic) b += al64((size_t)(TILE_D_GENERIC * Ip) * 4);
     return b;
 }
@@ -519,7 +521,7 @@ static void gate_up_task(job *j, int tid, int64_t e, int64_t i0, int64_t i1) {
     int64_t gs = 0, us, C = D;
     if (im->up.generic) {
         float *cg = (float *)(scr + al64((size_t)(Dp > moe__cpu_pad64(I) ? Dp : moe__cpu_pad64(I)) * 4));
-        float *cu = cg + TILE_I * Dp;
+        float *cu = cg + im->tile_i * Dp;
         if (gated) convert_rows(&L->gate, e, i0, i1 - i0, D, Dp, cg);
         convert_rows(&L->up, e, i0, i1 - i0, D, Dp, cu);
         wg = (const char *)cg;
@@ -538,7 +540,7 @@ static void gate_up_task(job *j, int tid, int64_t e, int64_t i0, int64_t i1) {
     const float *bg = im->bg ? im->bg + e * I : NULL, *bu = im->bu ? im->bu + e * I : NULL;
     const moe_layer_desc *d = &L->desc;
     int R = isa->rmax, NB = isa->nmax;
-    float g[NMAX_ALL * TILE_I], u[NMAX_ALL * TILE_I];
+    float g[NMAX_ALL * TILE_I_MAX], u[NMAX_ALL * TILE_I_MAX];
     int64_t p1 = j->off[e + 1];
     for (int64_t pb = j->off[e]; pb < p1; pb += NB) {
         int nb = (int)(p1 - pb < NB ? p1 - pb : NB);
@@ -546,13 +548,13 @@ static void gate_up_task(job *j, int tid, int64_t e, int64_t i0, int64_t i1) {
         for (int n = 0; n < nb; n++) xp[n] = j->xa + (size_t)(j->pairs[pb + n] / K) * im->sx;
         for (int64_t r = i0; r < i1; r += R) {
             int rr = (int)(i1 - r < R ? i1 - r : R);
-            if (gated) kg(rr, nb, wg + (r - i0) * gs, gs, xp, C, g + (r - i0), TILE_I);
-            ku(rr, nb, wu + (r - i0) * us, us, xp, C, u + (r - i0), TILE_I);
+            if (gated) kg(rr, nb, wg + (r - i0) * gs, gs, xp, C, g + (r - i0), TILE_I_MAX);
+            ku(rr, nb, wu + (r - i0) * us, us, xp, C, u + (r - i0), TILE_I_MAX);
         }
         for (int n = 0; n < nb; n++) {
             for (int64_t i = i0; i < i1; i++) {
-                float gv = gated ? g[n * TILE_I + (i - i0)] + (bg ? bg[i] : 0.0f) : 0.0f;
-                float uv = u[n * TILE_I + (i - i0)] + (bu ? bu[i] : 0.0f);
+                float gv = gated ? g[n * TILE_I_MAX + (i - i0)] + (bg ? bg[i] : 0.0f) : 0.0f;
+                float uv = u[n * TILE_I_MAX + (i - i0)] + (bu ? bu[i] : 0.0f);
                 hrow[i - i0] = act_apply(d->act, gv, uv, d->alpha, d->limit);
             }
             put_row(im, im->xf_h, im->off_h, im->lay_h, hrow, i0, i1 - i0, I, j->hq + (size_t)(pb + n) * im->sh);
@@ -568,7 +570,7 @@ static void down_task(job *j, int tid, int64_t d0, int64_t d1) {
     int64_t Ip = moe__cpu_pad64(I), Dp = moe__cpu_pad64(D);
     char *scr = j->scratch + (size_t)tid * j->per_thread;
     float *cd = (float *)(scr + al64((size_t)(Dp > Ip ? Dp : Ip) * 4) +
-                          (im->up.generic ? al64((size_t)(2 * TILE_I * Dp) * 4) : 0));
+                          (im->up.generic ? al64((size_t)(2 * im->tile_i * Dp) * 4) : 0));
     moe__cpu_kern_fn kd = isa->kern[im->down.kk];
     int R = isa->rmax, NB = isa->nmax;
     float y[NMAX_ALL * TILE_D_MAX];
@@ -633,7 +635,7 @@ static void forward_job(void *arg, int tid) {
         int64_t k = atomic_fetch_add(&j->next[1], 1);
         if (k >= ntask) break;
         int64_t e = j->active[k / j->n_itiles], it = k % j->n_itiles;
-        int64_t i0 = it * TILE_I, i1 = i0 + TILE_I < j->I ? i0 + TILE_I : j->I;
+        int64_t ti = j->im->tile_i, i0 = it * ti, i1 = i0 + ti < j->I ? i0 + ti : j->I;
         gate_up_task(j, tid, e, i0, i1);
     }
     pool_barrier(p);
@@ -687,7 +689,7 @@ static moe_status cpu_forward(moe_layer *L, const moe__fwd *a) {
     j.per_thread = wl.per_thread;
     j.td = tile_d(im, j.D, im->pool->n);
     j.n_dtiles = moe__cdiv(j.D, j.td);
-    j.n_itiles = moe__cdiv(j.I, TILE_I);
+    j.n_itiles = moe__cdiv(j.I, im->tile_i);
     for (int i = 0; i < 4; i++) atomic_init(&j.next[i], 0);
     pool_run(im->pool, forward_job, &j);
     return MOE_OK;
@@ -720,18 +722,26 @@ static void proj_describe(const proj *p, char *buf, size_t n) {
         snprintf(buf, n, "%s in place", kk_name(p->kk));
 }
 
+static void xf_describe(moe__cpu_xf f, int lay, char *buf, size_t n) {
+    if (f != MOE__XF_Q8) snprintf(buf, n, "%s", f == MOE__XF_BF16 ? "bf16" : "f32");
+    else snprintf(buf, n, "q8 (scale per %d%s)", lay & MOE__Q8_SCALE256 ? 256 : 32,
+                  lay & MOE__Q8_PERM128 ? ", blocks 0,2,1,3" : "");
+}
+
 static void cpu_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const impl *im = (const impl *)L->impl;
     char g[96] = "-", u[96], d[96];
     if (L->gated) proj_describe(&im->gate, g, sizeof g);
     proj_describe(&im->up, u, sizeof u);
     proj_describe(&im->down, d, sizeof d);
-    static const char *const xf[] = {"f32", "bf16", "q8 (per-32 scales)"};
+    char xin[48], xh[48];
+    xf_describe(im->xf_in, im->lay_in, xin, sizeof xin);
+    xf_describe(im->xf_h, im->lay_h, xh, sizeof xh);
     snprintf(buf, n,
              "cpu/%s: %d threads, T = %lld; gate %s, up %s, down %s; x as %s, h as %s; dot tiles %dx%d; "
-             "tasks: expert x %d rows of I, then %lld rows of D over all experts; no repack",
-             im->isa->name, im->pool->n, (long long)T, g, u, d, xf[im->xf_in], xf[im->xf_h], im->isa->rmax,
-             im->isa->nmax, TILE_I, (long long)tile_d(im, L->desc.D, im->pool->n));
+             "tasks: expert x %d rows of I, then %lld rows of D over all experts; weights not repacked",
+             im->isa->name, im->pool->n, (long long)T, g, u, d, xin, xh, im->isa->rmax, im->isa->nmax,
+             (int)im->tile_i, (long long)tile_d(im, L->desc.D, im->pool->n));
 }
 
 const moe__backend moe__backend_cpu = {

@@ -59,8 +59,11 @@ typedef enum moe__cpu_xf {
  * order in which 64 bytes of Q4_K nibbles unpack without shuffles. */
 #define MOE__Q8_NATURAL 0
 #define MOE__Q8_PERM128 1
+/* flag: one scale per 256 elements (every dx of a 256-block equal), so that
+ * integer sums can run over a whole K-quant super-block */
+#define MOE__Q8_SCALE256 2
 static inline int64_t moe__cpu_q8_pos(int64_t c, int layout) {
-    if (layout != MOE__Q8_PERM128) return c;
+    if (!(layout & MOE__Q8_PERM128)) return c;
     int64_t b = (c >> 5) & 3; /* block within its 128 */
     static const int8_t to[4] = {0, 2, 1, 3};
     return (c & ~(int64_t)127) + 32 * to[b] + (c & 31);

@@ -102,7 +102,8 @@ static inline vf mxfp4_scale(const moe_block_mxfp4 *b, int nb) {
 /* Q4_K with the activations in MOE__Q8_PERM128 order: 64 bytes of qs give
  * chunk 2g (low nibbles: sub-blocks 4g, 4g + 2) and chunk 2g + 1 (high:
  * 4g + 1, 4g + 3) with no cross-lane shuffle. */
-#define Q4K_LAYOUT 1
+#define Q4K_LAYOUT (MOE__Q8_PERM128 | MOE__Q8_SCALE256)
+#define Q4K_INT 1
 static inline vi q4k_chunk(const uint8_t *qs, int ch) {
     vi v = _mm512_loadu_si512(qs + 64 * (ch >> 1));
     if (ch & 1) v = _mm512_srli_epi16(v, 4);
@@ -115,6 +116,29 @@ static inline vf q4k_scale(q4s s, int ch) {
     int lo = 4 * (ch >> 1) + (ch & 1);
     __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(lo)), _mm256_set1_epi32(lo + 2), 1);
     return _mm512_permutexvar_ps(idx, s);
+}
+
+/* The 6-bit scales of a Q4_K block as int16 (lanes 0-7), its mins dmin * m
+ * as f32 into mf[8], and d broadcast into *dv. */
+static inline __m512i q4k_scales_i16(const moe_block_q4_k *b, float *mf, vf *dv) {
+    __m128i v = _mm_loadu_si128((const __m128i *)b->scales);
+    __m128i a = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));
+    __m128i c = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));
+    __m128i lo = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)),
+                               _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+    __m128i hi = _mm_and_si128(_mm_srli_epi32(c, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+    __m128i o = _mm_or_si128(lo, hi);
+    __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(o, 8)));
+    _mm256_storeu_ps(mf, _mm256_mul_ps(mn, _mm256_set1_ps(h2f(b->dmin))));
+    *dv = _mm512_set1_ps(h2f(b->d));
+    return _mm512_castsi128_si512(_mm_cvtepu8_epi16(o));
+}
+/* int16 lanes 0-15: scale of sub-block 4g + h, lanes 16-31: of 4g + 2 + h (ch = 2g + h) */
+static inline vi q4k_sc16_chunk(__m512i s, int ch) {
+    int lo = 4 * (ch >> 1) + (ch & 1);
+    __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)lo)),
+                                     _mm256_set1_epi16((short)(lo + 2)), 1);
+    return _mm512_permutexvar_epi16(idx, s);
 }
 
 #define quant_q8_impl moe__cpu_quant_q8_scalar

@@ -22,15 +22,22 @@ void moe__cpu_quant_q8_scalar(const float *x, int64_t c0, int64_t n, int64_t C, 
     int8_t *q = (int8_t *)p;
     int32_t *corr = (int32_t *)(p + cp);
     float *xs = (float *)(p + 2 * cp), *dx = (float *)(p + 3 * cp), *dxs = (float *)(p + 3 * cp + cp / 8);
+    float amax = 0.0f;
+    int finite = 1;
     for (int64_t b = 0; b < n; b += 32) {
         const float *v = x + b;
         int64_t c = moe__cpu_q8_pos(c0 + b, layout), cn = c0 + b; /* stored at c, natural index cn */
-        float amax = 0.0f;
-        int finite = 1;
-        for (int i = 0; i < 32; i++) {
-            float a = fabsf(v[i]);
-            if (!(a <= 3.4028235e38f)) finite = 0;
-            else if (a > amax) amax = a;
+        /* SCALE256: the amax of the whole 256-block (the segment holds it), found at its first 32 */
+        if (!(layout & MOE__Q8_SCALE256) || (b & 255) == 0) {
+            const float *va = layout & MOE__Q8_SCALE256 ? x + b : v;
+            int na = layout & MOE__Q8_SCALE256 ? 256 : 32;
+            amax = 0.0f;
+            finite = 1;
+            for (int i = 0; i < na; i++) {
+                float a = fabsf(va[i]);
+                if (!(a <= 3.4028235e38f)) finite = 0;
+                else if (a > amax) amax = a;
+            }
         }
         float d = finite ? amax / 127.0f : NAN;
         float id = finite && amax > 0 ? 127.0f / amax : 0.0f;
