@@ -3,7 +3,7 @@
  * src/cuda/decode_kernels.h against src/quant's dequantisation, for every
  * lane t and step s of a chunk: each column must be produced exactly once
  * with the value moe_dequantize_row gives.
- *   nvcc -std=c++17 -Iinclude -Isrc -Isrc/core -Isrc/quant bench/decode/test_formats.cu \
+ *   nvcc -std=c++17 -Iinclude -Isrc -Isrc/cuda -Isrc/core -Isrc/quant bench/decode/test_formats.cu \
  *        build-cuda/libmoe.a -o /tmp/tf && /tmp/tf
  */
 #include "decode_kernels.h"

@@ -12,11 +12,11 @@
  * Launches only, asynchronous on the context's stream: no host sync, no
  * allocation (CUDA-graph capturable). No float atomics: two runs are
  * bitwise equal. On sm_90 phases 1 and 2 use programmatic dependent launch
- * (MOE_DECODE_PDL=0 turns it off) and phase 2 warms L2 with its down rows
- * while phase 1 finishes.
+ * (MOE_DECODE_PDL=0 turns it off): each kernel's blocks are resident
+ * before the previous one ends.
  *
  * cuda-decode above a token threshold (MOE_DECODE_MAX_T, default
- * DEC_DEFAULT_MAX_T) hands the forward to the grouped GEMM backend
+ * DEC_PAIRS_PER_EXPERT_MAX * E / K) hands the forward to the grouped GEMM backend
  * (cuda-sm90, else cuda-sm80) through a second layer state made at init, when
  * that backend takes the layer; otherwise it runs its own kernels in chunks
  * for every T. cuda-quant runs its own kernels for every T.
@@ -39,9 +39,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Above this many tokens cuda-decode calls the grouped GEMM backend (when it
- * takes the layer). Chosen on an H100 SXM: see bench/decode/README.md. */
-#define DEC_DEFAULT_MAX_T 64
+/* cuda-decode hands a forward to the grouped GEMM backend (when it takes the
+ * layer) once the average pairs per expert T*K/E exceed this. Measured on an
+ * H200 (bench/decode/README.md, run 2): the crossover sat at 8-16 pairs per
+ * expert for mixtral (T 32..64), 16 for qwen3 (T 256) and gpt-oss-20b
+ * (T 128..256), above 16 for deepseek-v3 and gpt-oss-120b (T >= 512). */
+#define DEC_PAIRS_PER_EXPERT_MAX 16
 
 /* ------------------------------------------------------------------------ */
 /* Routing kernel                                                            */
@@ -356,8 +359,7 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
         return s;
     }
     moe_status s = MOE_OK;
-    int64_t E = d->E, D = d->D, I = d->I;
-    (void)E;
+    int64_t D = d->D, I = d->I;
     if (d->layout == MOE_GATE_UP_SEPARATE) {
         if (L->gated) s = upload(L, im, &d->gate, I, D, &im->gate, &L->gate, NULL, NULL);
         if (!s) s = upload(L, im, &d->up, I, D, &im->up, &L->up, NULL, NULL);
@@ -380,7 +382,7 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
     im->max_t = INT64_MAX;
     if (!quant) {
         const char *mt = getenv("MOE_DECODE_MAX_T");
-        im->max_t = mt && *mt ? strtoll(mt, NULL, 10) : DEC_DEFAULT_MAX_T;
+        im->max_t = mt && *mt ? strtoll(mt, NULL, 10) : DEC_PAIRS_PER_EXPERT_MAX * d->E / d->K;
         if (im->max_t < 0) im->max_t = INT64_MAX; /* negative: never hand over */
         if (im->max_t != INT64_MAX) im->gemm = make_gemm_layer(L, im);
     }
@@ -406,8 +408,6 @@ static int pick_ks(int n_chunks, int64_t N, int64_t n_exp, int slots) {
     }
     return 1;
 }
-
-static void plan_split(const moe_layer *L, const struct dec_impl *im, int64_t Tn, int *ks1, int *ks2);
 
 /* Token tiles of 8 per weight pass, from the expected pairs per active expert. */
 static int pick_nt(int64_t TK, int64_t E) {

@@ -83,6 +83,15 @@ DQ float dq_u2f(uint32_t u) {
     return f;
 #endif
 }
+/* A small integer (|n| < 2^22) as float: exact, without the quarter-rate I2F
+ * (1.5 * 2^23 + n has n in its low mantissa bits). */
+DQ float dq_i2f(int n) {
+#ifdef __CUDA_ARCH__
+    return __int_as_float(0x4B400000 + n) - 12582912.0f;
+#else
+    return (float)n;
+#endif
+}
 DQ uint32_t dq_byte(uint32_t w, int k) { return (w >> (8 * k)) & 0xffu; }
 DQ uint32_t dq_comp(const uint4 &v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 /* byte i of an array of 32-bit words, i a compile-time constant after unrolling */
@@ -141,7 +150,7 @@ struct FmtQ4_0 {
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             int n = (int)((DQ_B(r.q[bb] + w0, j) >> sh) & 0xF);
-            f[j] = dc.d[bb] * (float)(n - 8);
+            f[j] = dc.d[bb] * dq_i2f(n - 8);
         }
     }
     DQ int xcol(int t, int s) { return 64 * t + 8 * s; }
@@ -175,7 +184,7 @@ struct FmtQ8_0 {
     DQ void dq(const Raw &r, const Dec &dc, int, int s, float f[8]) {
         int bb = s >> 2, w0 = (s & 3) * 2;
 #pragma unroll
-        for (int j = 0; j < 8; j++) f[j] = dc.d[bb] * (float)(int8_t)DQ_B(r.q[bb] + w0, j);
+        for (int j = 0; j < 8; j++) f[j] = dc.d[bb] * dq_i2f((int8_t)DQ_B(r.q[bb] + w0, j));
     }
     DQ int xcol(int t, int s) { return 64 * t + 8 * s; }
 };
@@ -213,7 +222,7 @@ struct FmtMXFP4 {
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             int n = (int)((DQ_B(r.q[bb] + w0, j) >> sh) & 0xF);
-            f[j] = dc.d[bb] * (float)moe__mxfp4_kvalue(n);
+            f[j] = dc.d[bb] * dq_i2f(moe__mxfp4_kvalue(n));
         }
     }
     DQ int xcol(int t, int s) { return 64 * t + 8 * s; }
@@ -260,7 +269,7 @@ struct FmtQ4_K {
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             int n = (int)((DQ_B(w, j) >> sh) & 0xF);
-            f[j] = dc.dl[k] * (float)n - dc.ml[k];
+            f[j] = dc.dl[k] * dq_i2f(n) - dc.ml[k];
         }
     }
     DQ int xcol(int t, int s) { return 64 * t + 8 * s; }
@@ -297,7 +306,7 @@ struct FmtQ5_K {
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             int n = (int)((DQ_B(w, j) >> sh) & 0xF) | (int)(((DQ_B(h, j) >> hb) & 1) << 4);
-            f[j] = dc.dl[k] * (float)n - dc.ml[k];
+            f[j] = dc.dl[k] * dq_i2f(n) - dc.ml[k];
         }
     }
     DQ int xcol(int t, int s) { return 64 * t + 8 * s; }
@@ -338,7 +347,7 @@ struct FmtQ6_K {
         for (int j = 0; j < 8; j++) {
             int nib = (int)((DQ_B(r.ql, l0 + j) >> (4 * hi)) & 0xF);
             int top = (int)((DQ_B(r.qh, l0 + j) >> qsh) & 3);
-            f[j] = dc.dl[k] * (float)((nib | top << 4) - 32);
+            f[j] = dc.dl[k] * dq_i2f((nib | top << 4) - 32);
         }
     }
     DQ int xcol(int t, int s) { return 128 * (t >> 1) + 32 * ((t & 1) + 2 * (s >> 2)) + 8 * (s & 3); }
@@ -379,7 +388,7 @@ struct FmtQ2_K {
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             int q = (int)((DQ_B(r.qs, l0 + j) >> sh) & 3);
-            f[j] = dc.dl[k] * (float)q - dc.ml[k];
+            f[j] = dc.dl[k] * dq_i2f(q) - dc.ml[k];
         }
     }
     DQ int xcol(int t, int s) { return 128 * (t >> 1) + 32 * (2 * (t & 1) + (s >> 2)) + 8 * (s & 3); }
@@ -431,7 +440,7 @@ struct FmtQ3_K {
         for (int j = 0; j < 8; j++) {
             int lo = (int)((DQ_B(r.qs, l0 + j) >> (2 * sf)) & 3);
             int hb = (int)((DQ_B(r.hm, l0 + j) >> mb) & 1);
-            f[j] = dc.dl[k] * (float)(lo - (hb ? 0 : 4));
+            f[j] = dc.dl[k] * dq_i2f(lo - (hb ? 0 : 4));
         }
     }
     DQ int xcol(int t, int s) { return 128 * (t >> 1) + 32 * (2 * (t & 1) + (s >> 2)) + 8 * (s & 3); }
@@ -486,13 +495,13 @@ __device__ __forceinline__ uint4 dk_frag(const typename FM::Raw &r, const typena
 template <typename MT>
 __device__ __forceinline__ uint4 dk_loadb(const char *p, int col, int C, int xmode) {
     if (!p || col >= C) return make_uint4(0, 0, 0, 0);
-    if (xmode == 0) return __ldcg((const uint4 *)(p + (size_t)col * 2));
+    if (xmode == 0) return __ldg((const uint4 *)(p + (size_t)col * 2));
     float f[8];
     if (xmode == 1) {
-        float4 a = __ldcg((const float4 *)(p + (size_t)col * 4)), b = __ldcg((const float4 *)(p + (size_t)col * 4 + 16));
+        float4 a = __ldg((const float4 *)(p + (size_t)col * 4)), b = __ldg((const float4 *)(p + (size_t)col * 4 + 16));
         f[0] = a.x; f[1] = a.y; f[2] = a.z; f[3] = a.w; f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
     } else {
-        uint4 v = __ldcg((const uint4 *)(p + (size_t)col * 2));
+        uint4 v = __ldg((const uint4 *)(p + (size_t)col * 2));
         const uint32_t *w = (const uint32_t *)&v;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -567,23 +576,6 @@ __global__ void __launch_bounds__(256, FM::MINB) k_dec(const moe_dec_args a) {
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int j = blockIdx.y;
 
-    if (PH == MOE_DEC_DOWN && a.pdl) {
-        /* Before phase 1 finishes: warm L2 with this block's down rows. The
-         * route kernel finished before phase 1 passed its wait, so the routing
-         * is final (read through L2). */
-        int na = __ldcg(a.n_active);
-        if (j < na) {
-            int e = __ldcg(a.act_e + j);
-            int rows = 16 * a.RW, r0 = blockIdx.x * rows;
-            const int64_t row_bytes = a.row_bytes;
-            for (int r = warp; r < rows; r += 8) {
-                if (r0 + r >= a.N) break;
-                const uint8_t *p = a.w0 + (int64_t)e * a.w0_se + (int64_t)(r0 + r) * a.w0_sn;
-                for (int64_t o = (int64_t)lane * 128; o < row_bytes; o += 32 * 128)
-                    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p + o));
-            }
-        }
-    }
     dk_grid_wait();
     dk_grid_launch_dependents();
     const int n_active = *a.n_active;

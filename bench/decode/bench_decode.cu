@@ -1,0 +1,353 @@
+/*
+ * Decode benchmark: one process, every preset and T, weights made on the
+ * device (a pool of rows replicated by a kernel, so deepseek-v3's 22 GB take
+ * milliseconds), L2 flushed before each timed forward, CUDA events, median.
+ * Reports time, touched-weight GB/s and the share of the HBM read bandwidth
+ * measured in the same run (a large read-only sum). moe-bench does the same
+ * per (preset, T) with host-made weights; this driver exists because a lease
+ * of the GPU is minutes long.
+ *
+ *   nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Iinclude bench/decode/bench_decode.cu \
+ *        build-gpu/libmoe_internal.a -lcuda -o build-gpu/bench_decode
+ *   build-gpu/bench_decode [--json FILE] [--dense] [--quant] [--cross]
+ */
+#include "moe.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <algorithm>
+#include <vector>
+
+#define CK(x)                                                                                 \
+    do {                                                                                      \
+        cudaError_t e_ = (x);                                                                 \
+        if (e_ != cudaSuccess) {                                                              \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                          \
+        }                                                                                     \
+    } while (0)
+
+struct preset {
+    const char *name;
+    int64_t D, I, E, K;
+    moe_act act;
+    moe_gate_up_layout layout;
+    int bias;
+};
+static const preset presets[] = {
+    {"qwen3-30b-a3b", 2048, 768, 128, 8, MOE_ACT_SWIGLU, MOE_GATE_UP_CONCAT, 0},
+    {"mixtral-8x7b", 4096, 14336, 8, 2, MOE_ACT_SWIGLU, MOE_GATE_UP_CONCAT, 0},
+    {"deepseek-v3", 7168, 2048, 256, 8, MOE_ACT_SWIGLU, MOE_GATE_UP_CONCAT, 0},
+    {"gpt-oss-20b", 2880, 2880, 32, 4, MOE_ACT_SWIGLU_OAI, MOE_GATE_UP_INTERLEAVED, 1},
+    {"gpt-oss-120b", 2880, 2880, 128, 4, MOE_ACT_SWIGLU_OAI, MOE_GATE_UP_INTERLEAVED, 1},
+};
+
+static __device__ uint32_t hash32(uint64_t x) {
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull; x ^= x >> 33;
+    return (uint32_t)x;
+}
+/* dst rows [n_rows] of rb bytes <- pool rows [64] picked by hash */
+static __global__ void k_replicate(uint8_t *dst, const uint8_t *pool, int64_t n_rows, int64_t rb, uint64_t seed) {
+    int64_t words = rb / 2;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_rows * words; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / words, w = i - r * words;
+        uint32_t p = hash32(seed * 1000003u + (uint64_t)r) % 64;
+        ((uint16_t *)dst)[i] = ((const uint16_t *)(pool + p * rb))[w];
+    }
+}
+static __global__ void k_sum(const uint4 *p, int64_t n, unsigned *out) {
+    unsigned s = 0;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        uint4 v = p[i];
+        s ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (s == 0x12345678u) *out = s;
+}
+
+static float rnd_u(void) { return (float)rand() / (float)RAND_MAX; }
+static float rnd_n(void) {
+    float u = rnd_u() + 1e-7f, v = rnd_u();
+    return sqrtf(-2 * logf(u)) * cosf(6.2831853f * v);
+}
+
+/* a device tensor [E, N, C] of type t from a pool of 64 random rows */
+static void *make_weight(int64_t E, int64_t N, int64_t C, moe_type t, uint64_t seed, size_t *bytes) {
+    int64_t rb = moe_type_row_bytes(t, C);
+    std::vector<uint8_t> pool((size_t)(64 * rb));
+    std::vector<float> row((size_t)C);
+    for (int p = 0; p < 64; p++) {
+        for (int64_t c = 0; c < C; c++) row[c] = rnd_n() / sqrtf((float)C);
+        if (moe_quantize_row(t, row.data(), pool.data() + p * rb, C)) { fprintf(stderr, "quantize failed\n"); exit(1); }
+    }
+    uint8_t *dpool, *d;
+    *bytes = (size_t)(E * N * rb);
+    CK(cudaMalloc(&dpool, pool.size()));
+    CK(cudaMalloc(&d, *bytes));
+    CK(cudaMemcpy(dpool, pool.data(), pool.size(), cudaMemcpyHostToDevice));
+    k_replicate<<<4096, 256>>>(d, dpool, E * N, rb, seed);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    cudaFree(dpool);
+    return d;
+}
+
+static FILE *jf;
+static double read_bw;
+static int g_reps = 0;
+static char gpu[256];
+static void *flush_buf;
+static size_t flush_bytes;
+static unsigned *flush_sink;
+static const char *only_preset;
+static int64_t only_T;
+
+struct timing { double med, mn; };
+
+/* median forward time (us) of layer L at T with fresh routing; touched gets the experts used */
+static timing time_fwd(moe_layer *L, const preset &P, int64_t T, int reps, int64_t *touched) {
+    int64_t K = P.K, E = P.E, D = P.D;
+    std::vector<int32_t> ids((size_t)(T * K));
+    std::vector<float> w((size_t)(T * K));
+    std::vector<uint16_t> x((size_t)(T * D));
+    std::vector<char> hit((size_t)E, 0);
+    std::vector<int32_t> perm((size_t)E);
+    for (int64_t t = 0; t < T; t++) {
+        for (int64_t e = 0; e < E; e++) perm[e] = (int32_t)e;
+        float s = 0;
+        for (int64_t k = 0; k < K; k++) {
+            int64_t j = k + rand() % (E - k);
+            std::swap(perm[k], perm[j]);
+            ids[t * K + k] = perm[k];
+            hit[perm[k]] = 1;
+            w[t * K + k] = rnd_u() + 0.1f;
+            s += w[t * K + k];
+        }
+        for (int64_t k = 0; k < K; k++) w[t * K + k] /= s;
+    }
+    for (auto &v : x) {
+        float f = rnd_n();
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        v = (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+    }
+    *touched = 0;
+    for (int64_t e = 0; e < E; e++) *touched += hit[e];
+    void *dx, *dout, *dids, *dw, *ws = NULL;
+    size_t wsb = 0;
+    if (moe_layer_workspace_size(L, T, &wsb)) { fprintf(stderr, "ws: %s\n", moe_layer_last_error(L)); exit(1); }
+    CK(cudaMalloc(&dx, x.size() * 2)); CK(cudaMalloc(&dout, x.size() * 2));
+    CK(cudaMalloc(&dids, ids.size() * 4)); CK(cudaMalloc(&dw, w.size() * 4));
+    CK(cudaMalloc(&ws, wsb ? wsb : 1));
+    CK(cudaMemcpy(dx, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dw, w.data(), w.size() * 4, cudaMemcpyHostToDevice));
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+    std::vector<double> ts;
+    if (g_reps) reps = g_reps;
+    for (int r = 0; r < reps + 3; r++) {
+        /* flush L2 by reading (a memset would leave dirty lines whose write-back lands in the timed forward) */
+        k_sum<<<264, 512, 0, 0>>>((const uint4 *)flush_buf, (int64_t)(flush_bytes / 16), flush_sink);
+        CK(cudaEventRecord(a, 0));
+        moe_status s = moe_layer_forward(L, T, dx, (int32_t *)dids, (float *)dw, dout, ws, wsb);
+        CK(cudaEventRecord(b, 0));
+        if (s) { fprintf(stderr, "forward: %s\n", moe_layer_last_error(L)); exit(1); }
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        if (r >= 3) ts.push_back(ms * 1e3);
+    }
+    std::sort(ts.begin(), ts.end());
+    cudaFree(dx); cudaFree(dout); cudaFree(dids); cudaFree(dw); cudaFree(ws);
+    cudaEventDestroy(a); cudaEventDestroy(b);
+    return {ts[ts.size() / 2], ts[0]};
+}
+
+struct layer_set {
+    void *gu, *down, *bgu, *bd;
+    size_t expert_bytes;
+};
+
+static layer_set make_layer_weights(const preset &P, moe_type wt) {
+    layer_set s;
+    memset(&s, 0, sizeof s);
+    size_t b1, b2;
+    s.gu = make_weight(P.E, 2 * P.I, P.D, wt, 11, &b1);
+    s.down = make_weight(P.E, P.D, P.I, wt, 12, &b2);
+    s.expert_bytes = (b1 + b2) / (size_t)P.E;
+    if (P.bias) {
+        std::vector<float> bg((size_t)(P.E * 2 * P.I)), bd((size_t)(P.E * P.D));
+        for (auto &v : bg) v = 0.1f * rnd_n();
+        for (auto &v : bd) v = 0.1f * rnd_n();
+        CK(cudaMalloc(&s.bgu, bg.size() * 4)); CK(cudaMalloc(&s.bd, bd.size() * 4));
+        CK(cudaMemcpy(s.bgu, bg.data(), bg.size() * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(s.bd, bd.data(), bd.size() * 4, cudaMemcpyHostToDevice));
+    }
+    return s;
+}
+
+static moe_layer *make_layer(moe_ctx *ctx, const preset &P, moe_type wt, const layer_set &s, const char *backend) {
+    moe_layer_desc d = moe_layer_desc_default();
+    d.E = P.E; d.D = P.D; d.I = P.I; d.K = P.K;
+    d.act = P.act;
+    d.layout = P.layout;
+    d.act_type = MOE_TYPE_BF16;
+    d.gate_up.data = s.gu; d.gate_up.type = wt; d.gate_up.mem = MOE_MEM_DEVICE;
+    d.down.data = s.down; d.down.type = wt; d.down.mem = MOE_MEM_DEVICE;
+    if (s.bgu) {
+        d.gate_up_bias.data = s.bgu; d.gate_up_bias.type = MOE_TYPE_F32; d.gate_up_bias.mem = MOE_MEM_DEVICE;
+        d.down_bias.data = s.bd; d.down_bias.type = MOE_TYPE_F32; d.down_bias.mem = MOE_MEM_DEVICE;
+    }
+    d.backend = backend;
+    moe_layer *L = NULL;
+    if (moe_layer_create(ctx, &d, &L)) {
+        printf("  (%s: %s)\n", backend, moe_ctx_last_error(ctx));
+        return NULL;
+    }
+    return L;
+}
+
+static void report(const preset &P, moe_type wt, const char *variant, moe_layer *L, int64_t T, timing tm,
+                   int64_t touched, size_t expert_bytes) {
+    double bytes = (double)touched * (double)expert_bytes + 4.0 * (double)(T * P.D);
+    double gbps = bytes / (tm.med * 1e-6) / 1e9;
+    char desc[1024];
+    moe_layer_describe(L, T, desc, sizeof desc);
+    printf("%-14s %-6s %-14s T=%4lld  %9.1f us  %7.1f GB/s  %5.1f%% of read  (%lld experts, %.1f MB)\n", P.name,
+           moe_type_name(wt), variant, (long long)T, tm.med, gbps, 100.0 * gbps / read_bw, (long long)touched,
+           bytes / 1e6);
+    if (jf)
+        fprintf(jf,
+                "{\"gpu\": \"%s\", \"preset\": \"%s\", \"wtype\": \"%s\", \"variant\": \"%s\", \"backend\": \"%s\", "
+                "\"T\": %lld, \"median_us\": %.2f, \"min_us\": %.2f, \"bytes\": %.0f, \"gbps\": %.1f, "
+                "\"read_bw_gbps\": %.1f, \"pct_read_bw\": %.1f}\n",
+                gpu, P.name, moe_type_name(wt), variant, moe_layer_backend(L), (long long)T, tm.med, tm.mn, bytes,
+                gbps, read_bw, 100.0 * gbps / read_bw);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    int dense = 0, quant = 0, cross = 0;
+    const char *json = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+        else if (!strcmp(argv[i], "--dense")) dense = 1;
+        else if (!strcmp(argv[i], "--quant")) quant = 1;
+        else if (!strcmp(argv[i], "--cross")) cross = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only_preset = argv[++i];
+        else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) only_T = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
+    }
+    if (!dense && !quant && !cross) dense = quant = cross = 1;
+    if (json) jf = fopen(json, "a");
+    srand(1);
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    snprintf(gpu, sizeof gpu, "%s", prop.name);
+    flush_bytes = (size_t)prop.l2CacheSize * 4;
+    CK(cudaMalloc(&flush_buf, flush_bytes));
+    CK(cudaMemset(flush_buf, 3, flush_bytes));
+    CK(cudaMalloc(&flush_sink, 4));
+    {   /* HBM read bandwidth: read-only pass over 4 GiB */
+        size_t n = (size_t)4 << 30;
+        void *p;
+        unsigned *o;
+        CK(cudaMalloc(&p, n)); CK(cudaMalloc(&o, 4));
+        CK(cudaMemset(p, 1, n));
+        cudaEvent_t a, b;
+        cudaEventCreate(&a); cudaEventCreate(&b);
+        float best = 1e30f;
+        for (int r = 0; r < 6; r++) {
+            cudaEventRecord(a);
+            k_sum<<<prop.multiProcessorCount * 8, 512>>>((const uint4 *)p, (int64_t)(n / 16), o);
+            cudaEventRecord(b);
+            CK(cudaEventSynchronize(b));
+            float ms;
+            cudaEventElapsedTime(&ms, a, b);
+            if (r && ms < best) best = ms;
+        }
+        read_bw = n / (best * 1e-3) / 1e9;
+        cudaFree(p); cudaFree(o);
+        printf("GPU %s, %d SMs, L2 %d MB; HBM read %.0f GB/s\n", gpu, prop.multiProcessorCount, prop.l2CacheSize >> 20,
+               read_bw);
+    }
+    moe_ctx_params cp = moe_ctx_default_params();
+    cp.device = MOE_DEVICE_CUDA;
+    moe_ctx *ctx;
+    if (moe_ctx_create(&cp, &ctx)) { fprintf(stderr, "ctx\n"); return 1; }
+
+    if (dense) {
+        static const int64_t Ts[] = {1, 2, 4, 8, 16, 32, 64};
+        for (const preset &P : presets) {
+            if (only_preset && strcmp(only_preset, P.name)) continue;
+            layer_set s = make_layer_weights(P, MOE_TYPE_BF16);
+            setenv("MOE_DECODE_MAX_T", "-1", 1); /* our kernels at every T */
+            moe_layer *L = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
+            setenv("MOE_DECODE_PDL", "0", 1);
+            moe_layer *Lnp = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
+            unsetenv("MOE_DECODE_PDL");
+            unsetenv("MOE_DECODE_MAX_T");
+            for (int64_t T : Ts) {
+                if (only_T && T != only_T) continue;
+                int64_t touched;
+                timing tm = time_fwd(L, P, T, 30, &touched);
+                report(P, MOE_TYPE_BF16, "decode", L, T, tm, touched, s.expert_bytes);
+                if (Lnp && (T == 1 || T == 16)) {
+                    srand(1000 + (int)T);
+                    tm = time_fwd(Lnp, P, T, 30, &touched);
+                    report(P, MOE_TYPE_BF16, "decode-nopdl", Lnp, T, tm, touched, s.expert_bytes);
+                }
+            }
+            if (cross) { /* the crossover with the grouped GEMM backend */
+                static const int64_t Tc[] = {16, 32, 64, 128, 256, 512};
+                setenv("MOE_DECODE_MAX_T", "-1", 1);
+                moe_layer *Ld = L;
+                moe_layer *G = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-sm90");
+                unsetenv("MOE_DECODE_MAX_T");
+                for (int64_t T : Tc) {
+                    if (only_T && T != only_T) continue;
+                    int64_t touched;
+                    if (T > 64) {
+                        timing tm = time_fwd(Ld, P, T, 15, &touched);
+                        report(P, MOE_TYPE_BF16, "decode", Ld, T, tm, touched, s.expert_bytes);
+                    }
+                    if (G) {
+                        timing tm = time_fwd(G, P, T, 15, &touched);
+                        report(P, MOE_TYPE_BF16, "gemm-sm90", G, T, tm, touched, s.expert_bytes);
+                    }
+                }
+                moe_layer_free(G);
+            }
+            moe_layer_free(L);
+            moe_layer_free(Lnp);
+            cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
+        }
+    }
+    if (quant) {
+        static const moe_type qt[] = {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K, MOE_TYPE_Q8_0, MOE_TYPE_MXFP4};
+        static const int64_t Ts[] = {1, 2, 4, 8, 16};
+        const preset *qp[] = {&presets[0], &presets[3]};
+        for (const preset *P : qp)
+            for (moe_type t : qt) {
+                if (only_preset && strcmp(only_preset, P->name)) continue;
+                if (moe_type_block_size(t) == 256 && (P->D % 256 || P->I % 256)) continue;
+                layer_set s = make_layer_weights(*P, t);
+                moe_layer *L = make_layer(ctx, *P, t, s, "cuda-quant");
+                if (L)
+                    for (int64_t T : Ts) {
+                        if (only_T && T != only_T) continue;
+                        int64_t touched;
+                        timing tm = time_fwd(L, *P, T, 30, &touched);
+                        report(*P, t, "quant", L, T, tm, touched, s.expert_bytes);
+                    }
+                moe_layer_free(L);
+                cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
+            }
+    }
+    moe_ctx_free(ctx);
+    if (jf) fclose(jf);
+    return 0;
+}

@@ -1,0 +1,216 @@
+/*
+ * The CUDA decode backends against the reference: "cuda-decode" (bf16/f16
+ * weights) and "cuda-quant" (GGUF blocks) run the shared case table, then
+ * every quant type at T in {1, 2, 3, 8, 31, 64, 257} (and the dense types at
+ * the same T, which crosses cuda-decode's hand-over to the grouped GEMM),
+ * ids out of range on the device, and CUDA-graph capture of a forward.
+ * Skipped with "no CUDA device" where there is none.
+ */
+#include "cases.h"
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef MOE_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+static moe_ctx *cuda_ctx(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        return NULL;
+    }
+    moe_ctx_params p = moe_ctx_default_params();
+    p.device = MOE_DEVICE_CUDA;
+    moe_ctx *ctx = NULL;
+    if (moe_ctx_create(&p, &ctx) != MOE_OK) return NULL;
+    return ctx;
+}
+
+static void run_table(const char *backend) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    int passed, skipped;
+    moe_cases_run_all(ctx, backend, &passed, &skipped);
+    moe_ctx_free(ctx);
+    if (!moe_test_failed() && passed == 0) moe_test_fail(__FILE__, __LINE__, "no case ran (%d skipped)", skipped);
+    printf("     %s: %d cases passed, %d skipped\n", backend, passed, skipped);
+}
+
+TEST(cuda_decode_cases) { run_table("cuda-decode"); }
+TEST(cuda_quant_cases) { run_table("cuda-quant"); }
+
+/* One case per weight type at many T: small decode batches, a T over the
+ * route kernel's tiles, odd T. */
+static void sweep(const char *backend, const moe_type *types, int n_types, moe_type act_type) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    static const int64_t Ts[] = {1, 2, 3, 8, 31, 64, 257};
+    int fails = 0, runs = 0;
+    char first[1400] = "";
+    for (int i = 0; i < n_types; i++)
+        for (size_t j = 0; j < sizeof Ts / sizeof Ts[0]; j++) {
+            moe_case c = {"sweep", Ts[j], 16, 512, 256, 4, MOE_ACT_SWIGLU, MOE_GATE_UP_SEPARATE, 0, types[i],
+                          act_type, ROUTE_RANDOM, 0, 0};
+            /* vary the shape so that layouts, biases and activations are crossed too */
+            if (j % 3 == 1) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; }
+            if (j % 3 == 2) { c.layout = MOE_GATE_UP_CONCAT; c.act = MOE_ACT_GEGLU_ERF; c.K = 2; c.E = 8; }
+            if (j == 6) { c.D = 768; c.K = 2; } /* T over one route tile; D not a multiple of the row blocks */
+            char msg[1024];
+            moe_case_result r = moe_case_run(&c, ctx, backend, moe_test_seed() + 977u * (unsigned)(i * 16 + j), NULL,
+                                             msg, sizeof msg);
+            if (r == MOE_CASE_SKIP) {
+                fails++;
+                snprintf(first, sizeof first, "%s T=%lld skipped: %s", moe_type_name(types[i]), (long long)Ts[j], msg);
+                continue;
+            }
+            runs++;
+            if (r != MOE_CASE_PASS) {
+                if (!fails) snprintf(first, sizeof first, "%s T=%lld: %s", moe_type_name(types[i]), (long long)Ts[j], msg);
+                printf("     %s %s T=%lld FAILED: %s\n", backend, moe_type_name(types[i]), (long long)Ts[j], msg);
+                fails++;
+            } else if (getenv("MOE_TEST_VERBOSE")) {
+                printf("     %s %s T=%lld: %s\n", backend, moe_type_name(types[i]), (long long)Ts[j], msg);
+            }
+        }
+    moe_ctx_free(ctx);
+    if (fails) moe_test_fail(__FILE__, __LINE__, "%d of %d sweep runs failed; first: %s", fails, runs, first);
+}
+
+TEST(cuda_quant_sweep_T) {
+    static const moe_type q[] = {MOE_TYPE_Q4_0, MOE_TYPE_Q8_0, MOE_TYPE_Q2_K, MOE_TYPE_Q3_K,
+                                 MOE_TYPE_Q4_K, MOE_TYPE_Q5_K, MOE_TYPE_Q6_K, MOE_TYPE_MXFP4};
+    sweep("cuda-quant", q, 8, MOE_TYPE_BF16);
+}
+
+TEST(cuda_decode_sweep_T) {
+    static const moe_type q[] = {MOE_TYPE_BF16, MOE_TYPE_F16};
+    sweep("cuda-decode", q, 1, MOE_TYPE_BF16);
+    if (moe_test_failed()) return;
+    sweep("cuda-decode", q + 1, 1, MOE_TYPE_F16);
+}
+
+/* Ids out of range on the device: skipped pairs, nothing out of bounds, the
+ * other slots still summed; a token with every id out of range gets 0. */
+TEST(cuda_decode_bad_ids) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    const int64_t T = 3, E = 4, D = 64, I = 32, K = 2;
+    size_t wb = (size_t)(E * I * D) * 2;
+    uint16_t *hw = malloc(wb);
+    for (size_t i = 0; i < wb / 2; i++) hw[i] = 0x3c00; /* 1.0 in f16 */
+    void *g, *u, *dn, *x, *out, *ids, *w, *ws = NULL;
+    cudaMalloc(&g, wb); cudaMalloc(&u, wb); cudaMalloc(&dn, wb);
+    cudaMemcpy(g, hw, wb, cudaMemcpyHostToDevice);
+    cudaMemcpy(u, hw, wb, cudaMemcpyHostToDevice);
+    cudaMemcpy(dn, hw, wb, cudaMemcpyHostToDevice);
+    moe_layer_desc d = moe_layer_desc_default();
+    d.E = E; d.D = D; d.I = I; d.K = K;
+    d.act = MOE_ACT_RELU2;
+    d.up.data = u; d.up.type = MOE_TYPE_F16; d.up.mem = MOE_MEM_DEVICE;
+    d.down.data = dn; d.down.type = MOE_TYPE_F16; d.down.mem = MOE_MEM_DEVICE;
+    d.act_type = MOE_TYPE_F32;
+    d.backend = "cuda-decode";
+    moe_layer *L = NULL;
+    CHECK_STATUS(moe_layer_create(ctx, &d, &L), MOE_OK);
+    float hx[3 * 64];
+    for (int i = 0; i < 3 * 64; i++) hx[i] = 1.0f / 64;
+    int32_t hid[6] = {1, 77, -5, 1 << 30, 2, 3}; /* token 1: no valid id */
+    float hwt[6] = {1, 1, 1, 1, 0.5f, 0.25f};
+    size_t wsb = 0;
+    CHECK_STATUS(moe_layer_workspace_size(L, T, &wsb), MOE_OK);
+    cudaMalloc(&x, sizeof hx); cudaMalloc(&out, sizeof hx); cudaMalloc(&ids, sizeof hid); cudaMalloc(&w, sizeof hwt);
+    cudaMalloc(&ws, wsb ? wsb : 1);
+    cudaMemcpy(x, hx, sizeof hx, cudaMemcpyHostToDevice);
+    cudaMemcpy(ids, hid, sizeof hid, cudaMemcpyHostToDevice);
+    cudaMemcpy(w, hwt, sizeof hwt, cudaMemcpyHostToDevice);
+    cudaMemset(out, 0xFF, sizeof hx);
+    CHECK_STATUS(moe_layer_forward(L, T, x, ids, w, out, ws, wsb), MOE_OK);
+    float ho[3 * 64];
+    CHECK(cudaMemcpy(ho, out, sizeof ho, cudaMemcpyDeviceToHost) == cudaSuccess);
+    /* up x = 1 per row, relu2 = 1, down row sums I = 32: one valid slot of weight 1 -> 32 */
+    for (int c = 0; c < D; c++) {
+        CHECK_MSG(ho[c] > 31.5f && ho[c] < 32.5f, "token 0 col %d = %g, expected 32", c, (double)ho[c]);
+        CHECK_MSG(ho[64 + c] == 0.0f, "token 1 col %d = %g, expected 0 (no valid id)", c, (double)ho[64 + c]);
+        CHECK_MSG(ho[128 + c] > 23.5f && ho[128 + c] < 24.5f, "token 2 col %d = %g, expected 24", c, (double)ho[128 + c]);
+    }
+    moe_layer_free(L);
+    cudaFree(g); cudaFree(u); cudaFree(dn); cudaFree(x); cudaFree(out); cudaFree(ids); cudaFree(w); cudaFree(ws);
+    free(hw);
+    moe_ctx_free(ctx);
+}
+
+/* A forward captured into a CUDA graph and replayed equals a direct forward. */
+TEST(cuda_decode_graph_capture) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        SKIP("no CUDA device");
+    }
+    cudaStream_t st;
+    CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
+    moe_ctx_params p = moe_ctx_default_params();
+    p.device = MOE_DEVICE_CUDA;
+    p.cuda_stream = st;
+    moe_ctx *ctx = NULL;
+    CHECK_STATUS(moe_ctx_create(&p, &ctx), MOE_OK);
+    const int64_t T = 2, E = 8, D = 256, I = 128, K = 2;
+    size_t wb = (size_t)(E * I * D) * 2;
+    uint16_t *hw = malloc(wb);
+    moe_rng r;
+    moe_rng_seed(&r, moe_test_seed());
+    for (size_t i = 0; i < wb / 2; i++) hw[i] = (uint16_t)(0x3c00 - 0x800 + (moe_rng_u64(&r) % 0x1000)); /* ~[-?] small f16 */
+    void *g, *u, *dn, *x, *o1, *o2, *ids, *w, *ws;
+    cudaMalloc(&g, wb); cudaMalloc(&u, wb); cudaMalloc(&dn, wb);
+    cudaMemcpy(g, hw, wb, cudaMemcpyHostToDevice);
+    cudaMemcpy(u, hw, wb, cudaMemcpyHostToDevice);
+    cudaMemcpy(dn, hw, wb, cudaMemcpyHostToDevice);
+    moe_layer_desc d = moe_layer_desc_default();
+    d.E = E; d.D = D; d.I = I; d.K = K;
+    d.gate.data = g; d.gate.type = MOE_TYPE_BF16; d.gate.mem = MOE_MEM_DEVICE;
+    d.up.data = u; d.up.type = MOE_TYPE_BF16; d.up.mem = MOE_MEM_DEVICE;
+    d.down.data = dn; d.down.type = MOE_TYPE_BF16; d.down.mem = MOE_MEM_DEVICE;
+    d.act_type = MOE_TYPE_BF16;
+    d.backend = "cuda-decode";
+    moe_layer *L = NULL;
+    CHECK_STATUS(moe_layer_create(ctx, &d, &L), MOE_OK);
+    uint16_t hx[2 * 256];
+    for (int i = 0; i < 2 * 256; i++) hx[i] = (uint16_t)(0x3c00 - 0x400 + (moe_rng_u64(&r) % 0x800));
+    int32_t hid[4] = {3, 5, 0, 3};
+    float hwt[4] = {0.5f, 0.25f, 1.0f, 0.125f};
+    size_t wsb = 0;
+    CHECK_STATUS(moe_layer_workspace_size(L, T, &wsb), MOE_OK);
+    cudaMalloc(&x, sizeof hx); cudaMalloc(&o1, sizeof hx); cudaMalloc(&o2, sizeof hx);
+    cudaMalloc(&ids, sizeof hid); cudaMalloc(&w, sizeof hwt); cudaMalloc(&ws, wsb ? wsb : 1);
+    cudaMemcpy(x, hx, sizeof hx, cudaMemcpyHostToDevice);
+    cudaMemcpy(ids, hid, sizeof hid, cudaMemcpyHostToDevice);
+    cudaMemcpy(w, hwt, sizeof hwt, cudaMemcpyHostToDevice);
+    CHECK_STATUS(moe_layer_forward(L, T, x, ids, w, o1, ws, wsb), MOE_OK);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+    moe_status s = moe_layer_forward(L, T, x, ids, w, o2, ws, wsb);
+    CHECK(cudaStreamEndCapture(st, &graph) == cudaSuccess);
+    CHECK_STATUS(s, MOE_OK);
+    CHECK(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+    for (int i = 0; i < 3; i++) CHECK(cudaGraphLaunch(exec, st) == cudaSuccess);
+    CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+    uint16_t a[2 * 256], b[2 * 256];
+    cudaMemcpy(a, o1, sizeof a, cudaMemcpyDeviceToHost);
+    cudaMemcpy(b, o2, sizeof b, cudaMemcpyDeviceToHost);
+    CHECK_MSG(memcmp(a, b, sizeof a) == 0, "graph replay differs from a direct forward");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    moe_layer_free(L);
+    cudaFree(g); cudaFree(u); cudaFree(dn); cudaFree(x); cudaFree(o1); cudaFree(o2); cudaFree(ids); cudaFree(w);
+    cudaFree(ws);
+    free(hw);
+    moe_ctx_free(ctx);
+    cudaStreamDestroy(st);
+}
+
+#else
+TEST(cuda_decode_cases) { SKIP("no CUDA device (built without CUDA)"); }
+#endif
