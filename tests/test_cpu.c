@@ -3,7 +3,8 @@
  * (MOE_CPU_ISA forced per run; a path the CPU lacks is skipped with a
  * message), with 1, 2 and 3 threads; and determinism across thread counts:
  * the same layer and inputs give bitwise the same output with 1, 2 and 3
- * threads (a bf16 case with T = 131, a Q4_K case, a Q8_0 case, f32 with biases).
+ * threads (a bf16 case with T = 131, a Q4_K case, a Q8_0 case, f32 with biases,
+ * and one case of each K-quant with its own integer kernel: Q2_K, Q3_K, Q5_K, Q6_K).
  */
 #include "cases.h"
 #include "harness.h"
@@ -79,6 +80,9 @@ static const det_case det_cases[] = {
     {"q8_0_T131_bias", 131, 8, 256, 96, 3, MOE_TYPE_Q8_0, MOE_TYPE_F32, 1},
     {"f32_T19_bias", 19, 6, 128, 64, 2, MOE_TYPE_F32, MOE_TYPE_F16, 1},
     {"q6_K_T5", 5, 4, 256, 256, 2, MOE_TYPE_Q6_K, MOE_TYPE_F32, 0},
+    {"q3_K_T23", 23, 6, 512, 256, 2, MOE_TYPE_Q3_K, MOE_TYPE_F32, 0},
+    {"q2_K_T9", 9, 4, 256, 512, 2, MOE_TYPE_Q2_K, MOE_TYPE_BF16, 0},
+    {"q5_K_T17_bias", 17, 4, 256, 256, 3, MOE_TYPE_Q5_K, MOE_TYPE_F32, 1},
 };
 
 static void *weights(moe_rng *r, moe_type t, int64_t rows, int64_t C) {

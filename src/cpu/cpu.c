@@ -1,6 +1,7 @@
 /*
  * The fast CPU backend ("cpu"): a thread pool per context, tokens grouped by
- * expert, and one forward in four phases separated by barriers:
+ * expert, and one forward in four phases; a phase starts when every task of
+ * the previous one is finished (counted, so a descheduled thread is not waited for):
  *   0. each token's x converted once into the format the gate/up kernels read
  *      (f32, bf16, or q8 with per-32 scales), and its f32 accumulator zeroed;
  *   1. tasks (expert, 64 rows of I): gate and up for every (token, slot) pair
@@ -100,10 +101,9 @@ struct pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_uint gen;
-    atomic_int done;
+    atomic_uint entered; /* workers that joined the current job, | JOB_CLOSED once it is finished */
+    atomic_uint exited;
     atomic_int stop;
-    atomic_int bar_count;
-    atomic_uint bar_gen;
     job_fn fn;
     void *arg;
 };
@@ -116,6 +116,11 @@ static inline void cpu_relax(void) {
 
 #define SPIN_JOB 20000   /* pauses a worker spins for the next job before sleeping */
 #define SPIN_BARRIER 2000
+
+/* A job is open to the workers from its start until the caller has finished
+ * it: a worker that wakes after that (descheduled on a busy machine) skips
+ * it, so the caller never waits for a thread that has not started. */
+#define JOB_CLOSED 0x80000000u
 
 static void *worker_main(void *v) {
     worker_arg *wa = (worker_arg *)v;
@@ -137,8 +142,10 @@ static void *worker_main(void *v) {
         }
         seen = g;
         if (atomic_load(&p->stop)) return NULL;
-        p->fn(p->arg, wa->tid);
-        atomic_fetch_add(&p->done, 1);
+        if (!(atomic_fetch_add(&p->entered, 1) & JOB_CLOSED)) {
+            p->fn(p->arg, wa->tid);
+            atomic_fetch_add(&p->exited, 1);
+        }
     }
 }
 
@@ -190,30 +197,27 @@ static void pool_run(pool *p, job_fn fn, void *arg) {
     }
     p->fn = fn;
     p->arg = arg;
-    atomic_store(&p->done, 0);
-    atomic_store(&p->bar_count, 0);
+    atomic_store(&p->exited, 0);
+    atomic_store(&p->entered, 0); /* publishes fn, arg to a worker that joins */
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add(&p->gen, 1);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     fn(arg, 0);
+    /* every task is done: close the job and wait only for the workers inside it */
+    unsigned in = atomic_fetch_or(&p->entered, JOB_CLOSED) & ~JOB_CLOSED;
     int spins = 0;
-    while (atomic_load(&p->done) != p->n - 1) {
+    while (atomic_load(&p->exited) != in) {
         if (++spins < SPIN_BARRIER) cpu_relax();
         else sched_yield();
     }
 }
 
-static void pool_barrier(pool *p) {
-    if (p->n == 1) return;
-    unsigned g = atomic_load(&p->bar_gen);
-    if (atomic_fetch_add(&p->bar_count, 1) == p->n - 1) {
-        atomic_store(&p->bar_count, 0);
-        atomic_fetch_add(&p->bar_gen, 1);
-        return;
-    }
+/* Waits until n tasks of a phase are finished (by whichever threads took
+ * them): a phase boundary that does not need every thread to arrive. */
+static void phase_wait(atomic_int *done, int64_t n) {
     int spins = 0;
-    while (atomic_load(&p->bar_gen) == g) {
+    while (atomic_load(done) < n) {
         if (++spins < SPIN_BARRIER) cpu_relax();
         else sched_yield();
     }
@@ -244,7 +248,7 @@ typedef struct impl {
 } impl;
 
 static const char *kk_name(moe__cpu_kk k) {
-    static const char *const n[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q6_K", "mxfp4"};
+    static const char *const n[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q6_K", "mxfp4", "q2_K", "q3_K", "q5_K"};
     return (unsigned)k < MOE__KK_COUNT ? n[k] : "?";
 }
 
@@ -262,6 +266,10 @@ static void proj_setup(const moe__cpu_isa *isa, proj *p, const moe_tensor *t, in
     case MOE_TYPE_Q4_0: p->kk = MOE__KK_Q4_0; *offset = 8; break;
     case MOE_TYPE_Q4_K: p->kk = MOE__KK_Q4_K; break;
     case MOE_TYPE_MXFP4: p->kk = MOE__KK_MXFP4; *offset = 12; break;
+    case MOE_TYPE_Q2_K: p->kk = MOE__KK_Q2_K; break;
+    case MOE_TYPE_Q3_K: p->kk = MOE__KK_Q3_K; break;
+    case MOE_TYPE_Q5_K: p->kk = MOE__KK_Q5_K; break;
+    case MOE_TYPE_Q6_K: p->kk = MOE__KK_Q6_K; break;
     default: p->kk = MOE__KK_F32; p->generic = 1; break;
     }
     if (!p->generic && !isa->kern[p->kk]) p->generic = 1;
@@ -334,8 +342,8 @@ static moe_status cpu_init(moe_layer *L) {
     im->off_in = ou;
     im->xf_in = xf_of(&im->up);
     im->xf_h = xf_of(&im->down);
-    im->lay_in = im->up.kk == MOE__KK_Q4_K ? isa->q4k_layout : MOE__Q8_NATURAL;
-    im->lay_h = im->down.kk == MOE__KK_Q4_K ? isa->q4k_layout : MOE__Q8_NATURAL;
+    im->lay_in = im->xf_in == MOE__XF_Q8 ? isa->q8_layout[im->up.kk] : MOE__Q8_NATURAL;
+    im->lay_h = im->xf_h == MOE__XF_Q8 ? isa->q8_layout[im->down.kk] : MOE__Q8_NATURAL;
     im->tile_i = im->lay_h & MOE__Q8_SCALE256 ? 256 : 64;
     im->sx = xf_row_bytes(im->xf_in, D);
     im->sh = xf_row_bytes(im->xf_h, I);
@@ -427,7 +435,8 @@ typedef struct job {
     float *acc;
     size_t per_thread;
     int64_t td, n_dtiles, n_itiles;
-    atomic_int next[4];
+    atomic_int next[4]; /* the next task of each phase */
+    atomic_int done[4]; /* tasks of each phase finished */
 } job;
 
 static float act_apply(moe_act act, float g, float u, float alpha, float limit) {
@@ -505,6 +514,7 @@ static void phase_tokens(job *j, int tid) {
             put_row(im, im->xf_in, im->off_in, im->lay_in, tmp, 0, j->D, j->D, j->xa + (size_t)t * im->sx);
             memset(j->acc + t * j->D, 0, (size_t)j->D * 4);
         }
+        atomic_fetch_add(&j->done[0], 1);
     }
 }
 
@@ -622,14 +632,14 @@ static void phase_out(job *j, int tid) {
         uint16_t *o = (uint16_t *)j->a->out;
         for (int64_t i = t0 * j->D; i < t1 * j->D; i++)
             o[i] = at == MOE_TYPE_BF16 ? moe__f32_to_bf16(j->acc[i]) : moe__f32_to_f16(j->acc[i]);
+        atomic_fetch_add(&j->done[3], 1);
     }
 }
 
 static void forward_job(void *arg, int tid) {
     job *j = (job *)arg;
-    pool *p = j->im->pool;
     phase_tokens(j, tid);
-    pool_barrier(p);
+    phase_wait(&j->done[0], moe__cdiv(j->T, 8));
     int64_t ntask = (int64_t)j->nact * j->n_itiles;
     for (;;) {
         int64_t k = atomic_fetch_add(&j->next[1], 1);
@@ -637,16 +647,18 @@ static void forward_job(void *arg, int tid) {
         int64_t e = j->active[k / j->n_itiles], it = k % j->n_itiles;
         int64_t ti = j->im->tile_i, i0 = it * ti, i1 = i0 + ti < j->I ? i0 + ti : j->I;
         gate_up_task(j, tid, e, i0, i1);
+        atomic_fetch_add(&j->done[1], 1);
     }
-    pool_barrier(p);
+    phase_wait(&j->done[1], ntask);
     for (;;) {
         int64_t k = atomic_fetch_add(&j->next[2], 1);
         if (k >= j->n_dtiles) break;
         int64_t d0 = k * j->td, d1 = d0 + j->td < j->D ? d0 + j->td : j->D;
         down_task(j, tid, d0, d1);
+        atomic_fetch_add(&j->done[2], 1);
     }
     if (j->L->desc.act_type != MOE_TYPE_F32) {
-        pool_barrier(p);
+        phase_wait(&j->done[2], j->n_dtiles);
         phase_out(j, tid);
     }
 }
@@ -690,7 +702,10 @@ static moe_status cpu_forward(moe_layer *L, const moe__fwd *a) {
     j.td = tile_d(im, j.D, im->pool->n);
     j.n_dtiles = moe__cdiv(j.D, j.td);
     j.n_itiles = moe__cdiv(j.I, im->tile_i);
-    for (int i = 0; i < 4; i++) atomic_init(&j.next[i], 0);
+    for (int i = 0; i < 4; i++) {
+        atomic_init(&j.next[i], 0);
+        atomic_init(&j.done[i], 0);
+    }
     pool_run(im->pool, forward_job, &j);
     return MOE_OK;
 }

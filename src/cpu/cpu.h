@@ -31,8 +31,11 @@ typedef enum moe__cpu_kk {
     MOE__KK_Q8_0,      /* w Q8_0,      x q8 (offset 128) */
     MOE__KK_Q4_0,      /* w Q4_0,      x q8 (offset 8) */
     MOE__KK_Q4_K,      /* w Q4_K,      x q8 */
-    MOE__KK_Q6_K,      /* w Q6_K,      x q8 (offset 32) */
+    MOE__KK_Q6_K,      /* w Q6_K,      x q8 (scale per 256; offset 32 through dxs16) */
     MOE__KK_MXFP4,     /* w MXFP4,     x q8 (offset 12: codes mapped to 0..24) */
+    MOE__KK_Q2_K,      /* w Q2_K,      x q8 (scale per 256; mins through dxs16) */
+    MOE__KK_Q3_K,      /* w Q3_K,      x q8 (scale per 256; offset 4 through dxs16) */
+    MOE__KK_Q5_K,      /* w Q5_K,      x q8 (as Q4_K) */
     MOE__KK_COUNT
 } moe__cpu_kk;
 
@@ -52,7 +55,10 @@ typedef enum moe__cpu_xf {
  *                        weights stored as unsigned (w + offset)
  *   float xs[CP/4]       dx of the 32-block each lane is in (the per-lane scale)
  *   float dx[CP/32]
- *   float dxs[CP/32]     dx * (sum of the block's q): for the mins of Q4_K
+ *   float dxs[CP/32]     dx * (sum of the block's q): for the mins of Q4_K, Q5_K
+ *   float dxs16[CP/16]   dx * (sum of each 16 q, natural order): for the mins
+ *                        of Q2_K and the offsets of Q3_K, Q6_K (16-element
+ *                        sub-blocks), subtracted after the integer sums
  */
 /* Orders of the 32-blocks inside a q8 row's q, corr and xs (dx and dxs stay
  * natural): NATURAL, or PERM128: in each 128 elements blocks 0, 2, 1, 3, the
@@ -71,12 +77,12 @@ static inline int64_t moe__cpu_q8_pos(int64_t c, int layout) {
 static inline int64_t moe__cpu_pad64(int64_t c) { return (c + 63) & ~(int64_t)63; }
 static inline size_t moe__cpu_q8_row_bytes(int64_t C) {
     int64_t cp = moe__cpu_pad64(C);
-    return (size_t)(cp + cp + cp + cp / 8 + cp / 8);
+    return (size_t)(cp + cp + cp + cp / 8 + cp / 8 + cp / 4);
 }
 typedef struct moe__cpu_q8 {
     const int8_t *q;
     const int32_t *corr;
-    const float *xs, *dx, *dxs;
+    const float *xs, *dx, *dxs, *dxs16;
 } moe__cpu_q8;
 static inline moe__cpu_q8 moe__cpu_q8_view(const void *row, int64_t C) {
     int64_t cp = moe__cpu_pad64(C);
@@ -87,6 +93,7 @@ static inline moe__cpu_q8 moe__cpu_q8_view(const void *row, int64_t C) {
     v.xs = (const float *)(p + 2 * cp);
     v.dx = (const float *)(p + 3 * cp);
     v.dxs = (const float *)(p + 3 * cp + cp / 8);
+    v.dxs16 = (const float *)(p + 3 * cp + cp / 4);
     return v;
 }
 
@@ -103,8 +110,8 @@ typedef struct moe__cpu_isa {
      * above) for weights with the given offset; c0, n multiples of 32. The
      * segment that ends at C also zeroes the padding. */
     void (*quant_q8)(const float *x, int64_t c0, int64_t n, int64_t C, int offset, int layout, void *row);
-    /* the q8 layout the Q4_K kernel reads: MOE__Q8_NATURAL or MOE__Q8_PERM128 */
-    int q4k_layout;
+    /* the q8 layout (MOE__Q8_* flags) each q8 kernel reads */
+    unsigned char q8_layout[MOE__KK_COUNT];
 } moe__cpu_isa;
 
 extern const moe__cpu_isa moe__cpu_isa_scalar;

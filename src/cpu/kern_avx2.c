@@ -10,6 +10,7 @@
 static inline vi dot_u8(vi acc, vi u, vi s) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 }
+static inline vi vi_dpwssd(vi acc, vi a, vi b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
 static inline vi q8w_prep(vi w) { return w; }
 static inline vi q8w_dot(const int32_t *corr, vi w, vi x) {
     (void)corr;

@@ -99,29 +99,32 @@ static inline vf mxfp4_scale(const moe_block_mxfp4 *b, int nb) {
     return _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
 }
 
-/* Q4_K with the activations in MOE__Q8_PERM128 order: 64 bytes of qs give
- * chunk 2g (low nibbles: sub-blocks 4g, 4g + 2) and chunk 2g + 1 (high:
- * 4g + 1, 4g + 3) with no cross-lane shuffle. */
-#define Q4K_LAYOUT (MOE__Q8_PERM128 | MOE__Q8_SCALE256)
-#define Q4K_INT 1
-static inline vi q4k_chunk(const uint8_t *qs, int ch) {
-    vi v = _mm512_loadu_si512(qs + 64 * (ch >> 1));
-    if (ch & 1) v = _mm512_srli_epi16(v, 4);
-    return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
-}
-typedef __m512 q4s;
-static inline q4s q4s_load(const float *scf) { return _mm512_castps256_ps512(_mm256_load_ps(scf)); }
-static inline vf q4k_scale(q4s s, int ch) {
-    /* chunk ch = 2g + h holds sub-blocks 4g + h (lanes 0-7) and 4g + 2 + h (lanes 8-15) */
-    int lo = 4 * (ch >> 1) + (ch & 1);
-    __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(lo)), _mm256_set1_epi32(lo + 2), 1);
-    return _mm512_permutexvar_ps(idx, s);
-}
+/* ---- K-quants (KQ_TILE in kernels.inc), chunks of 64 ---- */
 
-/* The 6-bit scales of a Q4_K block as int16 (lanes 0-7), its mins dmin * m
- * as f32 into mf[8], and d broadcast into *dv. */
-static inline __m512i q4k_scales_i16(const moe_block_q4_k *b, float *mf, vf *dv) {
-    __m128i v = _mm_loadu_si128((const __m128i *)b->scales);
+typedef __m512i kq_st; /* the 8 or 16 sub-block scales as int16, lanes 0.. */
+static inline vi vi_maddubs(vi u, vi s) { return _mm512_maddubs_epi16(u, s); }
+static inline vi vi_dpwssd(vi acc, vi a, vi b) { return _mm512_dpwssd_epi32(acc, a, b); }
+static inline vf vf_set1(float f) { return _mm512_set1_ps(f); }
+/* int16 a in words 0-15, b in 16-31 (shift counts) */
+static inline vi w16x2(int a, int b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)a)), _mm256_set1_epi16((short)b), 1);
+}
+/* bytes 0-31 a, 32-63 b */
+static inline vi b8x2(int a, int b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi8((char)a)), _mm256_set1_epi8((char)b), 1);
+}
+static inline vi bcast32(const uint8_t *p) { return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p)); }
+
+/* Q4_K, Q5_K: activations in MOE__Q8_PERM128 order, so that 64 bytes of qs
+ * give chunk 2g (low nibbles: sub-blocks 4g, 4g + 2) and chunk 2g + 1 (high:
+ * 4g + 1, 4g + 3) with no cross-lane shuffle. */
+#define KQ_LAYOUT_Q45 (MOE__Q8_PERM128 | MOE__Q8_SCALE256)
+/* The 6-bit scales of a Q4_K/Q5_K block as int16 (lanes 0-7), its mins
+ * dmin * m as f32 into mf[8], d broadcast into *dv: ggml's 12-byte unpacking
+ * in one xmm register (a scalar version through memory stalls on store
+ * forwarding). Reads 16 bytes from sc: the 4 after the scales are qs / qh. */
+static inline kq_st q45_prep(const uint8_t *sc, uint16_t d, uint16_t dmin, float *mf, vf *dv) {
+    __m128i v = _mm_loadu_si128((const __m128i *)sc);
     __m128i a = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));
     __m128i c = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));
     __m128i lo = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)),
@@ -129,16 +132,96 @@ static inline __m512i q4k_scales_i16(const moe_block_q4_k *b, float *mf, vf *dv)
     __m128i hi = _mm_and_si128(_mm_srli_epi32(c, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
     __m128i o = _mm_or_si128(lo, hi);
     __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(o, 8)));
-    _mm256_storeu_ps(mf, _mm256_mul_ps(mn, _mm256_set1_ps(h2f(b->dmin))));
-    *dv = _mm512_set1_ps(h2f(b->d));
+    _mm256_storeu_ps(mf, _mm256_mul_ps(mn, _mm256_set1_ps(h2f(dmin))));
+    *dv = _mm512_set1_ps(h2f(d));
     return _mm512_castsi128_si512(_mm_cvtepu8_epi16(o));
 }
+#define q4k_prep(b, mf, dv) q45_prep((b)->scales, (b)->d, (b)->dmin, mf, dv)
+#define q5k_prep(b, mf, dv) q45_prep((b)->scales, (b)->d, (b)->dmin, mf, dv)
+static inline vi q4k_nib(const uint8_t *qs, int ch) {
+    vi v = _mm512_loadu_si512(qs + 64 * (ch >> 1));
+    if (ch & 1) v = _mm512_srli_epi16(v, 4);
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+}
+static inline vi q4k_chunk(const moe_block_q4_k *b, int ch) { return q4k_nib(b->qs, ch); }
+/* the fifth bit of sub-block s is bit s of qh[l] */
+static inline vi q5k_chunk(const moe_block_q5_k *b, int ch) {
+    int s0 = 4 * (ch >> 1) + (ch & 1);
+    vi v = q4k_nib(b->qs, ch);
+    __mmask64 k = _mm512_test_epi8_mask(bcast32(b->qh), b8x2(1 << s0, 1 << (s0 + 2)));
+    return _mm512_mask_add_epi8(v, k, v, _mm512_set1_epi8(16));
+}
 /* int16 lanes 0-15: scale of sub-block 4g + h, lanes 16-31: of 4g + 2 + h (ch = 2g + h) */
-static inline vi q4k_sc16_chunk(__m512i s, int ch) {
+static inline vi kq8_sc(kq_st s, int ch) {
     int lo = 4 * (ch >> 1) + (ch & 1);
-    __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)lo)),
-                                     _mm256_set1_epi16((short)(lo + 2)), 1);
-    return _mm512_permutexvar_epi16(idx, s);
+    return _mm512_permutexvar_epi16(w16x2(lo, lo + 2), s);
+}
+
+/* Q2_K, Q3_K, Q6_K: natural order; chunk ch is sub-blocks 4ch .. 4ch + 3 of
+ * 16, elements 128h + 32s + l with h = ch / 2, s = 2 (ch & 1) + {0, 1}. */
+static inline vi kq16_sc(kq_st s, int ch) {
+    const vi base = _mm512_set_epi64(0x0003000300030003ll, 0x0003000300030003ll, 0x0002000200020002ll,
+                                     0x0002000200020002ll, 0x0001000100010001ll, 0x0001000100010001ll, 0, 0);
+    return _mm512_permutexvar_epi16(_mm512_add_epi16(base, _mm512_set1_epi16((short)(4 * ch))), s);
+}
+static inline kq_st kq16_prep(__m128i s8, float d, float mscale, __m128i m8, float *mf, vf *dv) {
+    _mm512_storeu_ps(mf, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(m8)), _mm512_set1_ps(mscale)));
+    *dv = _mm512_set1_ps(d);
+    return _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
+}
+/* Q2_K: codes 0..3, scales and mins 4-bit */
+static inline kq_st q2k_prep(const moe_block_q2_k *b, float *mf, vf *dv) {
+    __m128i v = _mm_loadu_si128((const __m128i *)b->scales);
+    __m128i sc = _mm_and_si128(v, _mm_set1_epi8(0x0f)), m = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0f));
+    return kq16_prep(sc, h2f(b->d), h2f(b->dmin), m, mf, dv);
+}
+static inline vi q2k_chunk(const moe_block_q2_k *b, int ch) {
+    int s0 = 2 * (ch & 1);
+    vi q = bcast32(b->qs + 32 * (ch >> 1));
+    return _mm512_and_si512(_mm512_srlv_epi16(q, w16x2(2 * s0, 2 * s0 + 2)), _mm512_set1_epi8(3));
+}
+/* Q3_K: the 16 6-bit scales minus 32 as int8 (ggml's unpacking in an xmm
+ * register); reads the 16 bytes that end with the scales */
+static inline __m128i q3k_scales8(const moe_block_q3_k *b) {
+    __m128i v = _mm_srli_si128(_mm_loadu_si128((const __m128i *)(b->scales - 4)), 4); /* a0 a1 a2 0 */
+    __m128i a = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 1, 0));
+    __m128i lo = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 4, 4)), _mm_set1_epi8(0x0f));
+    __m128i c = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 2, 2));
+    __m128i hi = _mm_slli_epi32(_mm_and_si128(_mm_srlv_epi32(c, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3)), 4);
+    return _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
+}
+/* codes u = low 2 bits + 4 * hmask bit (0..7), value u - 4 */
+static inline kq_st q3k_prep(const moe_block_q3_k *b, float *mf, vf *dv) {
+    __m128i s8 = q3k_scales8(b);
+    float d = h2f(b->d);
+    return kq16_prep(s8, d, 4.0f * d, s8, mf, dv);
+}
+static inline vi q3k_chunk(const moe_block_q3_k *b, int ch) {
+    int h = ch >> 1, s0 = 2 * (ch & 1);
+    vi q = bcast32(b->qs + 32 * h);
+    vi lo = _mm512_and_si512(_mm512_srlv_epi16(q, w16x2(2 * s0, 2 * s0 + 2)), _mm512_set1_epi8(3));
+    __mmask64 k = _mm512_test_epi8_mask(bcast32(b->hmask), b8x2(1 << (4 * h + s0), 1 << (4 * h + s0 + 1)));
+    return _mm512_mask_add_epi8(lo, k, lo, _mm512_set1_epi8(4));
+}
+/* Q6_K: codes 0..63 (value - 32 is signed), int8 scales */
+static inline kq_st q6k_prep(const moe_block_q6_k *b, float *mf, vf *dv) {
+    __m128i s8 = _mm_loadu_si128((const __m128i *)b->scales);
+    float d = h2f(b->d);
+    return kq16_prep(s8, d, 32.0f * d, s8, mf, dv);
+}
+static inline vi q6k_chunk(const moe_block_q6_k *b, int ch) {
+    int h = ch >> 1;
+    vi ql = _mm512_loadu_si512(b->ql + 64 * h);
+    vi qh = bcast32(b->qh + 32 * h);
+    vi hb;
+    if (ch & 1) { /* s = 2, 3: high nibbles, qh bits 4-5 and 6-7 */
+        ql = _mm512_srli_epi16(ql, 4);
+        hb = _mm512_srlv_epi16(qh, w16x2(0, 2));
+    } else { /* s = 0, 1: low nibbles, qh bits 0-1 and 2-3 */
+        hb = _mm512_sllv_epi16(qh, w16x2(4, 2));
+    }
+    hb = _mm512_and_si512(hb, _mm512_set1_epi8(0x30));
+    return _mm512_ternarylogic_epi32(ql, hb, _mm512_set1_epi8(0x0f), 0xEC); /* (ql & 0x0f) | hb */
 }
 
 #define quant_q8_impl moe__cpu_quant_q8_scalar

@@ -22,6 +22,7 @@ void moe__cpu_quant_q8_scalar(const float *x, int64_t c0, int64_t n, int64_t C, 
     int8_t *q = (int8_t *)p;
     int32_t *corr = (int32_t *)(p + cp);
     float *xs = (float *)(p + 2 * cp), *dx = (float *)(p + 3 * cp), *dxs = (float *)(p + 3 * cp + cp / 8);
+    float *dxs16 = (float *)(p + 3 * cp + cp / 4);
     float amax = 0.0f;
     int finite = 1;
     for (int64_t b = 0; b < n; b += 32) {
@@ -41,7 +42,7 @@ void moe__cpu_quant_q8_scalar(const float *x, int64_t c0, int64_t n, int64_t C, 
         }
         float d = finite ? amax / 127.0f : NAN;
         float id = finite && amax > 0 ? 127.0f / amax : 0.0f;
-        int sum = 0;
+        int sum = 0, sum16 = 0;
         for (int l = 0; l < 8; l++) {
             int s4 = 0;
             for (int i = 0; i < 4; i++) {
@@ -53,9 +54,12 @@ void moe__cpu_quant_q8_scalar(const float *x, int64_t c0, int64_t n, int64_t C, 
             corr[c / 4 + l] = -offset * s4;
             xs[c / 4 + l] = d;
             sum += s4;
+            if (l == 3) sum16 = sum;
         }
         dx[cn / 32] = d;
         dxs[cn / 32] = d * (float)sum;
+        dxs16[cn / 16] = d * (float)sum16;
+        dxs16[cn / 16 + 1] = d * (float)(sum - sum16);
     }
     if (c0 + n == C && C < cp) {
         memset(q + C, 0, (size_t)(cp - C));
@@ -63,6 +67,7 @@ void moe__cpu_quant_q8_scalar(const float *x, int64_t c0, int64_t n, int64_t C, 
         memset(xs + C / 4, 0, (size_t)(cp - C));
         memset(dx + C / 32, 0, (size_t)(cp - C) / 8);
         memset(dxs + C / 32, 0, (size_t)(cp - C) / 8);
+        memset(dxs16 + C / 16, 0, (size_t)(cp - C) / 4);
     }
 }
 
@@ -200,6 +205,108 @@ static void q4_k_kern(int R, int N, const void *w, int64_t ws, const void *const
     }
 }
 
+/* The K-quants with 16-element sub-blocks: per sub-block an integer sum of
+ * (unsigned code) * q, then one float term; the codes' offset or min enters
+ * as -(offset or min) * dx * (sum of the 16 q) = dxs16. */
+static void kq16_scalar(int R, int N, const void *w, int64_t ws, const void *const *x, int64_t C, float *out,
+                        int64_t ldo, int type) {
+    uint8_t u[256];
+    int sc[16];
+    float dsc[16], dm[16];
+    for (int r = 0; r < R; r++) {
+        const char *wr = (const char *)w + r * ws;
+        float s[4] = {0, 0, 0, 0}, sm[4] = {0, 0, 0, 0}; /* N <= nmax = 4 */
+        for (int64_t k = 0; k < C / 256; k++) {
+            if (type == 2) {
+                const moe_block_q2_k *b = (const moe_block_q2_k *)wr + k;
+                float d = moe__f16_to_f32(b->d), dmin = moe__f16_to_f32(b->dmin);
+                for (int i = 0; i < 256; i++) u[i] = (b->qs[32 * (i >> 7) + (i & 31)] >> (2 * ((i >> 5) & 3))) & 3;
+                for (int j = 0; j < 16; j++) {
+                    sc[j] = b->scales[j] & 15;
+                    dsc[j] = d;
+                    dm[j] = dmin * (float)(b->scales[j] >> 4);
+                }
+            } else if (type == 3) {
+                const moe_block_q3_k *b = (const moe_block_q3_k *)wr + k;
+                float d = moe__f16_to_f32(b->d);
+                for (int i = 0; i < 256; i++) {
+                    int h = i >> 7, sh = (i >> 5) & 3, l = i & 31;
+                    u[i] = (uint8_t)(((b->qs[32 * h + l] >> (2 * sh)) & 3) | (((b->hmask[l] >> (4 * h + sh)) & 1) << 2));
+                }
+                for (int j = 0; j < 16; j++) {
+                    sc[j] = moe__q3k_scale(j, b->scales);
+                    dsc[j] = d;
+                    dm[j] = 4.0f * d * (float)sc[j];
+                }
+            } else {
+                const moe_block_q6_k *b = (const moe_block_q6_k *)wr + k;
+                float d = moe__f16_to_f32(b->d);
+                for (int i = 0; i < 256; i++) {
+                    int h = i >> 7, sh = (i >> 5) & 3, l = i & 31;
+                    int lo = b->ql[64 * h + 32 * (sh & 1) + l];
+                    lo = sh >= 2 ? lo >> 4 : lo & 15;
+                    u[i] = (uint8_t)(lo | (((b->qh[32 * h + l] >> (2 * sh)) & 3) << 4));
+                }
+                for (int j = 0; j < 16; j++) {
+                    sc[j] = b->scales[j];
+                    dsc[j] = d;
+                    dm[j] = 32.0f * d * (float)sc[j];
+                }
+            }
+            for (int n = 0; n < N; n++) {
+                moe__cpu_q8 xv = moe__cpu_q8_view(x[n], C);
+                for (int j = 0; j < 16; j++) {
+                    const int8_t *xq = xv.q + 256 * k + 16 * j;
+                    int is = 0;
+                    for (int i = 0; i < 16; i++) is += u[16 * j + i] * xq[i];
+                    s[n] += dsc[j] * (float)sc[j] * xv.dx[8 * k + j / 2] * (float)is;
+                    sm[n] += dm[j] * xv.dxs16[16 * k + j];
+                }
+            }
+        }
+        for (int n = 0; n < N; n++) out[n * ldo + r] = s[n] - sm[n];
+    }
+}
+
+static void q2_k_kern(int R, int N, const void *w, int64_t ws, const void *const *x, int64_t C, float *out,
+                      int64_t ldo) {
+    kq16_scalar(R, N, w, ws, x, C, out, ldo, 2);
+}
+static void q3_k_kern(int R, int N, const void *w, int64_t ws, const void *const *x, int64_t C, float *out,
+                      int64_t ldo) {
+    kq16_scalar(R, N, w, ws, x, C, out, ldo, 3);
+}
+static void q6_k_kern(int R, int N, const void *w, int64_t ws, const void *const *x, int64_t C, float *out,
+                      int64_t ldo) {
+    kq16_scalar(R, N, w, ws, x, C, out, ldo, 6);
+}
+
+static void q5_k_kern(int R, int N, const void *w, int64_t ws, const void *const *x, int64_t C, float *out,
+                      int64_t ldo) {
+    for (int r = 0; r < R; r++) {
+        const moe_block_q5_k *b = (const moe_block_q5_k *)((const char *)w + r * ws);
+        for (int n = 0; n < N; n++) {
+            moe__cpu_q8 xv = moe__cpu_q8_view(x[n], C);
+            float s = 0, sm = 0;
+            for (int64_t k = 0; k < C / 256; k++) {
+                float d = moe__f16_to_f32(b[k].d), dmin = moe__f16_to_f32(b[k].dmin);
+                for (int j = 0; j < 8; j++) {
+                    int sc, m;
+                    moe__q4k_scale_min(j, b[k].scales, &sc, &m);
+                    const uint8_t *qs = b[k].qs + 32 * (j / 2);
+                    const int8_t *xq = xv.q + 256 * k + 32 * j;
+                    int is = 0;
+                    for (int i = 0; i < 32; i++)
+                        is += (((j & 1) ? qs[i] >> 4 : qs[i] & 15) | (((b[k].qh[i] >> j) & 1) << 4)) * xq[i];
+                    s += d * (float)sc * xv.dx[8 * k + j] * (float)is;
+                    sm += dmin * (float)m * xv.dxs[8 * k + j];
+                }
+            }
+            out[n * ldo + r] = s - sm;
+        }
+    }
+}
+
 const moe__cpu_isa moe__cpu_isa_scalar = {
     .name = "scalar",
     .rmax = 4,
@@ -212,7 +319,11 @@ const moe__cpu_isa moe__cpu_isa_scalar = {
         [MOE__KK_Q4_0] = q4_0_kern,
         [MOE__KK_Q4_K] = q4_k_kern,
         [MOE__KK_MXFP4] = mxfp4_kern,
+        [MOE__KK_Q2_K] = q2_k_kern,
+        [MOE__KK_Q3_K] = q3_k_kern,
+        [MOE__KK_Q5_K] = q5_k_kern,
+        [MOE__KK_Q6_K] = q6_k_kern,
     },
     .quant_q8 = moe__cpu_quant_q8_scalar,
-    .q4k_layout = MOE__Q8_NATURAL,
+    .q8_layout = {0}, /* natural, scale per 32 */
 };
