@@ -472,7 +472,8 @@ typedef struct moe_gguf_tensor_info {
     int64_t n_elements;
     uint64_t offset;       /* of the data from the start of the file */
     uint64_t size;         /* bytes of data */
-    const void *data;      /* in the mapping (host memory); valid until moe_gguf_close */
+    const void *data;      /* in the mapping (host memory); valid until moe_gguf_close.
+                              Aligned only as general.alignment makes it. */
 } moe_gguf_tensor_info;
 
 /* Index of the tensor named name in [0, moe_gguf_n_tensors(f)), or -1. */
@@ -520,8 +521,17 @@ typedef struct moe_gguf_router {
  * tensors blk.N.ffn_{gate,up,down}_exps.weight or ffn_gate_up_exps.weight
  * (CONCAT: gate rows first), their .bias where present (gpt-oss),
  * ffn_gate_inp.weight/.bias and exp_probs_b.bias. Each shape is checked
- * against the metadata. The desc's tensors point into the file's mapping.
- * params may be NULL for the defaults.
+ * against the metadata; a missing tensor gives MOE_ERR_NOT_FOUND, a shape
+ * that disagrees MOE_ERR_GGUF_FORMAT, a type libmoe does not compute with (or
+ * data not aligned for its type) MOE_ERR_UNSUPPORTED.
+ * Routing as llama.cpp does it: softmax, or sigmoid for expert_gating_func
+ * = 2; gating 3 (GPT-OSS: softmax over the chosen) is softmax + renormalize.
+ * Without expert_weights_norm, qwen3moe, llama and gpt-oss renormalise and
+ * qwen2moe and deepseek2 do not. GPT-OSS uses SWIGLU_OAI with alpha 1.702,
+ * limit 7; the others SWIGLU.
+ * The desc's tensors point into the file's mapping (host memory).
+ * params may be NULL for the defaults. On failure the message is in
+ * moe_gguf_last_error(f) and nothing is written to desc or router.
  */
 MOE_API moe_status moe_gguf_layer_desc(const moe_gguf *f, int layer_index, const moe_gguf_layer_params *params,
                                        moe_layer_desc *desc, moe_gguf_router *router);

@@ -12,6 +12,12 @@ command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 command -v make >/dev/null 2>&1 || need+=(make)
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
+# Optional: without them a test says "skipped" (pkg-config half of the
+# install test; the GGUF fuzzer needs clang with libFuzzer).
+want=()
+command -v pkg-config >/dev/null 2>&1 || want+=(pkg-config)
+command -v clang >/dev/null 2>&1 || want+=(clang)
+[ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || want+=(libclang-rt-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -21,6 +27,11 @@ if [ ${#need[@]} -gt 0 ]; then
         echo "bootstrap: please install: ${need[*]}" >&2
         exit 1
     fi
+fi
+if [ ${#want[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing ${want[*]} with apt-get (optional)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${want[@]}"; } >/dev/null 2>&1 ||
+        echo "bootstrap: could not install ${want[*]}; the tests that need them will say skipped"
 fi
 
 VENV=.venv

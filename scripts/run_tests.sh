@@ -47,6 +47,18 @@ PYEOF
 )"
 passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 
+echo "== GGUF reader fuzzing (libFuzzer + ASan/UBSan, ${MOE_FUZZ_SECONDS:=60} s; MOE_FUZZ_SECONDS=N for longer) =="
+if command -v clang >/dev/null 2>&1 && echo 'int LLVMFuzzerTestOneInput(const char *d, long n){return 0;}' |
+        clang -x c -fsanitize=fuzzer - -o "$BUILD/fuzz-probe" >/dev/null 2>&1; then
+    if MOE_FUZZ_DIR="$PWD/$BUILD/fuzz" PYTHON="$PY" tests/fuzz/run_fuzz.sh "$MOE_FUZZ_SECONDS" > "$BUILD/fuzz-run.log" 2>&1; then
+        passed=$((passed + 1)); tail -1 "$BUILD/fuzz-run.log"
+    else
+        failed=$((failed + 1)); tail -30 "$BUILD/fuzz-run.log"
+    fi
+else
+    skipped=$((skipped + 1)); echo "skipped: clang with libFuzzer is not installed"
+fi
+
 echo
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -6,8 +6,8 @@
 #
 #   tests/fuzz/run_fuzz.sh SECONDS [extra libFuzzer flags]
 #
-# Environment: CC (default clang), PYTHON (default: the first of python3 and
-# /tmp/venvtest/bin/python that imports gguf), MOE_FUZZ_DIR (default
+# Environment: CC (default clang), PYTHON (default: the first of the
+# repository's .venv/bin/python and python3 that imports gguf), MOE_FUZZ_DIR (default
 # build-fuzz/ in the repository). A crash leaves crash-* files in
 # MOE_FUZZ_DIR and makes the script exit non-zero.
 set -eu
@@ -19,7 +19,7 @@ CC=${CC:-clang}
 mkdir -p "$OUT/corpus" "$OUT/seeds"
 
 if [ -z "${PYTHON:-}" ]; then
-    for p in python3 /tmp/venvtest/bin/python; do
+    for p in "$ROOT/.venv/bin/python" python3; do
         if "$p" -c "import gguf, numpy" 2>/dev/null; then PYTHON=$p; break; fi
     done
 fi
