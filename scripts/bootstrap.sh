@@ -30,7 +30,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 if [ ${#want[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "bootstrap: installing ${want[*]} with apt-get (optional)"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${want[@]}"; } >/dev/null 2>&1 ||
+    { timeout 120 apt-get update -qq && DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -qq "${want[@]}"; } >/dev/null 2>&1 ||
         echo "bootstrap: could not install ${want[*]}; the tests that need them will say skipped"
 fi
 

@@ -172,11 +172,16 @@ def kernel_share(fn):
             fn()
         torch.cuda.synchronize()
     tot = small = 0.0
+    per = {}
     for ev in prof.key_averages():
         t = getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0)
         tot += t
+        per[ev.key[:60]] = t / 3
         if any(k in ev.key for k in ("k_count", "k_scan", "k_scatter", "k_combine", "Memset")):
             small += t
+    if os.environ.get("BENCH_BREAKDOWN"):
+        print("    kernels (us per forward): " + ", ".join(f"{k.split('(')[0]} {v:.0f}" for k, v in
+                                                        sorted(per.items(), key=lambda kv: -kv[1]) if v > 0))
     return small / tot if tot else float("nan")
 
 
@@ -188,6 +193,9 @@ def main():
     ap.add_argument("--tokens", default="512,4096,16384")
     ap.add_argument("--backends", default="cuda-sm90,cuda-sm80")
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--sm90-variants", default="auto",
+                    help="cluster shapes CMxCN for cuda-sm90 to time, e.g. auto,1x1,1x2,2x2 (MOE_SM90_CM/CN)")
+    ap.add_argument("--probe", action="store_true", help="one forward per shape, nothing timed (for ncu)")
     args = ap.parse_args()
     torch.manual_seed(0)
     lib = Lib(args.lib)
@@ -197,7 +205,7 @@ def main():
                              capture_output=True, text=True).stdout.strip()
     except Exception:
         drv = "?"
-    peak_tf, peak_bw = ceilings()
+    peak_tf, peak_bw = ceilings() if not args.probe else (1.0, 1.0)
     print(f"# {gpu}, driver {drv}, torch {torch.__version__}: bf16 matmul {peak_tf:.0f} TFLOP/s, copy {peak_bw:.2f} TB/s",
           flush=True)
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
@@ -224,6 +232,16 @@ def main():
             touched = int(torch.unique(ids).numel())
             nbytes = touched * 3 * D * I * 2 + 2 * T * D * 2
             roof_us = max(flops / (peak_tf * 1e12), nbytes / (peak_bw * 1e12)) * 1e6
+            if args.probe:
+                for b, h in layers.items():
+                    ws = C.c_size_t()
+                    lib.L.moe_layer_workspace_size(h, T, C.byref(ws))
+                    wbuf = torch.empty(ws.value, dtype=torch.uint8, device="cuda")
+                    out = torch.empty_like(x)
+                    lib.L.moe_layer_forward(h, T, x.data_ptr(), ids.data_ptr(), tw.data_ptr(), out.data_ptr(),
+                                            wbuf.data_ptr(), ws.value)
+                    torch.cuda.synchronize()
+                continue
             try:
                 ref = torch_pipeline(x, ids.long(), tw, gate_up.transpose(1, 2), down.transpose(1, 2), gu_bias,
                                      d_bias, oss, E, I)
@@ -233,7 +251,18 @@ def main():
             except Exception as ex:
                 print(f"  torch pipeline failed: {ex}", flush=True)
                 ref, t_torch = None, float("nan")
+            runs = []
             for b, h in layers.items():
+                for v in (args.sm90_variants.split(",") if b == "cuda-sm90" else ["auto"]):
+                    runs.append((b, h, v))
+            for b, h, v in runs:
+                if v == "auto":
+                    os.environ.pop("MOE_SM90_CM", None)
+                    os.environ.pop("MOE_SM90_CN", None)
+                    label = b
+                else:
+                    os.environ["MOE_SM90_CM"], os.environ["MOE_SM90_CN"] = v.split("x")
+                    label = f"{b}[{v}]"
                 ws = C.c_size_t()
                 lib.L.moe_layer_workspace_size(h, T, C.byref(ws))
                 wbuf = torch.empty(ws.value, dtype=torch.uint8, device="cuda")
@@ -243,17 +272,17 @@ def main():
                 s = fwd()
                 torch.cuda.synchronize()
                 if s:
-                    print(f"  {name} T={T} {b}: forward failed: {lib.L.moe_layer_last_error(h).decode()}", flush=True)
+                    print(f"  {name} T={T} {label}: forward failed: {lib.L.moe_layer_last_error(h).decode()}", flush=True)
                     continue
                 err = ((out.float() - ref.float()).norm() / ref.float().norm()).item() if ref is not None else float("nan")
                 med, lo, hi = bench(fwd, args.reps, flush)
                 share = kernel_share(fwd)
-                r = dict(preset=name, T=T, D=D, I=I, E=E, K=K, backend=b, us=med, us_min=lo, us_max=hi,
+                r = dict(preset=name, T=T, D=D, I=I, E=E, K=K, backend=label, us=med, us_min=lo, us_max=hi,
                          tflops=flops / (med * 1e-6) / 1e12, roofline_us=roof_us, roofline_frac=roof_us / med,
                          torch_us=t_torch, speedup_vs_torch=t_torch / med, route_combine_share=share,
                          rel_err_vs_torch=err)
                 rows.append(r)
-                print(f"  {name:14s} T={T:6d} {b:10s} {med:9.1f} us {r['tflops']:6.1f} TF "
+                print(f"  {name:14s} T={T:6d} {label:16s} {med:9.1f} us {r['tflops']:6.1f} TF "
                       f"roof {r['roofline_frac']*100:5.1f}% torch {t_torch:9.1f} us x{r['speedup_vs_torch']:.2f} "
                       f"route+comb {share*100:4.1f}% err {err:.1e}", flush=True)
                 del wbuf, out

@@ -35,6 +35,8 @@ typedef struct moe_cuda_gemm {
     const void *A;            /* x [T, D], xp [TK, D] or h [TK, I] */
     const void *B0, *B1;      /* gate (or up when not gated, or down), up */
     int64_t b0_se, b0_sn, b1_se, b1_sn; /* element strides */
+    int b_trans;              /* sm80 only: B stored [E, C, N] (stride_n = 1), strides below */
+    int64_t b0_sc, b1_sc;
     const void *bias0, *bias1; /* same roles as B0/B1, NULL = none */
     int bias0_type, bias1_type;
     int64_t bias0_se, bias0_sn, bias1_se, bias1_sn;
@@ -45,6 +47,7 @@ typedef struct moe_cuda_gemm {
     const int32_t *n_mtiles;  /* [1] tiles in use */
     const float *w;           /* [T*K] routing weights (mode 2) */
     int max_mtiles;
+    int cm, cn;               /* sm90 cluster shape: M tiles of 128*cm rows split over cm CTAs; cn n-tiles share A */
 } moe_cuda_gemm;
 
 typedef struct moe_cuda_impl {

@@ -39,6 +39,12 @@ static __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t &r0, uint
                  : "r"(addr));
 }
 
+static __device__ __forceinline__ void ldsm_x4_t(uint32_t addr, uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+
 template <typename T> static __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, const uint32_t *b);
 template <> __device__ __forceinline__ void mma16816<__nv_bfloat16>(float *c, const uint32_t *a, const uint32_t *b) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
@@ -57,7 +63,10 @@ template <> __device__ __forceinline__ void mma16816<__half>(float *c, const uin
  * XOR-swizzled by row so that ldmatrix's 8 rows hit 8 distinct bank groups. */
 static __device__ __forceinline__ int swz(int row, int chunk) { return row * BK + ((chunk ^ ((row >> 1) & 3)) << 3); }
 
-template <int MODE, bool GATED, typename T>
+/* TB: weights stored [E, C, N] (N contiguous, torch._grouped_mm's layout):
+ * the B tile is kept [BK][BN] in shared memory (n-chunks XOR-swizzled by k
+ * row) and read with ldmatrix.trans, which yields the same fragments. */
+template <int MODE, bool GATED, typename T, bool TB>
 static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_gemm g) {
     extern __shared__ __align__(128) unsigned char smem[];
     T *As = (T *)smem, *Bs = As + STAGES * BM * BK;
@@ -74,6 +83,7 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
         const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;
         const int n0 = nt * NOUT;
         const T *aptr[2], *bptr[2];
+        int64_t bsc[2] = {0, 0};
         bool aval[2], bval[2];
 #pragma unroll
         for (int i = 0; i < 2; i++) {
@@ -93,6 +103,21 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
             }
             bval[i] = nrow < g.N;
             bptr[i] = bb + (int64_t)e * se + (int64_t)(bval[i] ? nrow : 0) * sn + ck * 8;
+            if (TB) { /* chunk (k row kr, 8 columns from n) */
+                int c = tid + i * NTHREADS, n = (c & 15) * 8;
+                bb = (const T *)g.B0;
+                se = g.b0_se;
+                int ncol = n0 + n;
+                bsc[i] = g.b0_sc;
+                if (GATED && n >= BN / 2) {
+                    bb = (const T *)g.B1;
+                    se = g.b1_se;
+                    ncol = n0 + n - BN / 2;
+                    bsc[i] = g.b1_sc;
+                }
+                bval[i] = ncol < g.N;
+                bptr[i] = bb + (int64_t)e * se + (bval[i] ? ncol : 0);
+            }
         }
         auto load = [&](int kb, int st) {
             int k = kb * BK + ck * 8;
@@ -103,7 +128,14 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
                 int r = (tid >> 2) + i * 64;
                 uint32_t off = (uint32_t)swz(r, ck) * 2;
                 cp_async16(smem_u32(As + st * BM * BK) + off, aptr[i] + ko, aval[i] && kv);
-                cp_async16(smem_u32(Bs + st * BN * BK) + off, bptr[i] + ko, bval[i] && kv);
+                if (!TB) {
+                    cp_async16(smem_u32(Bs + st * BN * BK) + off, bptr[i] + ko, bval[i] && kv);
+                } else {
+                    int c = tid + i * NTHREADS, kr = c >> 4, nc = c & 15, kk = kb * BK + kr;
+                    bool v = bval[i] && kk < g.C;
+                    cp_async16(smem_u32(Bs + st * BN * BK + kr * BN + ((nc ^ (kr & 7)) << 3)),
+                               bptr[i] + (v ? kk * bsc[i] : 0), v);
+                }
             }
         };
         float acc[4][4][4];
@@ -137,9 +169,15 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
 #pragma unroll
                 for (int jp = 0; jp < 2; jp++) {
                     int nb = GATED ? (jp == 0 ? wn * 16 : BN / 2 + wn * 16) : wn * 32 + jp * 16;
-                    int row = nb + (lane & 7) + ((lane >> 4) << 3), ch = ks * 2 + ((lane >> 3) & 1);
-                    ldsm_x4(smem_u32(bs + swz(row, ch)), bf[2 * jp][0], bf[2 * jp][1], bf[2 * jp + 1][0],
-                            bf[2 * jp + 1][1]);
+                    if (!TB) {
+                        int row = nb + (lane & 7) + ((lane >> 4) << 3), ch = ks * 2 + ((lane >> 3) & 1);
+                        ldsm_x4(smem_u32(bs + swz(row, ch)), bf[2 * jp][0], bf[2 * jp][1], bf[2 * jp + 1][0],
+                                bf[2 * jp + 1][1]);
+                    } else {
+                        int kr = ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, nch = nb / 8 + (lane >> 4);
+                        ldsm_x4_t(smem_u32(bs + kr * BN + ((nch ^ (kr & 7)) << 3)), bf[2 * jp][0], bf[2 * jp][1],
+                                  bf[2 * jp + 1][0], bf[2 * jp + 1][1]);
+                    }
                 }
 #pragma unroll
                 for (int i = 0; i < 4; i++)
@@ -213,36 +251,42 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
     }
 }
 
-template <int MODE, bool GATED, typename T>
+template <int MODE, bool GATED, typename T, bool TB>
 static cudaError_t launch(const moe_cuda_gemm *g, int sm_count, cudaStream_t s) {
     const int NOUT = GATED ? BN / 2 : BN;
     int64_t NT = (g->N + NOUT - 1) / NOUT, most = (int64_t)g->max_mtiles * NT;
     int64_t grid = 2 * (int64_t)sm_count;
     if (grid > most) grid = most;
     if (grid < 1) grid = 1;
-    gemm_sm80<MODE, GATED, T><<<(unsigned)grid, NTHREADS, SMEM_BYTES, s>>>(*g);
+    gemm_sm80<MODE, GATED, T, TB><<<(unsigned)grid, NTHREADS, SMEM_BYTES, s>>>(*g);
     return cudaGetLastError();
 }
 
-template <typename T> static cudaError_t dispatch(const moe_cuda_gemm *g, int sm_count, cudaStream_t s) {
-    if (g->mode == 2) return launch<2, false, T>(g, sm_count, s);
-    return g->gated ? launch<1, true, T>(g, sm_count, s) : launch<1, false, T>(g, sm_count, s);
+template <typename T, bool TB> static cudaError_t dispatch(const moe_cuda_gemm *g, int sm_count, cudaStream_t s) {
+    if (g->mode == 2) return launch<2, false, T, TB>(g, sm_count, s);
+    return g->gated ? launch<1, true, T, TB>(g, sm_count, s) : launch<1, false, T, TB>(g, sm_count, s);
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm80(const moe_cuda_gemm *g, int sm_count, cudaStream_t s) {
-    return g->dtype == MOE_TYPE_BF16 ? dispatch<__nv_bfloat16>(g, sm_count, s) : dispatch<__half>(g, sm_count, s);
+    if (g->b_trans)
+        return g->dtype == MOE_TYPE_BF16 ? dispatch<__nv_bfloat16, true>(g, sm_count, s)
+                                         : dispatch<__half, true>(g, sm_count, s);
+    return g->dtype == MOE_TYPE_BF16 ? dispatch<__nv_bfloat16, false>(g, sm_count, s)
+                                     : dispatch<__half, false>(g, sm_count, s);
 }
 
-template <typename T> static cudaError_t prepare_t(void) {
+template <typename T, bool TB> static cudaError_t prepare_t(void) {
     cudaError_t e;
-    if ((e = cudaFuncSetAttribute(gemm_sm80<1, true, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
+    if ((e = cudaFuncSetAttribute(gemm_sm80<1, true, T, TB>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
         return e;
-    if ((e = cudaFuncSetAttribute(gemm_sm80<1, false, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
+    if ((e = cudaFuncSetAttribute(gemm_sm80<1, false, T, TB>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
         return e;
-    return cudaFuncSetAttribute(gemm_sm80<2, false, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    return cudaFuncSetAttribute(gemm_sm80<2, false, T, TB>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm80_prepare(void) {
-    cudaError_t e = prepare_t<__nv_bfloat16>();
-    return e ? e : prepare_t<__half>();
+    cudaError_t e = prepare_t<__nv_bfloat16, false>();
+    if (!e) e = prepare_t<__half, false>();
+    if (!e) e = prepare_t<__nv_bfloat16, true>();
+    return e ? e : prepare_t<__half, true>();
 }

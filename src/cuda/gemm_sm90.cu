@@ -21,6 +21,7 @@
 
 #include <cudaTypedefs.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "wgmma_gen.cuh"
 
@@ -56,6 +57,43 @@ static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) 
                  "r"(parity)
                  : "memory");
 }
+/* the empty barriers are released by consumers of other CTAs of the cluster */
+static __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+    asm volatile("{\n.reg .pred P1;\nLAB_WAIT:\n"
+                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
+                 "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+/* arrive on the barrier at the same offset in CTA `cta` of the cluster */
+static __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+                 "r"(cta)
+                 : "memory");
+}
+static __device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+static __device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+static __device__ __forceinline__ void tma_2d_mc(uint32_t dst, const CUtensorMap *tm, int c0, int c1, uint32_t bar,
+                                                 uint16_t mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                 "[%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+                 : "memory");
+}
+static __device__ __forceinline__ void tma_3d_mc(uint32_t dst, const CUtensorMap *tm, int c0, int c1, int c2,
+                                                 uint32_t bar, uint16_t mask) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                 "[%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
+                 : "memory");
+}
 static __device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap *tm, int c0, int c1, uint32_t bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
                  "[%4];\n" ::"r"(dst),
@@ -80,7 +118,7 @@ static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
 }
 #endif
 
-template <int MODE, bool GATED, typename T>
+template <int MODE, bool GATED, typename T, int CM, int CN>
 static __global__ void __launch_bounds__(NTHREADS, 1)
     gemm_sm90(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
               const __grid_constant__ CUtensorMap tmB1, const moe_cuda_gemm g) {
@@ -90,39 +128,58 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
     sbase = (sbase + 1023) & ~1023u;
     const uint32_t bars = sbase + STAGES * STAGE_BYTES; /* full[STAGES] then empty[STAGES] */
     const int wg = threadIdx.x / 128;
+    /* Cluster of CM x CN CTAs (rank = rm + CM * rn): CTAs with the same rm
+     * work on the same 128 A rows (same expert) and split the A load, each
+     * multicasting its share; CTAs with the same rn work on the same n-tile
+     * and split the B load. A stage may be refilled only when every CTA that
+     * writes into it has been released by this CTA's consumers, so consumers
+     * arrive on the empty barriers of all CTAs in their row and column. */
+    constexpr int CS = CM * CN;
+    const uint32_t rank = CS > 1 ? cluster_rank() : 0;
+    const int rm = (int)rank % CM, rn = (int)rank / CM;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(bars + 8 * s, 1);
-            mbar_init(bars + 8 * (STAGES + s), 8); /* 2 consumer warpgroups x 4 warps */
+            mbar_init(bars + 8 * (STAGES + s), 8 * (CM + CN - 1)); /* 2 consumer warpgroups x 4 warps per CTA */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
+    if (CS > 1) cluster_sync();
     const int NOUT = GATED ? BN / 2 : BN;
-    const int MT = *g.n_mtiles, NT = (g.N + NOUT - 1) / NOUT;
-    const int total = MT * NT, kblocks = (g.C + BK - 1) / BK;
+    const int MU = *g.n_mtiles, NT = (g.N + NOUT - 1) / NOUT, NU = (NT + CN - 1) / CN;
+    const int total = MU * NU, kblocks = (g.C + BK - 1) / BK;
+    const int cid = blockIdx.x / CS, ncl = gridDim.x / CS;
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x == 0) {
+            uint16_t maskA = 0, maskB = 0;
+            for (int j = 0; j < CN; j++) maskA |= (uint16_t)(1u << (rm + CM * j));
+            for (int i = 0; i < CM; i++) maskB |= (uint16_t)(1u << (i + CM * rn));
             int stage = 0;
             uint32_t phase = 0;
-            for (int t = blockIdx.x; t < total; t += gridDim.x) {
-                int mt, nt;
-                moe_cuda_raster(t, MT, NT, &mt, &nt);
-                const int2 tl = g.tiles[mt];
-                const int e = tl.x, arow = g.exp_off[e] + tl.y, n0 = nt * NOUT;
+            for (int u = cid; u < total; u += ncl) {
+                int mu, nu;
+                moe_cuda_raster(u, MU, NU, &mu, &nu);
+                const int2 tl = g.tiles[mu];
+                const int e = tl.x, n0 = (nu * CN + rn) * NOUT;
+                const int arow = g.exp_off[e] + tl.y + 128 * rm + (128 / CN) * rn;
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
-                    mbar_wait(empty, phase ^ 1);
+                    mbar_wait_cluster(empty, phase ^ 1);
                     mbar_expect_tx(full, STAGE_BYTES);
                     const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
-                    tma_2d(sa, &tmA, kb * BK, arow, full);
-                    if (GATED) {
-                        tma_3d(sb, &tmB0, kb * BK, n0, e, full);
-                        tma_3d(sb + B_BYTES / 2, &tmB1, kb * BK, n0, e, full);
-                    } else {
-                        tma_3d(sb, &tmB0, kb * BK, n0, e, full);
+                    const uint32_t da = sa + (128 / CN) * rn * 128;
+                    if (CN == 1) tma_2d(da, &tmA, kb * BK, arow, full);
+                    else tma_2d_mc(da, &tmA, kb * BK, arow, full, maskA);
+#pragma unroll
+                    for (int j = 0; j < 2; j++) {
+                        if (CM == 2 && j != rm) continue;
+                        const CUtensorMap *tb = GATED && j == 1 ? &tmB1 : &tmB0;
+                        const int row = GATED ? n0 : n0 + 128 * j;
+                        if (CM == 1) tma_3d(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full);
+                        else tma_3d_mc(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full, maskB);
                     }
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
@@ -131,19 +188,34 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         const int cw = wg - 1, lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3;
+        /* frees a stage in every CTA that multicasts into this one */
+        auto release = [&](uint32_t bar) {
+            if (CS == 1) {
+                mbar_arrive(bar);
+            } else {
+#pragma unroll
+                for (int j = 0; j < CN; j++) mbar_arrive_cluster(bar, (uint32_t)(rm + CM * j));
+#pragma unroll
+                for (int i = 0; i < CM; i++)
+                    if (i != rm) mbar_arrive_cluster(bar, (uint32_t)(i + CM * rn));
+            }
+        };
         float acc[128];
 #pragma unroll
         for (int i = 0; i < 128; i++) acc[i] = 0.f;
         int stage = 0;
         uint32_t phase = 0;
-        for (int t = blockIdx.x; t < total; t += gridDim.x) {
-            int mt, nt;
-            moe_cuda_raster(t, MT, NT, &mt, &nt);
-            const int2 tl = g.tiles[mt];
-            const int e = tl.x, m0 = tl.y, n0 = nt * NOUT;
+        for (int u = cid; u < total; u += ncl) {
+            int mu, nu;
+            moe_cuda_raster(u, MU, NU, &mu, &nu);
+            const int2 tl = g.tiles[mu];
+            const int e = tl.x, m0 = tl.y + 128 * rm, n0 = (nu * CN + rn) * NOUT;
             const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;
+            /* one k-block of wgmma stays in flight: the stage of k-block
+             * kb-1 is released once kb's wgmmas are issued and kb-1's done */
+            int prev = -1;
             for (int kb = 0; kb < kblocks; kb++) {
-                const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
+                const uint32_t full = bars + 8 * stage;
                 mbar_wait(full, phase);
                 const uint32_t sa = sbase + stage * STAGE_BYTES + cw * (64 * 128), sb = sbase + stage * STAGE_BYTES + A_BYTES;
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -151,12 +223,15 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
                 for (int kk = 0; kk < BK / 16; kk++)
                     wgmma_m64n256k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sb + kk * 32), (kb > 0 || kk > 0) ? 1 : 0);
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#pragma unroll
-                for (int i = 0; i < 128; i++) asm volatile("" : "+f"(acc[i])::"memory");
-                if (lane == 0) mbar_arrive(empty);
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                if (prev >= 0 && lane == 0) release(bars + 8 * (STAGES + prev));
+                prev = stage;
                 if (++stage == STAGES) { stage = 0; phase ^= 1; }
             }
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+            for (int i = 0; i < 128; i++) asm volatile("" : "+f"(acc[i])::"memory");
+            if (prev >= 0 && lane == 0) release(bars + 8 * (STAGES + prev));
 
             /* ---- epilogue: straight from the accumulators to global ---- */
             const int qc = (lane & 3) * 2;
@@ -218,6 +293,8 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
             }
         }
     }
+    /* no CTA leaves while a peer may still multicast into it or arrive on it */
+    if (CS > 1) cluster_sync();
 #endif
 }
 
@@ -262,43 +339,88 @@ extern "C" int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtyp
     return encode(tm, data, dtype, 3, dims, strides, box, why, n);
 }
 
-template <int MODE, bool GATED, typename T>
+template <int MODE, bool GATED, typename T, int CM, int CN>
 static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0, const CUtensorMap *b1,
                           int sm_count, cudaStream_t s) {
-    const int NOUT = GATED ? BN / 2 : BN;
-    int64_t most = (int64_t)g->max_mtiles * ((g->N + NOUT - 1) / NOUT);
-    int64_t grid = sm_count < most ? sm_count : most;
-    if (grid < 1) grid = 1;
-    gemm_sm90<MODE, GATED, T><<<(unsigned)grid, NTHREADS, SMEM_BYTES, s>>>(*tmA, *b0, *b1, *g);
-    return cudaGetLastError();
+    const int NOUT = GATED ? BN / 2 : BN, CS = CM * CN;
+    int64_t NU = ((g->N + NOUT - 1) / NOUT + CN - 1) / CN;
+    int64_t most = (int64_t)g->max_mtiles * NU; /* clusters that could have work */
+    static int max_clusters = -1;               /* per instance; one device type per process assumed */
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = CS;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.blockDim = dim3(NTHREADS);
+    cfg.dynamicSmemBytes = SMEM_BYTES;
+    cfg.stream = s;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    if (max_clusters < 0) {
+        int n = 0;
+        cfg.gridDim = dim3(CS * (sm_count / CS));
+        if (cudaOccupancyMaxActiveClusters(&n, gemm_sm90<MODE, GATED, T, CM, CN>, &cfg) != cudaSuccess || n < 1) {
+            cudaGetLastError();
+            n = sm_count / CS;
+        }
+        max_clusters = n;
+    }
+    int64_t clusters = max_clusters < most ? max_clusters : most;
+    if (clusters < 1) clusters = 1;
+    cfg.gridDim = dim3((unsigned)(clusters * CS));
+    cudaError_t e = cudaLaunchKernelEx(&cfg, gemm_sm90<MODE, GATED, T, CM, CN>, *tmA, *b0, *b1, *g);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+template <int MODE, bool GATED, typename T>
+static cudaError_t launch_c(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0,
+                            const CUtensorMap *b1, int sm_count, cudaStream_t s) {
+    if (g->cm == 2)
+        return g->cn == 2 ? launch<MODE, GATED, T, 2, 2>(g, tmA, b0, b1, sm_count, s)
+                          : launch<MODE, GATED, T, 2, 1>(g, tmA, b0, b1, sm_count, s);
+    return g->cn == 2 ? launch<MODE, GATED, T, 1, 2>(g, tmA, b0, b1, sm_count, s)
+                      : launch<MODE, GATED, T, 1, 1>(g, tmA, b0, b1, sm_count, s);
 }
 
 template <typename T>
 static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0,
                             const CUtensorMap *b1, int sm_count, cudaStream_t s) {
-    if (g->mode == 2) return launch<2, false, T>(g, tmA, b0, b1, sm_count, s);
-    return g->gated ? launch<1, true, T>(g, tmA, b0, b1, sm_count, s) : launch<1, false, T>(g, tmA, b0, b1, sm_count, s);
+    if (g->mode == 2) return launch_c<2, false, T>(g, tmA, b0, b1, sm_count, s);
+    return g->gated ? launch_c<1, true, T>(g, tmA, b0, b1, sm_count, s)
+                    : launch_c<1, false, T>(g, tmA, b0, b1, sm_count, s);
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                            int sm_count, cudaStream_t s, char *why, size_t n) {
-    /* A: [TK, C] rows in expert order, made per call (the workspace moves) */
+    /* A: [TK, C] rows in expert order, made per call (the workspace moves);
+     * with CN = 2 each CTA of a pair loads half of the 128 rows */
     CUtensorMap tmA;
     cuuint64_t dims[2] = {(cuuint64_t)g->C, (cuuint64_t)g->TK};
     cuuint64_t strides[1] = {(cuuint64_t)g->C * 2};
-    cuuint32_t box[2] = {BK, BM};
+    cuuint32_t box[2] = {BK, (cuuint32_t)(BM / g->cn)};
     if (encode(&tmA, g->A, g->dtype, 2, dims, strides, box, why, n)) return cudaErrorInvalidValue;
     return g->dtype == MOE_TYPE_BF16 ? dispatch<__nv_bfloat16>(g, &tmA, tmB0, tmB1, sm_count, s)
                                      : dispatch<__half>(g, &tmA, tmB0, tmB1, sm_count, s);
 }
 
+template <int MODE, bool GATED, typename T> static cudaError_t prepare_c(void) {
+    cudaError_t e;
+    if ((e = cudaFuncSetAttribute(gemm_sm90<MODE, GATED, T, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
+        return e;
+    if ((e = cudaFuncSetAttribute(gemm_sm90<MODE, GATED, T, 1, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
+        return e;
+    if ((e = cudaFuncSetAttribute(gemm_sm90<MODE, GATED, T, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
+        return e;
+    return cudaFuncSetAttribute(gemm_sm90<MODE, GATED, T, 2, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+}
+
 template <typename T> static cudaError_t prepare_t(void) {
     cudaError_t e;
-    if ((e = cudaFuncSetAttribute(gemm_sm90<1, true, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
-        return e;
-    if ((e = cudaFuncSetAttribute(gemm_sm90<1, false, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
-        return e;
-    return cudaFuncSetAttribute(gemm_sm90<2, false, T>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    if ((e = prepare_c<1, true, T>())) return e;
+    if ((e = prepare_c<1, false, T>())) return e;
+    return prepare_c<2, false, T>();
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm90_prepare(void) {

@@ -25,6 +25,7 @@
 #include "cuda_backends.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
@@ -39,7 +40,7 @@ static __global__ void k_count(const int32_t *__restrict__ ids, int TK, int E, i
 }
 
 /* One block of 1024 threads; loops over E in chunks of 1024 with a carry. */
-static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cnt, int E, int *__restrict__ off,
+static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cnt, int E, int bm, int *__restrict__ off,
                                                       int2 *__restrict__ tiles, int *__restrict__ n_mtiles) {
     __shared__ int s_r[32], s_t[32];
     __shared__ int s_carry[2];
@@ -49,7 +50,7 @@ static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cn
     for (int base = 0; base < E; base += 1024) {
         int e = base + tid;
         int c = e < E ? cnt[e] : 0;
-        int nt = (c + MOE_CUDA_BM - 1) / MOE_CUDA_BM;
+        int nt = (c + bm - 1) / bm;
         int ir = c, it = nt;
         for (int o = 1; o < 32; o <<= 1) {
             int a = __shfl_up_sync(0xffffffffu, ir, o), b = __shfl_up_sync(0xffffffffu, it, o);
@@ -71,7 +72,7 @@ static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cn
         int pt = (warp ? s_t[warp - 1] : 0) + s_carry[1] + it - nt;
         if (e < E) {
             off[e] = pr;
-            for (int j = 0; j < nt; j++) tiles[pt + j] = make_int2(e, j * MOE_CUDA_BM);
+            for (int j = 0; j < nt; j++) tiles[pt + j] = make_int2(e, j * bm);
         }
         __syncthreads();
         if (tid == 0) { s_carry[0] += s_r[31]; s_carry[1] += s_t[31]; }
@@ -247,7 +248,11 @@ static int probe_sm80(moe_ctx *ctx, char *why, size_t n) {
     return 1;
 }
 
-static int tensor_ok(const moe_tensor *t, const char *what, int64_t C, char *why, size_t n) {
+/* 1 if a weight tensor fits the kernels: bf16/f16 in device memory, either
+ * K-contiguous [E, N, C] or (allow_t, sm80 only) [E, C, N] with N contiguous,
+ * strides multiples of 8 elements and 16-byte aligned data (16-byte cp.async
+ * and TMA rows). */
+static int tensor_ok(const moe_tensor *t, const char *what, int allow_t, char *why, size_t n) {
     if (t->mem != MOE_MEM_DEVICE) {
         snprintf(why, n, "%s must be in device memory (MOE_MEM_DEVICE)", what);
         return 0;
@@ -256,30 +261,40 @@ static int tensor_ok(const moe_tensor *t, const char *what, int64_t C, char *why
         snprintf(why, n, "%s type %s: the CUDA kernels take bf16 or f16 weights", what, moe_type_name(t->type));
         return 0;
     }
-    if (t->stride_c != 1) {
+    int64_t other;
+    if (t->stride_c == 1) {
+        other = t->stride_n;
+    } else if (t->stride_n == 1 && allow_t) {
+        other = t->stride_c;
+    } else {
         snprintf(why, n,
-                 "%s has stride_c = %lld: the CUDA kernels need K-contiguous weights [E, N, C] (the [E, C, N] "
-                 "torch._grouped_mm layout is not supported yet)",
-                 what, (long long)t->stride_c);
+                 "%s strides (e %lld, n %lld, c %lld): %s", what, (long long)t->stride_e, (long long)t->stride_n,
+                 (long long)t->stride_c,
+                 allow_t ? "need stride_c = 1 ([E, N, C]) or stride_n = 1 ([E, C, N])"
+                         : "cuda-sm90 needs K-contiguous weights (stride_c = 1); the [E, C, N] torch._grouped_mm "
+                           "layout runs on cuda-sm80");
         return 0;
     }
-    if (t->stride_n % 8 || t->stride_e % 8 || ((uintptr_t)t->data & 15)) {
-        snprintf(why, n, "%s: strides (%lld, %lld) must be multiples of 8 elements and data 16-byte aligned", what,
-                 (long long)t->stride_e, (long long)t->stride_n);
+    if (other % 8 || t->stride_e % 8 || ((uintptr_t)t->data & 15)) {
+        snprintf(why, n, "%s: strides (%lld, %lld, %lld) must be multiples of 8 elements and data 16-byte aligned",
+                 what, (long long)t->stride_e, (long long)t->stride_n, (long long)t->stride_c);
         return 0;
     }
-    (void)C;
     return 1;
 }
 
-static int supports_common(const moe_layer *L, char *why, size_t n) {
+static int supports_common(const moe_layer *L, int allow_t, char *why, size_t n) {
     const moe_layer_desc *d = &L->desc;
     if (d->act_type == MOE_TYPE_F32) {
         snprintf(why, n, "act_type f32: the CUDA kernels take bf16 or f16 activations");
         return 0;
     }
-    if (L->gated && !tensor_ok(&L->gate, "gate", d->D, why, n)) return 0;
-    if (!tensor_ok(&L->up, "up", d->D, why, n) || !tensor_ok(&L->down, "down", d->I, why, n)) return 0;
+    if (L->gated && !tensor_ok(&L->gate, "gate", allow_t, why, n)) return 0;
+    if (!tensor_ok(&L->up, "up", allow_t, why, n) || !tensor_ok(&L->down, "down", allow_t, why, n)) return 0;
+    if (L->gated && (L->gate.stride_c == 1) != (L->up.stride_c == 1)) {
+        snprintf(why, n, "gate and up must have the same orientation ([E, N, C] or [E, C, N])");
+        return 0;
+    }
     if (L->up.type != L->down.type || (L->gated && L->gate.type != L->up.type) || L->up.type != d->act_type) {
         snprintf(why, n, "weights (%s) and activations (%s) must have one type, bf16 or f16",
                  moe_type_name(L->up.type), moe_type_name(d->act_type));
@@ -299,10 +314,10 @@ static int supports_common(const moe_layer *L, char *why, size_t n) {
     return 1;
 }
 
-static int supports_sm80(const moe_layer *L, char *why, size_t n) { return supports_common(L, why, n); }
+static int supports_sm80(const moe_layer *L, char *why, size_t n) { return supports_common(L, 1, why, n); }
 
 static int supports_sm90(const moe_layer *L, char *why, size_t n) {
-    if (!supports_common(L, why, n)) return 0;
+    if (!supports_common(L, 0, why, n)) return 0;
     const moe_tensor *ts[] = {&L->gate, &L->up, &L->down};
     for (int i = 0; i < 3; i++) {
         if (!ts[i]->data) continue;
@@ -343,12 +358,12 @@ static moe_status init_common(moe_layer *L, int sm90) {
                                              L->up.stride_n, 128, why, sizeof why);
         } else {
             bad |= moe__cuda_weight_tmap(&im->tm_b0, L->up.data, dt, d->E, d->I, d->D, L->up.stride_e, L->up.stride_n,
-                                         256, why, sizeof why);
+                                         128, why, sizeof why);
             im->tm_b1 = im->tm_b0;
         }
         if (!bad)
             bad |= moe__cuda_weight_tmap(&im->tm_down, L->down.data, dt, d->E, d->D, d->I, L->down.stride_e,
-                                         L->down.stride_n, 256, why, sizeof why);
+                                         L->down.stride_n, 128, why, sizeof why);
         if (bad) {
             dev_leave(&g);
             free(im);
@@ -382,6 +397,8 @@ static void fill_gemm1(const moe_layer *L, moe_cuda_gemm *g) {
     g->C = (int)d->D;
     const moe_tensor *b0 = L->gated ? &L->gate : &L->up, *b1 = &L->up;
     const moe_tensor *c0 = L->gated ? &L->gate_bias : &L->up_bias, *c1 = &L->up_bias;
+    g->b_trans = b0->stride_c != 1;
+    g->b0_sc = b0->stride_c; g->b1_sc = b1->stride_c;
     g->B0 = b0->data; g->b0_se = b0->stride_e; g->b0_sn = b0->stride_n;
     g->B1 = b1->data; g->b1_se = b1->stride_e; g->b1_sn = b1->stride_n;
     g->bias0 = c0->data; g->bias0_type = c0->type; g->bias0_se = c0->stride_e; g->bias0_sn = c0->stride_n;
@@ -396,6 +413,8 @@ static void fill_gemm2(const moe_layer *L, moe_cuda_gemm *g) {
     g->N = (int)d->D;
     g->C = (int)d->I;
     g->B0 = g->B1 = L->down.data;
+    g->b_trans = L->down.stride_c != 1;
+    g->b0_sc = g->b1_sc = L->down.stride_c;
     g->b0_se = g->b1_se = L->down.stride_e;
     g->b0_sn = g->b1_sn = L->down.stride_n;
     g->bias0 = g->bias1 = L->down_bias.data;
@@ -437,7 +456,19 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
         CUCHK(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)(2 * E), s));
         k_count<<<(unsigned)((TK + 255) / 256), 256, 0, s>>>(a->ids, (int)TK, (int)E, cnt);
         CUCHK(cudaGetLastError());
-        k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, off, tiles, ntl);
+        /* sm90 cluster shape (NOTES.md): cm = 2 pairs CTAs on 256-row units of
+         * one expert, cn = 2 pairs CTAs on neighbouring n-tiles (TMA
+         * multicast). MOE_SM90_CM / MOE_SM90_CN override the default 1 x 1. */
+        int cm = 1, cn = 1;
+        if (im->sm90) {
+            cm = 1; /* clusters measured slower (NOTES.md, run 2) */
+            cn = 1;
+            const char *ev = getenv("MOE_SM90_CM");
+            if (ev && (atoi(ev) == 1 || atoi(ev) == 2)) cm = atoi(ev);
+            ev = getenv("MOE_SM90_CN");
+            if (ev && (atoi(ev) == 1 || atoi(ev) == 2)) cn = atoi(ev);
+        }
+        k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, MOE_CUDA_BM * cm, off, tiles, ntl);
         CUCHK(cudaGetLastError());
         k_scatter<<<(unsigned)((TK + 7) / 8), 256, 0, s>>>(a->ids, (int)TK, (int)E, (int)K, (int)D, off, cursor,
                                                            sorted, (const uint4 *)a->x, (uint4 *)xp);
@@ -452,6 +483,8 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
         g1.out = h;
         g1.sorted_pair = sorted; g1.exp_off = off; g1.tiles = tiles; g1.n_mtiles = ntl; g1.w = a->w;
         g1.max_mtiles = w.max_mtiles;
+        g1.cm = cm;
+        g1.cn = cn;
         g2 = g1;
         fill_gemm2(L, &g2);
         g2.A = h;
