@@ -7,10 +7,14 @@
  *             [--wtype TYPE] [--backend NAME] [--threads N] [--device cpu|cuda]
  *             [--cold] [--iters N] [--seconds S] [--check N] [--seed S]
  *             [--json FILE] [--peak-tflops X] [--list]
+ *   moe-bench --gguf FILE [--layer N] [...]
  *
  * Weights are seeded random (rows drawn from a pool of quantised random rows,
  * so that making a 1 GB layer takes seconds, not minutes); routing is top-k of
- * seeded random router logits. With --cold every timed forward uses another
+ * seeded random router logits. With --gguf the layer's experts and router
+ * come from a GGUF model file (mapped, not copied): seeded random hidden
+ * states go through the file's own router (its scoring, groups, bias and
+ * scaling) to choose the experts. With --cold every timed forward uses another
  * batch of router logits and, when the layer is smaller than 256 MiB, another
  * copy of the layer, so that weights come from memory, not cache.
  */
@@ -160,6 +164,28 @@ static double probe_cpu_read_gbps(int threads) {
     return best;
 }
 
+/* A weight or bias tensor of a description, with its [E, N, C] shape. */
+typedef struct { moe_tensor *t; int64_t N, C; int is_bias; } tensor_ref;
+
+static int desc_tensors(moe_layer_desc *d, tensor_ref *r) {
+    int n = 0;
+    int64_t I = d->I, D = d->D;
+#define ADD(field, n_, c_, b_) if (d->field.data) r[n++] = (tensor_ref){&d->field, n_, c_, b_}
+    ADD(gate, I, D, 0); ADD(up, I, D, 0); ADD(gate_up, 2 * I, D, 0); ADD(down, D, I, 0);
+    ADD(gate_bias, I, 1, 1); ADD(up_bias, I, 1, 1); ADD(gate_up_bias, 2 * I, 1, 1); ADD(down_bias, D, 1, 1);
+#undef ADD
+    return n;
+}
+
+/* Bytes from t->data to the end of its last element (default strides when 0). */
+static size_t tensor_bytes(const moe_tensor *t, int64_t E, int64_t N, int64_t C) {
+    int64_t se = t->stride_e, sn = t->stride_n, sc = t->stride_c;
+    if (!se && !sn && !sc) { sc = 1; sn = C; se = N * C; }
+    int64_t bs = moe_type_block_size(t->type), bb = moe_type_block_bytes(t->type);
+    int64_t last = (E - 1) * se + (N - 1) * sn + (C - 1) * sc + 1; /* elements */
+    return (size_t)((last + bs - 1) / bs * bb);
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -169,6 +195,7 @@ static void usage(void) {
     printf("usage: moe-bench [--preset NAME] [--tokens T] [--dtype f32|f16|bf16] [--wtype TYPE]\n"
            "                 [--backend NAME] [--threads N] [--device cpu|cuda] [--cold] [--iters N]\n"
            "                 [--seconds S] [--check N] [--seed S] [--json FILE] [--peak-tflops X]\n"
+           "       moe-bench --gguf FILE [--layer N] [same options]\n"
            "presets:");
     for (int i = 0; i < N_PRESETS; i++) printf(" %s", presets[i].name);
     printf("\n");
@@ -201,7 +228,8 @@ static float load_act(moe_type t, const void *p, int64_t i) {
 #endif
 
 int main(int argc, char **argv) {
-    const char *preset_name = "qwen3-30b-a3b", *backend = NULL, *json = NULL, *device = "cpu";
+    const char *preset_name = "qwen3-30b-a3b", *backend = NULL, *json = NULL, *device = "cpu", *gguf_path = NULL;
+    int gguf_layer = -1;
     moe_type dtype = MOE_TYPE_BF16, wtype = MOE_TYPE_BF16;
     int dtype_set = 0, wtype_set = 0, threads = 0, cold = 0, iters = 0, check = 16;
     int64_t T = 64;
@@ -227,6 +255,8 @@ int main(int argc, char **argv) {
         else if (ARG("--seed")) seed = strtoull(v, NULL, 10);
         else if (ARG("--json")) json = v;
         else if (ARG("--peak-tflops")) peak_tflops = atof(v);
+        else if (ARG("--gguf")) gguf_path = v;
+        else if (ARG("--layer")) gguf_layer = atoi(v);
         else { usage(); die("unknown argument '%s'", a); }
 #undef ARG
     }
@@ -255,49 +285,83 @@ int main(int argc, char **argv) {
     moe_ctx *rctx; /* the reference runs on the host */
     CHECKS(moe_ctx_create(&rp, &rctx));
 
-    int64_t D = P->D, I = P->I, E = P->E, K = P->K;
-    int gated = moe_act_is_gated(P->act);
-    printf("moe-bench: libmoe %s, preset %s: T=%lld D=%lld I=%lld E=%lld K=%lld act=%s, x %s, weights %s, %s\n",
-           moe_version(), P->name, (long long)T, (long long)D, (long long)I, (long long)E, (long long)K,
-           moe_act_name(P->act), moe_type_name(dtype), moe_type_name(wtype), cuda ? "cuda" : "cpu");
+    /* ---- the layer: a preset with seeded random weights, or a GGUF file ---- */
+    moe_layer_desc d = moe_layer_desc_default();
+    moe_route_params route = moe_route_params_default();
+    moe_gguf *gf = NULL;
+    moe_gguf_router grouter;
+    void *owned[2] = {NULL, NULL}; /* generated host weights */
+    float *bgu = NULL, *bd = NULL;
+    char what[320];
+    double t0 = now_s();
+    if (gguf_path) {
+        if (moe_gguf_open(gguf_path, &gf)) die("%s", moe_gguf_last_error(NULL));
+        moe_gguf_layer_params gp = moe_gguf_layer_params_default();
+        gp.act_type = dtype;
+        if (gguf_layer < 0) { /* the first layer that has experts */
+            moe_status st = MOE_ERR_NOT_FOUND;
+            for (int l = 0; l < 4096 && st; l++)
+                if (!(st = moe_gguf_layer_desc(gf, l, &gp, &d, &grouter))) gguf_layer = l;
+            if (st) die("%s: no MoE layer found: %s", gguf_path, moe_gguf_last_error(gf));
+        } else if (moe_gguf_layer_desc(gf, gguf_layer, &gp, &d, &grouter)) {
+            die("%s layer %d: %s", gguf_path, gguf_layer, moe_gguf_last_error(gf));
+        }
+        route = grouter.route;
+        const char *arch = "?";
+        size_t alen;
+        moe_gguf_get_string(gf, "general.architecture", &arch, &alen);
+        snprintf(what, sizeof what, "%s layer %d (%s)", gguf_path, gguf_layer, arch);
+        wtype = d.down.type;
+    } else {
+        d.E = P->E; d.D = P->D; d.I = P->I; d.K = P->K;
+        d.act = P->act;
+        int g = moe_act_is_gated(P->act);
+        size_t nb;
+        owned[0] = make_weight(d.E, g ? 2 * d.I : d.I, d.D, wtype, &nb);
+        owned[1] = make_weight(d.E, d.D, d.I, wtype, &nb);
+        if (P->bias) {
+            bgu = xmalloc(sizeof(float) * (size_t)(d.E * 2 * d.I));
+            bd = xmalloc(sizeof(float) * (size_t)(d.E * d.D));
+            for (int64_t i = 0; i < d.E * 2 * d.I; i++) bgu[i] = (float)(0.1 * rnd_n());
+            for (int64_t i = 0; i < d.E * d.D; i++) bd[i] = (float)(0.1 * rnd_n());
+        }
+        if (g) { /* one fused gate_up tensor, in the model's layout */
+            d.layout = P->layout == MOE_GATE_UP_SEPARATE ? MOE_GATE_UP_CONCAT : P->layout;
+            d.gate_up.data = owned[0];
+            d.gate_up.type = wtype;
+            if (bgu) { d.gate_up_bias.data = bgu; d.gate_up_bias.type = MOE_TYPE_F32; }
+        } else {
+            d.up.data = owned[0];
+            d.up.type = wtype;
+            if (bgu) { d.up_bias.data = bgu; d.up_bias.type = MOE_TYPE_F32; }
+        }
+        d.down.data = owned[1];
+        d.down.type = wtype;
+        if (bd) { d.down_bias.data = bd; d.down_bias.type = MOE_TYPE_F32; }
+        route.E = d.E; route.K = d.K; route.score = P->score; route.renormalize = P->renorm;
+        route.n_group = P->n_group; route.topk_group = P->topk_group; route.routed_scaling = P->scaling;
+        snprintf(what, sizeof what, "preset %s", P->name);
+    }
+    d.act_type = dtype;
+    int64_t D = d.D, I = d.I, E = d.E, K = d.K;
+    int gated = moe_act_is_gated(d.act);
+    /* every weight and bias tensor of the description, with its [E, N, C] */
+    tensor_ref refs[8];
+    int n_refs = desc_tensors(&d, refs);
+    size_t layer_bytes = 0, expert_bytes = 0;
+    for (int i = 0; i < n_refs; i++) {
+        layer_bytes += tensor_bytes(refs[i].t, E, refs[i].N, refs[i].C);
+        if (!refs[i].is_bias) expert_bytes += (size_t)(refs[i].N * moe_type_row_bytes(refs[i].t->type, refs[i].C));
+    }
+    printf("moe-bench: libmoe %s, %s: T=%lld D=%lld I=%lld E=%lld K=%lld act=%s, x %s, weights %s, %s\n",
+           moe_version(), what, (long long)T, (long long)D, (long long)I, (long long)E, (long long)K,
+           moe_act_name(d.act), moe_type_name(dtype), moe_type_name(wtype), cuda ? "cuda" : "cpu");
+    fprintf(stderr, "moe-bench: %s %.2f GB of weights in %.1f s\n", gguf_path ? "mapped" : "made",
+            (double)layer_bytes / 1e9, now_s() - t0);
     fflush(stdout);
 
-    /* ---- weights ---- */
-    double t0 = now_s();
-    size_t gu_bytes, down_bytes;
-    void *gu = make_weight(E, gated ? 2 * I : I, D, wtype, &gu_bytes);
-    void *down = make_weight(E, D, I, wtype, &down_bytes);
-    float *bgu = NULL, *bd = NULL;
-    if (P->bias) {
-        bgu = xmalloc(sizeof(float) * (size_t)(E * 2 * I));
-        bd = xmalloc(sizeof(float) * (size_t)(E * D));
-        for (int64_t i = 0; i < E * 2 * I; i++) bgu[i] = (float)(0.1 * rnd_n());
-        for (int64_t i = 0; i < E * D; i++) bd[i] = (float)(0.1 * rnd_n());
-    }
-    size_t layer_bytes = gu_bytes + down_bytes;
-    size_t expert_bytes = layer_bytes / (size_t)E;
-    fprintf(stderr, "moe-bench: made %.2f GB of weights in %.1f s\n", (double)layer_bytes / 1e9, now_s() - t0);
-
-    /* Host descriptor (for the reference) and the benchmarked one. */
-    moe_layer_desc d = moe_layer_desc_default();
-    d.E = E; d.D = D; d.I = I; d.K = K;
-    d.act = P->act;
-    d.act_type = dtype;
-    if (gated) {
-        d.layout = P->layout == MOE_GATE_UP_SEPARATE ? MOE_GATE_UP_CONCAT : P->layout;
-        d.gate_up.data = gu;
-        d.gate_up.type = wtype;
-        if (bgu) { d.gate_up_bias.data = bgu; d.gate_up_bias.type = MOE_TYPE_F32; }
-    } else {
-        d.up.data = gu;
-        d.up.type = wtype;
-        if (bgu) { d.up_bias.data = bgu; d.up_bias.type = MOE_TYPE_F32; }
-    }
-    d.down.data = down;
-    d.down.type = wtype;
-    if (bd) { d.down_bias.data = bd; d.down_bias.type = MOE_TYPE_F32; }
-
-    /* Copies of the layer for --cold so that the set exceeds caches. */
+    /* Copies of the layer for --cold so that the set exceeds caches; on a GPU
+     * the weights are uploaded. */
     int copies = 1;
     if (cold && !cuda) {
         size_t want = (size_t)256 << 20;
@@ -305,43 +369,27 @@ int main(int argc, char **argv) {
         if (copies > 64) copies = 64;
     }
     moe_layer **layers = xmalloc(sizeof(moe_layer *) * (size_t)copies);
-    void **dev_bufs = xmalloc(sizeof(void *) * 4 * (size_t)copies);
-    memset(dev_bufs, 0, sizeof(void *) * 4 * (size_t)copies);
+    void **bufs = xmalloc(sizeof(void *) * 8 * (size_t)copies);
+    memset(bufs, 0, sizeof(void *) * 8 * (size_t)copies);
     for (int c = 0; c < copies; c++) {
         moe_layer_desc dc = d;
         dc.backend = backend;
-        if (c > 0) { /* a fresh copy of the weights */
-            void *g2 = xmalloc(gu_bytes), *d2 = xmalloc(down_bytes);
-            memcpy(g2, gu, gu_bytes);
-            memcpy(d2, down, down_bytes);
-            if (gated) dc.gate_up.data = g2; else dc.up.data = g2;
-            dc.down.data = d2;
-            dev_bufs[4 * c] = g2;
-            dev_bufs[4 * c + 1] = d2;
-        }
+        tensor_ref rc[8];
+        desc_tensors(&dc, rc);
+        for (int i = 0; i < n_refs; i++) {
+            size_t nb = tensor_bytes(rc[i].t, E, rc[i].N, rc[i].C);
+            if (cuda) {
 #ifdef MOE_WITH_CUDA
-        if (cuda) {
-            void *g_d, *d_d, *bgu_d = NULL, *bd_d = NULL;
-            CUDA_OK(cudaMalloc(&g_d, gu_bytes));
-            CUDA_OK(cudaMalloc(&d_d, down_bytes));
-            CUDA_OK(cudaMemcpy(g_d, gu, gu_bytes, cudaMemcpyHostToDevice));
-            CUDA_OK(cudaMemcpy(d_d, down, down_bytes, cudaMemcpyHostToDevice));
-            moe_tensor *gt = gated ? &dc.gate_up : &dc.up;
-            gt->data = g_d; gt->mem = MOE_MEM_DEVICE;
-            dc.down.data = d_d; dc.down.mem = MOE_MEM_DEVICE;
-            if (bgu) {
-                CUDA_OK(cudaMalloc(&bgu_d, sizeof(float) * (size_t)(E * 2 * I)));
-                CUDA_OK(cudaMemcpy(bgu_d, bgu, sizeof(float) * (size_t)(E * 2 * I), cudaMemcpyHostToDevice));
-                moe_tensor *bt = gated ? &dc.gate_up_bias : &dc.up_bias;
-                bt->data = bgu_d; bt->mem = MOE_MEM_DEVICE;
-                CUDA_OK(cudaMalloc(&bd_d, sizeof(float) * (size_t)(E * D)));
-                CUDA_OK(cudaMemcpy(bd_d, bd, sizeof(float) * (size_t)(E * D), cudaMemcpyHostToDevice));
-                dc.down_bias.data = bd_d; dc.down_bias.mem = MOE_MEM_DEVICE;
-            }
-            dev_bufs[4 * c + 0] = g_d; dev_bufs[4 * c + 1] = d_d;
-            dev_bufs[4 * c + 2] = bgu_d; dev_bufs[4 * c + 3] = bd_d;
-        }
+                CUDA_OK(cudaMalloc(&bufs[8 * c + i], nb));
+                CUDA_OK(cudaMemcpy(bufs[8 * c + i], rc[i].t->data, nb, cudaMemcpyHostToDevice));
+                rc[i].t->mem = MOE_MEM_DEVICE;
 #endif
+            } else if (c > 0) { /* a fresh copy of the weights */
+                bufs[8 * c + i] = xmalloc(nb);
+                memcpy(bufs[8 * c + i], rc[i].t->data, nb);
+            }
+            if (bufs[8 * c + i]) rc[i].t->data = bufs[8 * c + i];
+        }
         if (moe_layer_create(ctx, &dc, &layers[c])) die("moe_layer_create: %s", moe_ctx_last_error(ctx));
     }
     moe_layer *L = layers[0];
@@ -349,33 +397,32 @@ int main(int argc, char **argv) {
     moe_layer_describe(L, T, desc_line, sizeof desc_line);
     printf("backend: %s\n  %s\n", moe_layer_backend(L), desc_line);
 
-    /* ---- inputs: x and routing from seeded router logits ---- */
+    /* ---- inputs: x, and routing from router logits (random, or the file's router on x) ---- */
     int n_batches = cold ? 16 : 1;
     size_t asz = dtype == MOE_TYPE_F32 ? 4 : 2;
     size_t x_bytes = asz * (size_t)(T * D);
     char *x = xmalloc(x_bytes);
-    {
-        float *row = xmalloc(sizeof(float) * (size_t)D);
-        for (int64_t t = 0; t < T; t++) {
-            for (int64_t c = 0; c < D; c++) row[c] = (float)rnd_n();
-            CHECKS(moe_quantize_row(dtype, row, x + (size_t)t * (size_t)D * asz, D));
-        }
-        free(row);
-    }
+    float *xf = xmalloc(sizeof(float) * (size_t)(T * D));
+    for (int64_t i = 0; i < T * D; i++) xf[i] = (float)rnd_n();
+    CHECKS(moe_quantize_row(dtype, xf, x, T * D));
+    moe_dequantize_row(dtype, x, xf, T * D); /* the router sees the x the layer sees */
     int32_t *ids = xmalloc(sizeof(int32_t) * (size_t)(T * K * n_batches));
     float *w = xmalloc(sizeof(float) * (size_t)(T * K * n_batches));
     {
-        moe_route_params r = moe_route_params_default();
-        r.E = E; r.K = K; r.score = P->score; r.renormalize = P->renorm;
-        r.n_group = P->n_group; r.topk_group = P->topk_group; r.routed_scaling = P->scaling;
         float *logits = xmalloc(sizeof(float) * (size_t)(T * E));
         for (int b = 0; b < n_batches; b++) {
-            for (int64_t i = 0; i < T * E; i++) logits[i] = (float)rnd_n();
-            if (moe_route_topk(rctx, &r, T, logits, ids + (size_t)b * (size_t)(T * K), w + (size_t)b * (size_t)(T * K)))
+            if (gf && b == 0) {
+                if (moe_gguf_router_logits(&grouter, T, xf, logits)) die("router: %s", moe_gguf_last_error(NULL));
+            } else {
+                for (int64_t i = 0; i < T * E; i++) logits[i] = (float)rnd_n();
+            }
+            if (moe_route_topk(rctx, &route, T, logits, ids + (size_t)b * (size_t)(T * K),
+                               w + (size_t)b * (size_t)(T * K)))
                 die("moe_route_topk: %s", moe_ctx_last_error(rctx));
         }
         free(logits);
     }
+    free(xf);
     /* bytes of the experts touched by the first batch: the memory roofline */
     int64_t touched = 0;
     {
@@ -570,7 +617,7 @@ int main(int argc, char **argv) {
                 "\"weight_gbps\": %.3f, \"touched_experts\": %lld, \"roofline_us\": %.3f, \"roofline_fraction\": %.4f, "
                 "\"mem_gbps_probe\": %.3f, \"peak_tflops\": %.3f, \"max_rel_err\": %.3e, \"check_tokens\": %d, "
                 "\"describe\": \"%s\", \"version\": \"%s\"}\n",
-                P->name, (long long)T, (long long)D, (long long)I, (long long)E, (long long)K, moe_type_name(dtype),
+                gguf_path ? what : P->name, (long long)T, (long long)D, (long long)I, (long long)E, (long long)K, moe_type_name(dtype),
                 moe_type_name(wtype), moe_layer_backend(L), cuda ? "cuda" : "cpu", moe_ctx_n_threads(ctx),
                 cold ? "true" : "false", n, med * 1e6, times[0] * 1e6, tflops, wgbps, (long long)touched, roofline_us,
                 roofline_us / (med * 1e6), mem_gbps, peak_tflops, max_rel, n_check, desc_line, moe_version());
@@ -580,16 +627,17 @@ int main(int argc, char **argv) {
     for (int c = 0; c < copies; c++) moe_layer_free(layers[c]);
 #ifdef MOE_WITH_CUDA
     if (cuda) {
-        for (int i = 0; i < 4 * copies; i++) cudaFree(dev_bufs[i]);
+        for (int i = 0; i < 8 * copies; i++) cudaFree(bufs[i]);
         cudaFree(x_p); cudaFree(out_p); cudaFree(ws_p); cudaFree(ids_p); cudaFree(w_p); cudaFree(flush);
     } else
 #endif
     {
-        for (int i = 0; i < 4 * copies; i++) free(dev_bufs[i]);
+        for (int i = 0; i < 8 * copies; i++) free(bufs[i]);
         free(ws_p);
     }
-    free(layers); free(dev_bufs); free(times);
-    free(gu); free(down); free(bgu); free(bd); free(x); free(ids); free(w); free(out);
+    free(layers); free(bufs); free(times);
+    free(owned[0]); free(owned[1]); free(bgu); free(bd); free(x); free(ids); free(w); free(out);
+    moe_gguf_close(gf);
     moe_ctx_free(ctx);
     moe_ctx_free(rctx);
     return ok ? 0 : 1;
