@@ -256,12 +256,14 @@ def main():
                 for v in (args.sm90_variants.split(",") if b == "cuda-sm90" else ["auto"]):
                     runs.append((b, h, v))
             for b, h, v in runs:
-                if v == "auto":
-                    os.environ.pop("MOE_SM90_CM", None)
-                    os.environ.pop("MOE_SM90_CN", None)
-                    label = b
-                else:
-                    os.environ["MOE_SM90_CM"], os.environ["MOE_SM90_CN"] = v.split("x")
+                for k in ("MOE_SM90_CM", "MOE_SM90_CN", "MOE_SM90_GATHER"):
+                    os.environ.pop(k, None)
+                label = b
+                if v != "auto":  # CMxCN, optionally g0/g1 (gather off/on), e.g. 1x1g0
+                    cmcn, _, gth = v.partition("g")
+                    os.environ["MOE_SM90_CM"], os.environ["MOE_SM90_CN"] = cmcn.split("x")
+                    if gth:
+                        os.environ["MOE_SM90_GATHER"] = gth
                     label = f"{b}[{v}]"
                 ws = C.c_size_t()
                 lib.L.moe_layer_workspace_size(h, T, C.byref(ws))

@@ -207,6 +207,9 @@ static moe_layer *make_layer(moe_ctx *ctx, const preset &P, moe_type wt, const l
         printf("  (%s: %s)\n", backend, moe_ctx_last_error(ctx));
         return NULL;
     }
+    char desc[1024];
+    moe_layer_describe(L, 1, desc, sizeof desc);
+    printf("  %s T=1: %s\n", P.name, desc);
     return L;
 }
 
@@ -289,20 +292,28 @@ int main(int argc, char **argv) {
             setenv("MOE_DECODE_PDL", "0", 1);
             moe_layer *Lnp = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
             unsetenv("MOE_DECODE_PDL");
+            setenv("MOE_DECODE_FOLD", "0", 1);
+            moe_layer *Lnf = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
+            unsetenv("MOE_DECODE_FOLD");
             unsetenv("MOE_DECODE_MAX_T");
             for (int64_t T : Ts) {
                 if (only_T && T != only_T) continue;
                 int64_t touched;
                 timing tm = time_fwd(L, P, T, 30, &touched);
                 report(P, MOE_TYPE_BF16, "decode", L, T, tm, touched, s.expert_bytes);
-                if (Lnp && (T == 1 || T == 16)) {
+                if (Lnp && T == 1) {
                     srand(1000 + (int)T);
                     tm = time_fwd(Lnp, P, T, 30, &touched);
                     report(P, MOE_TYPE_BF16, "decode-nopdl", Lnp, T, tm, touched, s.expert_bytes);
                 }
+                if (Lnf && (T == 1 || T == 8)) {
+                    srand(2000 + (int)T);
+                    tm = time_fwd(Lnf, P, T, 30, &touched);
+                    report(P, MOE_TYPE_BF16, "decode-nofold", Lnf, T, tm, touched, s.expert_bytes);
+                }
             }
             if (cross) { /* the crossover with the grouped GEMM backend */
-                static const int64_t Tc[] = {16, 32, 64, 128, 256, 512};
+                static const int64_t Tc[] = {16, 64, 256};
                 setenv("MOE_DECODE_MAX_T", "-1", 1);
                 moe_layer *Ld = L;
                 moe_layer *G = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-sm90");
@@ -323,6 +334,7 @@ int main(int argc, char **argv) {
             }
             moe_layer_free(L);
             moe_layer_free(Lnp);
+            moe_layer_free(Lnf);
             cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
         }
     }

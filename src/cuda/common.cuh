@@ -18,6 +18,10 @@
  * this BM, shared by the sm80 and sm90 kernels. */
 #define MOE_CUDA_BM 128
 
+/* X(act) for every epilogue a GEMM kernel is instantiated for: -1 is GEMM 2
+ * (down), 0..6 the moe_act values of GEMM 1. */
+#define MOE_CUDA_FOR_ACTS(X) X(-1) X(0) X(1) X(2) X(3) X(4) X(5) X(6)
+
 /* One grouped GEMM over the expert-sorted (token, slot) pairs.
  *   mode 1 (gate/up): h[r, n] = act(A[r] . gate_e[n] + bg, A[r] . up_e[n] + bu)   r in expert-sorted order
  *   mode 2 (down):    y[p, n] = w[p] * (h[r] . down_e[n] + bd)                       p = sorted_pair[r]
@@ -37,7 +41,8 @@ typedef struct moe_cuda_gemm {
     int64_t b0_se, b0_sn, b1_se, b1_sn; /* element strides */
     int b_trans;              /* sm80 only: B stored [E, C, N] (stride_n = 1), strides below */
     int64_t b0_sc, b1_sc;
-    const void *bias0, *bias1; /* same roles as B0/B1, NULL = none */
+    const float *fb0, *fb1;   /* biases as f32 [E, N] copies made at init (roles of B0/B1), NULL = none */
+    const void *bias0, *bias1; /* the caller's biases (unused by the kernels) */
     int bias0_type, bias1_type;
     int64_t bias0_se, bias0_sn, bias1_se, bias1_sn;
     void *out;                /* h [TK, I] (mode 1) or y [TK, D] (mode 2) */
@@ -47,6 +52,7 @@ typedef struct moe_cuda_gemm {
     const int32_t *n_mtiles;  /* [1] tiles in use */
     const float *w;           /* [T*K] routing weights (mode 2) */
     int max_mtiles;
+    int gather;               /* sm90 GEMM 1: A rows gathered from x by cp.async (else TMA from xp) */
     int cm, cn;               /* sm90 cluster shape: M tiles of 128*cm rows split over cm CTAs; cn n-tiles share A */
 } moe_cuda_gemm;
 
@@ -55,6 +61,8 @@ typedef struct moe_cuda_impl {
     int sm90;                 /* this layer runs the Hopper kernels */
     /* sm90: tensor maps of the weights, made once at init (the weights are fixed) */
     CUtensorMap tm_b0, tm_b1, tm_down;
+    /* biases as f32 [E, N] device copies (NULL when absent), made at init */
+    float *fb_gate, *fb_up, *fb_down;
 } moe_cuda_impl;
 
 #ifdef __cplusplus
@@ -95,6 +103,11 @@ static __device__ __forceinline__ float moe_cuda_act(int act, float g, float u, 
     case MOE_ACT_RELU2: return u < 0.f ? 0.f : u * u;
     }
     return 0.f;
+}
+
+/* bias[e][col], bias[e][col + 1] of an f32 [E, N] copy (col even, N even) */
+static __device__ __forceinline__ float2 moe_cuda_bias2(const float *b, int e, int N, int col) {
+    return *(const float2 *)(b + (int64_t)e * N + col);
 }
 
 static __device__ __forceinline__ float moe_cuda_load_bias(const void *p, int type, int64_t i) {

@@ -428,15 +428,20 @@ static cudaError_t dec_occupancy(const moe_layer *L, dec_impl *im) {
             int fmt = p ? im->fmt2 : im->fmt1, ph = p ? MOE_DEC_DOWN : ph1;
             const void *fn = kernel_of(fmt, ph, n ? 4 : 1);
             if (!fn) return cudaErrorInvalidDeviceFunction;
-            int ring = moe__dec_pieces(fmt) > 0;
+            int ring = moe__dec_uses_ring(fmt, ph, n ? 4 : 1);
+            int dyn_max = 0;
             if (ring) {
-                cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, im->smem_optin);
+                cudaFuncAttributes fa;
+                cudaError_t e = cudaFuncGetAttributes(&fa, fn);
+                if (e != cudaSuccess) return e;
+                dyn_max = im->smem_optin - (int)fa.sharedSizeBytes;
+                e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn_max);
                 if (e != cudaSuccess) return e;
             }
             for (int ns = 0; ns <= DEC_NS_MAX; ns++) {
                 size_t sm = ring ? ring_bytes(fmt, ph, ns) : 0;
                 int b = 0;
-                if (ring && (ns < 2 || sm > (size_t)im->smem_optin)) {
+                if (ring && (ns < 2 || sm > (size_t)dyn_max)) {
                     im->occ[p][n][ns] = 0;
                     continue;
                 }
@@ -473,7 +478,7 @@ typedef struct {
  * SMs) blocks per SM resident, from the occupancy table made at init. */
 static dplan plan_phase(const dec_impl *im, int p, int nt, int fmt, int ph, int64_t N, int n_chunks, int64_t n_exp) {
     const int *occ = im->occ[p][nt > 1];
-    const int ring = moe__dec_pieces(fmt) > 0, sms = im->sm_count;
+    const int ring = moe__dec_uses_ring(fmt, ph, nt), sms = im->sm_count;
     int occ_max = 1;
     for (int ns = 0; ns <= DEC_NS_MAX; ns++)
         if (occ[ns] > occ_max) occ_max = occ[ns];
@@ -720,8 +725,8 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const dplan p1 = plan_phase(im, 0, nt, im->fmt1, ph1, d->I, (int)moe__cdiv(d->D, moe__dec_chunk_cols(im->fmt1)), maxA);
     const dplan p2 = plan_phase(im, 1, nt, im->fmt2, MOE_DEC_DOWN, d->D, (int)moe__cdiv(d->I, moe__dec_chunk_cols(im->fmt2)), maxA);
     char r1[64] = "in-register loads", r2[64] = "in-register loads";
-    if (moe__dec_pieces(im->fmt1)) snprintf(r1, sizeof r1, "cp.async ring of %d stages", p1.NS);
-    if (moe__dec_pieces(im->fmt2)) snprintf(r2, sizeof r2, "cp.async ring of %d stages", p2.NS);
+    if (moe__dec_uses_ring(im->fmt1, ph1, nt)) snprintf(r1, sizeof r1, "cp.async ring of %d stages", p1.NS);
+    if (moe__dec_uses_ring(im->fmt2, MOE_DEC_DOWN, nt)) snprintf(r2, sizeof r2, "cp.async ring of %d stages", p2.NS);
     snprintf(buf, n,
              "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): %s, "
              "gate/up (%s; %u x %lld blocks, %d C slices, %s) and down (%u x %lld blocks, %d C slices, %s) kernels "

@@ -97,6 +97,12 @@ const void *moe__dec_kernel_qk(int fmt, int ph, int nt);
 static inline constexpr int moe__dec_pieces(int fmt) {
     return fmt <= MOE_DF_F16 ? 2 : fmt == MOE_DF_Q4_K ? 3 : fmt == MOE_DF_Q5_K ? 5 : 0;
 }
+/* Whether phase ph with nt token tiles runs k_dec_ring: every format with
+ * pieces, except the quantised gate/up kernel at nt = 4, which does not fit
+ * in registers next to the ring (ptxas spills; k_dec does not). */
+static inline constexpr int moe__dec_uses_ring(int fmt, int ph, int nt) {
+    return moe__dec_pieces(fmt) > 0 && !(fmt > MOE_DF_F16 && ph != MOE_DEC_DOWN && nt > 1);
+}
 
 /* Columns per chunk (CW) and the smallest alignment in bytes its loads need. */
 static inline int moe__dec_chunk_cols(int fmt) { return fmt <= MOE_DF_F16 ? 64 : 256; }

@@ -103,23 +103,27 @@ DQ uint32_t dq_comp(const uint4 &v, int i) { return i == 0 ? v.x : i == 1 ? v.y 
 /* dq (8 floats of step s) and xcol (first column of step s in the chunk).  */
 /* ------------------------------------------------------------------------ */
 
-/* bf16 / f16: lane t holds columns [16t, 16t+16) of a 64-column chunk. */
+/* bf16 / f16: step s of lane t is columns [32s + 8t, +8) of a 64-column
+ * chunk, so that one 16-byte load (or cp.async) of the warp reads 64
+ * contiguous bytes of each of its 8 rows: whole 32-byte sectors. (Lane t
+ * holding [16t, +16) read half sectors per instruction, and cp.async.cg,
+ * which skips L1, then fetched every sector twice from L2: run 3.) */
 struct FmtDense {
-    enum { MINB = 2, CW = 64, S = 2, QUANT = 0, NP = 2 };
+    enum { MINB = 2, CW = 64, S = 2, QUANT = 0, NP = 2, CG = 1 };
     struct Raw { uint4 v[2]; };
     struct Dec { int unused; };
     DQ void load(Raw &r, const uint8_t *row, int64_t chunk, int t, int C, bool ok) {
 #pragma unroll
         for (int i = 0; i < 2; i++) {
-            int64_t col = chunk * 64 + 16 * t + 8 * i;
+            int64_t col = chunk * 64 + 32 * i + 8 * t;
             r.v[i] = ok && col < C ? dq_ld128(row + col * 2) : make_uint4(0, 0, 0, 0);
         }
     }
     DQ void prep(const Raw &, int, Dec &) {}
-    DQ int xcol(int t, int s) { return 16 * t + 8 * s; }
+    DQ int xcol(int t, int s) { return 32 * s + 8 * t; }
     /* piece i of lane t in chunk c = Raw::v[i]: byte offset in the row, and whether it is inside C */
-    DQ int64_t poff(int64_t c, int t, int i) { return (c * 64 + 16 * t + 8 * i) * 2; }
-    DQ bool pok(int64_t c, int t, int i, int C) { return c * 64 + 16 * t + 8 * i < C; }
+    DQ int64_t poff(int64_t c, int t, int i) { return (c * 64 + 32 * i + 8 * t) * 2; }
+    DQ bool pok(int64_t c, int t, int i, int C) { return c * 64 + 32 * i + 8 * t < C; }
     DQ uint4 &piece(Raw &r, int i) { return r.v[i]; }
 };
 
@@ -247,7 +251,7 @@ DQ void dq_q4k_sm(const uint4 &hdr, int j, int *sc, int *m) {
 /* Q4_K: one super-block per chunk; lane t holds qs[32t, 32t+32): sub-blocks
  * 2t (low nibbles) and 2t+1 (high nibbles), columns [64t, 64t+64). */
 struct FmtQ4_K {
-    enum { MINB = 2, CW = 256, S = 8, QUANT = 1, NP = 3 };
+    enum { MINB = 2, CW = 256, S = 8, QUANT = 1, NP = 3, CG = 0 };
     struct Raw { uint4 hdr; uint4 q[2]; };
     struct Dec { float dl[2], ml[2]; };
     DQ void load(Raw &r, const uint8_t *row, int64_t chunk, int t, int, bool ok) {
@@ -285,7 +289,7 @@ struct FmtQ4_K {
 
 /* Q5_K: as Q4_K plus the fifth bits, bit (2t + k) of qh[l]. */
 struct FmtQ5_K {
-    enum { MINB = 1, CW = 256, S = 8, QUANT = 1, NP = 5 };
+    enum { MINB = 1, CW = 256, S = 8, QUANT = 1, NP = 5, CG = 0 };
     struct Raw { uint4 hdr; uint4 qh[2]; uint4 q[2]; };
     struct Dec { float dl[2], ml[2]; };
     DQ void load(Raw &r, const uint8_t *row, int64_t chunk, int t, int, bool ok) {
@@ -856,10 +860,16 @@ __global__ void __launch_bounds__(256, FM::MINB) k_dec(const moe_dec_args a) {
     if (PH == MOE_DEC_DOWN) dk_combine(a, r.n_active, &s_last);
 }
 
-/* ---- cp.async: 16 bytes global -> shared, zero-filled when !ok ---- */
+/* ---- cp.async: 16 bytes global -> shared, zero-filled when !ok. CG: skip
+ * L1 (formats whose warp instruction reads whole sectors); else .ca, so that
+ * the second half of a sector read by the next piece hits L1 ---- */
+template <int CG>
 static __device__ __forceinline__ void dk_cp16(uint4 *dst, const void *src, bool ok) {
     unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src), "r"(ok ? 16 : 0) : "memory");
+    if (CG)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src), "r"(ok ? 16 : 0) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src), "r"(ok ? 16 : 0) : "memory");
 }
 static __device__ __forceinline__ void dk_cp_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 #define DK_CPW(n) \
@@ -886,7 +896,7 @@ static __device__ __forceinline__ void dk_issue(uint4 *ring, int slot, const uin
 #pragma unroll
         for (int i = 0; i < NP; i++) {
             bool ok = okr[rr] && c < c_end && FM::pok(c, t, i, C);
-            dk_cp16(ring + ((slot * NR + rr) * NP + i) * 32, ok ? (const void *)(wrow[rr] + FM::poff(c, t, i)) : safe,
+            dk_cp16<FM::CG>(ring + ((slot * NR + rr) * NP + i) * 32, ok ? (const void *)(wrow[rr] + FM::poff(c, t, i)) : safe,
                     ok);
         }
 }
@@ -1003,15 +1013,17 @@ __global__ void __launch_bounds__(256, FM::QUANT ? FM::MINB : (NT == 1 ? 3 : 2))
                 }
             dk_cp_wait(NS - 2);
             const uint4 *cur = ring + slot * (NR * NP * 32);
-            typename FM::Raw R[NR];
+            /* quant: the scales (piece 0) decoded once per chunk; each step
+             * re-reads from the ring only the pieces it decodes (the rest are
+             * dead loads, removed), which keeps the lane's registers free */
             typename FM::Dec D[NR];
             if constexpr (FM::QUANT) {
 #pragma unroll
-                for (int rr = 0; rr < NR; rr++)
-#pragma unroll
-                    for (int p = 0; p < NP; p++) FM::piece(R[rr], p) = cur[(rr * NP + p) * 32];
-#pragma unroll
-                for (int rr = 0; rr < NR; rr++) FM::prep(R[rr], t, D[rr]);
+                for (int rr = 0; rr < NR; rr++) {
+                    typename FM::Raw R0;
+                    FM::piece(R0, 0) = cur[(rr * NP) * 32];
+                    FM::prep(R0, t, D[rr]);
+                }
             }
             if (i + NS - 1 < nck) dk_issue<FM, NR>(ring, islot, wrow, okr, c + NS - 1, c_end, t, a.C, a.w0);
             dk_cp_commit();
@@ -1022,7 +1034,12 @@ __global__ void __launch_bounds__(256, FM::QUANT ? FM::MINB : (NT == 1 ? 3 : 2))
                 uint4 A[NR];
 #pragma unroll
                 for (int rr = 0; rr < NR; rr++) {
-                    if constexpr (FM::QUANT) A[rr] = dk_frag<FM, MT>(R[rr], D[rr], t, s);
+                    if constexpr (FM::QUANT) {
+                        typename FM::Raw Rs;
+#pragma unroll
+                        for (int p = 0; p < NP; p++) FM::piece(Rs, p) = cur[(rr * NP + p) * 32];
+                        A[rr] = dk_frag<FM, MT>(Rs, D[rr], t, s);
+                    }
                     else A[rr] = cur[(rr * NP + s) * 32]; /* dense: piece s is step s's fragment */
                 }
 #pragma unroll
@@ -1057,15 +1074,16 @@ __global__ void __launch_bounds__(256, FM::QUANT ? FM::MINB : (NT == 1 ? 3 : 2))
 }
 
 /* The kernel of format FM for phase ph and NT = 1 or 4 (nt > 1). */
+template <typename FM, typename MT, int PH, int NT>
+static const void *dk_kernel_one(void) {
+    if constexpr (FM::NP > 0 && !(FM::QUANT && PH != MOE_DEC_DOWN && NT > 1)) /* = moe__dec_uses_ring */
+        return (const void *)k_dec_ring<FM, MT, PH, NT>;
+    else
+        return (const void *)k_dec<FM, MT, PH, NT>;
+}
 template <typename FM, typename MT, int PH>
 static const void *dk_kernel_nt(int nt) {
-    if constexpr (FM::NP > 0) {
-        if (nt > 1) return (const void *)k_dec_ring<FM, MT, PH, 4>;
-        return (const void *)k_dec_ring<FM, MT, PH, 1>;
-    } else {
-        if (nt > 1) return (const void *)k_dec<FM, MT, PH, 4>;
-        return (const void *)k_dec<FM, MT, PH, 1>;
-    }
+    return nt > 1 ? dk_kernel_one<FM, MT, PH, 4>() : dk_kernel_one<FM, MT, PH, 1>();
 }
 template <typename FM, typename MT>
 static const void *dk_kernel_fmt(int ph, int nt) {

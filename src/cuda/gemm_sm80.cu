@@ -66,8 +66,12 @@ static __device__ __forceinline__ int swz(int row, int chunk) { return row * BK 
 /* TB: weights stored [E, C, N] (N contiguous, torch._grouped_mm's layout):
  * the B tile is kept [BK][BN] in shared memory (n-chunks XOR-swizzled by k
  * row) and read with ldmatrix.trans, which yields the same fragments. */
-template <int MODE, bool GATED, typename T, bool TB>
+template <int ACT, typename T, bool TB>
 static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_gemm g) {
+    /* ACT: the activation (compile time: one epilogue's code per kernel, see
+     * NOTES.md run 3), -1 for GEMM 2 (down) */
+    constexpr int MODE = ACT < 0 ? 2 : 1;
+    constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
     extern __shared__ __align__(128) unsigned char smem[];
     T *As = (T *)smem, *Bs = As + STAGES * BM * BK;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;
@@ -206,16 +210,18 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
                             if (col >= g.N) continue;
                             float g0 = acc[i][j][hh * 2], g1 = acc[i][j][hh * 2 + 1];
                             float u0 = acc[i][j + 2][hh * 2], u1 = acc[i][j + 2][hh * 2 + 1];
-                            if (g.bias0) {
-                                g0 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + col * g.bias0_sn);
-                                g1 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + (col + 1) * g.bias0_sn);
+                            if (g.fb0) {
+                                float2 b_ = moe_cuda_bias2(g.fb0, e, g.N, col);
+                                g0 += b_.x;
+                                g1 += b_.y;
                             }
-                            if (g.bias1) {
-                                u0 += moe_cuda_load_bias(g.bias1, g.bias1_type, e * g.bias1_se + col * g.bias1_sn);
-                                u1 += moe_cuda_load_bias(g.bias1, g.bias1_type, e * g.bias1_se + (col + 1) * g.bias1_sn);
+                            if (g.fb1) {
+                                float2 b_ = moe_cuda_bias2(g.fb1, e, g.N, col);
+                                u0 += b_.x;
+                                u1 += b_.y;
                             }
-                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(g.act, g0, u0, g.alpha, g.limit),
-                                                                          moe_cuda_act(g.act, g1, u1, g.alpha, g.limit));
+                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(ACT, g0, u0, g.alpha, g.limit),
+                                                                          moe_cuda_act(ACT, g1, u1, g.alpha, g.limit));
                         }
                     } else {
 #pragma unroll
@@ -223,12 +229,13 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
                             int col = n0 + wn * 32 + j * 8 + qc;
                             if (col >= g.N) continue;
                             float u0 = acc[i][j][hh * 2], u1 = acc[i][j][hh * 2 + 1];
-                            if (g.bias0) {
-                                u0 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + col * g.bias0_sn);
-                                u1 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + (col + 1) * g.bias0_sn);
+                            if (g.fb0) {
+                                float2 b_ = moe_cuda_bias2(g.fb0, e, g.N, col);
+                                u0 += b_.x;
+                                u1 += b_.y;
                             }
-                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(g.act, 0.f, u0, g.alpha, g.limit),
-                                                                          moe_cuda_act(g.act, 0.f, u1, g.alpha, g.limit));
+                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, u0, g.alpha, g.limit),
+                                                                          moe_cuda_act(ACT, 0.f, u1, g.alpha, g.limit));
                         }
                     }
                 } else {
@@ -240,10 +247,11 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
                         int col = n0 + wn * 32 + j * 8 + qc;
                         if (col >= g.N) continue;
                         float v0 = acc[i][j][hh * 2], v1 = acc[i][j][hh * 2 + 1];
-                        if (g.bias0) {
-                            v0 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + col * g.bias0_sn);
-                            v1 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + (col + 1) * g.bias0_sn);
-                        }
+                        if (g.fb0) {
+                                float2 b_ = moe_cuda_bias2(g.fb0, e, g.N, col);
+                                v0 += b_.x;
+                                v1 += b_.y;
+                            }
                         *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(wt * v0, wt * v1);
                     }
                 }
@@ -251,20 +259,25 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
     }
 }
 
-template <int MODE, bool GATED, typename T, bool TB>
+template <int ACT, typename T, bool TB>
 static cudaError_t launch(const moe_cuda_gemm *g, int sm_count, cudaStream_t s) {
-    const int NOUT = GATED ? BN / 2 : BN;
+    const int NOUT = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI ? BN / 2 : BN;
     int64_t NT = (g->N + NOUT - 1) / NOUT, most = (int64_t)g->max_mtiles * NT;
     int64_t grid = 2 * (int64_t)sm_count;
     if (grid > most) grid = most;
     if (grid < 1) grid = 1;
-    gemm_sm80<MODE, GATED, T, TB><<<(unsigned)grid, NTHREADS, SMEM_BYTES, s>>>(*g);
+    gemm_sm80<ACT, T, TB><<<(unsigned)grid, NTHREADS, SMEM_BYTES, s>>>(*g);
     return cudaGetLastError();
 }
 
 template <typename T, bool TB> static cudaError_t dispatch(const moe_cuda_gemm *g, int sm_count, cudaStream_t s) {
-    if (g->mode == 2) return launch<2, false, T, TB>(g, sm_count, s);
-    return g->gated ? launch<1, true, T, TB>(g, sm_count, s) : launch<1, false, T, TB>(g, sm_count, s);
+    switch (g->mode == 2 ? -1 : g->act) {
+#define MOE_ACT_CASE_(a) \
+    case a: return launch<a, T, TB>(g, sm_count, s);
+        MOE_CUDA_FOR_ACTS(MOE_ACT_CASE_)
+#undef MOE_ACT_CASE_
+    }
+    return cudaErrorInvalidValue;
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm80(const moe_cuda_gemm *g, int sm_count, cudaStream_t s) {
@@ -276,12 +289,12 @@ extern "C" cudaError_t moe__cuda_gemm_sm80(const moe_cuda_gemm *g, int sm_count,
 }
 
 template <typename T, bool TB> static cudaError_t prepare_t(void) {
-    cudaError_t e;
-    if ((e = cudaFuncSetAttribute(gemm_sm80<1, true, T, TB>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
-        return e;
-    if ((e = cudaFuncSetAttribute(gemm_sm80<1, false, T, TB>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
-        return e;
-    return cudaFuncSetAttribute(gemm_sm80<2, false, T, TB>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    cudaError_t e = cudaSuccess;
+#define MOE_ACT_PREP_(a) \
+    if (!e) e = cudaFuncSetAttribute(gemm_sm80<a, T, TB>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    MOE_CUDA_FOR_ACTS(MOE_ACT_PREP_)
+#undef MOE_ACT_PREP_
+    return e;
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm80_prepare(void) {

@@ -118,11 +118,23 @@ static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
 }
 #endif
 
-template <int MODE, bool GATED, typename T, int CM, int CN>
+#ifdef MOE_SM90A
+template <int CM> static __device__ __forceinline__ uint16_t maskB_of_t(int rm, int rn) {
+    uint16_t m = 0;
+    for (int i = 0; i < CM; i++) m |= (uint16_t)(1u << (i + CM * rn));
+    return m;
+}
+#endif
+
+template <int ACT, typename T, int CM, int CN>
 static __global__ void __launch_bounds__(NTHREADS, 1)
     gemm_sm90(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
               const __grid_constant__ CUtensorMap tmB1, const moe_cuda_gemm g) {
 #ifdef MOE_SM90A
+    /* ACT: the activation (compile time: one epilogue's code per kernel, see
+     * NOTES.md run 3), -1 for GEMM 2 (down) */
+    constexpr int MODE = ACT < 0 ? 2 : 1;
+    constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
     extern __shared__ unsigned char smem_raw[];
     uint32_t sbase = smem_u32(smem_raw);
     sbase = (sbase + 1023) & ~1023u;
@@ -135,11 +147,16 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
      * writes into it has been released by this CTA's consumers, so consumers
      * arrive on the empty barriers of all CTAs in their row and column. */
     constexpr int CS = CM * CN;
+    /* GEMM 1 with gather: the producer warpgroup copies A rows straight from
+     * x with cp.async (no permuted copy), completing on the same full
+     * barrier; B still comes by TMA. Only without A multicast (CN = 1). */
+    const bool gather = MODE == 1 && CN == 1 && g.gather;
     const uint32_t rank = CS > 1 ? cluster_rank() : 0;
     const int rm = (int)rank % CM, rn = (int)rank / CM;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
-            mbar_init(bars + 8 * s, 1);
+            /* gather: 128 producer threads also arrive, through cp.async */
+            mbar_init(bars + 8 * s, gather ? 129 : 1);
             mbar_init(bars + 8 * (STAGES + s), 8 * (CM + CN - 1)); /* 2 consumer warpgroups x 4 warps per CTA */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -152,8 +169,50 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
     const int cid = blockIdx.x / CS, ncl = gridDim.x / CS;
 
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
+        if (gather) {
+            /* thread r copies A row r of the tile: 8 chunks of 16 bytes per
+             * stage, placed in TMA's 128B-swizzle pattern (chunk ^ row % 8) */
+            const int r = threadIdx.x;
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int u = cid; u < total; u += ncl) {
+                int mu, nu;
+                moe_cuda_raster(u, MU, NU, &mu, &nu);
+                const int2 tl = g.tiles[mu];
+                const int e = tl.x, n0 = (nu * CN + rn) * NOUT;
+                const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase, m = tl.y + 128 * rm + r;
+                const bool valid = m < rows;
+                const T *src = (const T *)g.A + (int64_t)(valid ? g.sorted_pair[rbase + m] / g.K : 0) * g.C;
+                for (int kb = 0; kb < kblocks; kb++) {
+                    const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
+                    mbar_wait_cluster(empty, phase ^ 1);
+                    const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
+                    if (r == 0) {
+                        mbar_expect_tx(full, B_BYTES);
+#pragma unroll
+                        for (int j = 0; j < 2; j++) {
+                            if (CM == 2 && j != rm) continue;
+                            const CUtensorMap *tb = GATED && j == 1 ? &tmB1 : &tmB0;
+                            const int row = GATED ? n0 : n0 + 128 * j;
+                            if (CM == 1) tma_3d(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full);
+                            else tma_3d_mc(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full, maskB_of_t<CM>(rm, rn));
+                        }
+                    }
+#pragma unroll
+                    for (int c = 0; c < 8; c++) {
+                        const int k = kb * BK + c * 8;
+                        const bool v = valid && k < g.C;
+                        const int sz = v ? 16 : 0;
+                        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa + r * 128 + ((c ^ (r & 7)) << 4)),
+                                     "l"(src + (v ? k : 0)), "r"(sz)
+                                     : "memory");
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full) : "memory");
+                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
+                }
+            }
+        } else if (threadIdx.x == 0) {
             uint16_t maskA = 0, maskB = 0;
             for (int j = 0; j < CN; j++) maskA |= (uint16_t)(1u << (rm + CM * j));
             for (int i = 0; i < CM; i++) maskB |= (uint16_t)(1u << (i + CM * rn));
@@ -217,6 +276,8 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
             for (int kb = 0; kb < kblocks; kb++) {
                 const uint32_t full = bars + 8 * stage;
                 mbar_wait(full, phase);
+                /* A written by cp.async (generic proxy) is read by wgmma (async proxy) */
+                if (gather) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                 const uint32_t sa = sbase + stage * STAGE_BYTES + cw * (64 * 128), sb = sbase + stage * STAGE_BYTES + A_BYTES;
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
@@ -249,16 +310,18 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
                             if (col >= g.N) continue;
                             float g0 = acc[4 * b + 2 * hh], g1 = acc[4 * b + 2 * hh + 1];
                             float u0 = acc[4 * (b + 16) + 2 * hh], u1 = acc[4 * (b + 16) + 2 * hh + 1];
-                            if (g.bias0) {
-                                g0 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + col * g.bias0_sn);
-                                g1 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + (col + 1) * g.bias0_sn);
+                            if (g.fb0) {
+                                float2 b_ = moe_cuda_bias2(g.fb0, e, g.N, col);
+                                g0 += b_.x;
+                                g1 += b_.y;
                             }
-                            if (g.bias1) {
-                                u0 += moe_cuda_load_bias(g.bias1, g.bias1_type, e * g.bias1_se + col * g.bias1_sn);
-                                u1 += moe_cuda_load_bias(g.bias1, g.bias1_type, e * g.bias1_se + (col + 1) * g.bias1_sn);
+                            if (g.fb1) {
+                                float2 b_ = moe_cuda_bias2(g.fb1, e, g.N, col);
+                                u0 += b_.x;
+                                u1 += b_.y;
                             }
-                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(g.act, g0, u0, g.alpha, g.limit),
-                                                                          moe_cuda_act(g.act, g1, u1, g.alpha, g.limit));
+                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(ACT, g0, u0, g.alpha, g.limit),
+                                                                          moe_cuda_act(ACT, g1, u1, g.alpha, g.limit));
                         }
                     } else {
 #pragma unroll
@@ -266,12 +329,13 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
                             int col = n0 + b * 8 + qc;
                             if (col >= g.N) continue;
                             float u0 = acc[4 * b + 2 * hh], u1 = acc[4 * b + 2 * hh + 1];
-                            if (g.bias0) {
-                                u0 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + col * g.bias0_sn);
-                                u1 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + (col + 1) * g.bias0_sn);
+                            if (g.fb0) {
+                                float2 b_ = moe_cuda_bias2(g.fb0, e, g.N, col);
+                                u0 += b_.x;
+                                u1 += b_.y;
                             }
-                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(g.act, 0.f, u0, g.alpha, g.limit),
-                                                                          moe_cuda_act(g.act, 0.f, u1, g.alpha, g.limit));
+                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, u0, g.alpha, g.limit),
+                                                                          moe_cuda_act(ACT, 0.f, u1, g.alpha, g.limit));
                         }
                     }
                 } else {
@@ -283,10 +347,11 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
                         int col = n0 + b * 8 + qc;
                         if (col >= g.N) continue;
                         float v0 = acc[4 * b + 2 * hh], v1 = acc[4 * b + 2 * hh + 1];
-                        if (g.bias0) {
-                            v0 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + col * g.bias0_sn);
-                            v1 += moe_cuda_load_bias(g.bias0, g.bias0_type, e * g.bias0_se + (col + 1) * g.bias0_sn);
-                        }
+                        if (g.fb0) {
+                                float2 b_ = moe_cuda_bias2(g.fb0, e, g.N, col);
+                                v0 += b_.x;
+                                v1 += b_.y;
+                            }
                         *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(wt * v0, wt * v1);
                     }
                 }
@@ -339,10 +404,10 @@ extern "C" int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtyp
     return encode(tm, data, dtype, 3, dims, strides, box, why, n);
 }
 
-template <int MODE, bool GATED, typename T, int CM, int CN>
+template <int ACT, typename T, int CM, int CN>
 static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0, const CUtensorMap *b1,
                           int sm_count, cudaStream_t s) {
-    const int NOUT = GATED ? BN / 2 : BN, CS = CM * CN;
+    const int NOUT = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI ? BN / 2 : BN, CS = CM * CN;
     int64_t NU = ((g->N + NOUT - 1) / NOUT + CN - 1) / CN;
     int64_t most = (int64_t)g->max_mtiles * NU; /* clusters that could have work */
     static int max_clusters = -1;               /* per instance; one device type per process assumed */
@@ -361,7 +426,7 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const 
     if (max_clusters < 0) {
         int n = 0;
         cfg.gridDim = dim3(CS * (sm_count / CS));
-        if (cudaOccupancyMaxActiveClusters(&n, gemm_sm90<MODE, GATED, T, CM, CN>, &cfg) != cudaSuccess || n < 1) {
+        if (cudaOccupancyMaxActiveClusters(&n, gemm_sm90<ACT, T, CM, CN>, &cfg) != cudaSuccess || n < 1) {
             cudaGetLastError();
             n = sm_count / CS;
         }
@@ -370,26 +435,30 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const 
     int64_t clusters = max_clusters < most ? max_clusters : most;
     if (clusters < 1) clusters = 1;
     cfg.gridDim = dim3((unsigned)(clusters * CS));
-    cudaError_t e = cudaLaunchKernelEx(&cfg, gemm_sm90<MODE, GATED, T, CM, CN>, *tmA, *b0, *b1, *g);
+    cudaError_t e = cudaLaunchKernelEx(&cfg, gemm_sm90<ACT, T, CM, CN>, *tmA, *b0, *b1, *g);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
-template <int MODE, bool GATED, typename T>
+template <int ACT, typename T>
 static cudaError_t launch_c(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0,
                             const CUtensorMap *b1, int sm_count, cudaStream_t s) {
     if (g->cm == 2)
-        return g->cn == 2 ? launch<MODE, GATED, T, 2, 2>(g, tmA, b0, b1, sm_count, s)
-                          : launch<MODE, GATED, T, 2, 1>(g, tmA, b0, b1, sm_count, s);
-    return g->cn == 2 ? launch<MODE, GATED, T, 1, 2>(g, tmA, b0, b1, sm_count, s)
-                      : launch<MODE, GATED, T, 1, 1>(g, tmA, b0, b1, sm_count, s);
+        return g->cn == 2 ? launch<ACT, T, 2, 2>(g, tmA, b0, b1, sm_count, s)
+                          : launch<ACT, T, 2, 1>(g, tmA, b0, b1, sm_count, s);
+    return g->cn == 2 ? launch<ACT, T, 1, 2>(g, tmA, b0, b1, sm_count, s)
+                      : launch<ACT, T, 1, 1>(g, tmA, b0, b1, sm_count, s);
 }
 
 template <typename T>
 static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0,
                             const CUtensorMap *b1, int sm_count, cudaStream_t s) {
-    if (g->mode == 2) return launch_c<2, false, T>(g, tmA, b0, b1, sm_count, s);
-    return g->gated ? launch_c<1, true, T>(g, tmA, b0, b1, sm_count, s)
-                    : launch_c<1, false, T>(g, tmA, b0, b1, sm_count, s);
+    switch (g->mode == 2 ? -1 : g->act) {
+#define MOE_ACT_CASE_(a) \
+    case a: return launch_c<a, T>(g, tmA, b0, b1, sm_count, s);
+        MOE_CUDA_FOR_ACTS(MOE_ACT_CASE_)
+#undef MOE_ACT_CASE_
+    }
+    return cudaErrorInvalidValue;
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
@@ -405,22 +474,24 @@ extern "C" cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtenso
                                      : dispatch<__half>(g, &tmA, tmB0, tmB1, sm_count, s);
 }
 
-template <int MODE, bool GATED, typename T> static cudaError_t prepare_c(void) {
+template <int ACT, typename T> static cudaError_t prepare_c(void) {
     cudaError_t e;
-    if ((e = cudaFuncSetAttribute(gemm_sm90<MODE, GATED, T, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
+    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
         return e;
-    if ((e = cudaFuncSetAttribute(gemm_sm90<MODE, GATED, T, 1, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
+    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
         return e;
-    if ((e = cudaFuncSetAttribute(gemm_sm90<MODE, GATED, T, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
+    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
         return e;
-    return cudaFuncSetAttribute(gemm_sm90<MODE, GATED, T, 2, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    return cudaFuncSetAttribute(gemm_sm90<ACT, T, 2, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
 }
 
 template <typename T> static cudaError_t prepare_t(void) {
-    cudaError_t e;
-    if ((e = prepare_c<1, true, T>())) return e;
-    if ((e = prepare_c<1, false, T>())) return e;
-    return prepare_c<2, false, T>();
+    cudaError_t e = cudaSuccess;
+#define MOE_ACT_PREP_(a) \
+    if (!e) e = prepare_c<a, T>();
+    MOE_CUDA_FOR_ACTS(MOE_ACT_PREP_)
+#undef MOE_ACT_PREP_
+    return e;
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm90_prepare(void) {

@@ -130,6 +130,15 @@ static __global__ void k_combine(const int32_t *__restrict__ ids, const uint4 *_
     out[i] = o;
 }
 
+/* A bias [E, N] of any dense type and strides -> a contiguous f32 copy, made
+ * once at init so the epilogues read one float2 per column pair. */
+static __global__ void k_bias_f32(const void *src, int type, int64_t se, int64_t sn, int E, int N, float *dst) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)E * N) return;
+    int64_t e = i / N, n = i - e * N;
+    dst[i] = moe_cuda_load_bias(src, type, e * se + n * sn);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Workspace                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -329,6 +338,18 @@ static int supports_sm90(const moe_layer *L, char *why, size_t n) {
     return 1;
 }
 
+static cudaError_t bias_copy(const moe_tensor *b, int64_t E, int64_t N, float **out, cudaStream_t s) {
+    *out = NULL;
+    if (!b->data) return cudaSuccess;
+    cudaError_t e = cudaMalloc((void **)out, sizeof(float) * (size_t)(E * N));
+    if (e != cudaSuccess) return e;
+    k_bias_f32<<<(unsigned)((E * N + 255) / 256), 256, 0, s>>>(b->data, b->type, b->stride_e, b->stride_n, (int)E,
+                                                                 (int)N, *out);
+    return cudaGetLastError();
+}
+
+static void fini_cuda(moe_layer *L);
+
 static moe_status init_common(moe_layer *L, int sm90) {
     moe_cuda_impl *im = (moe_cuda_impl *)calloc(1, sizeof *im);
     if (!im) return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY, "out of memory");
@@ -340,9 +361,18 @@ static moe_status init_common(moe_layer *L, int sm90) {
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_major, cudaDevAttrComputeCapabilityMajor, im->device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_minor, cudaDevAttrComputeCapabilityMinor, im->device);
     if (e == cudaSuccess) e = sm90 ? moe__cuda_gemm_sm90_prepare() : moe__cuda_gemm_sm80_prepare();
+    if (e == cudaSuccess) {
+        cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
+        const moe_layer_desc *d = &L->desc;
+        if (L->gated) e = bias_copy(&L->gate_bias, d->E, d->I, &im->fb_gate, s);
+        if (e == cudaSuccess) e = bias_copy(&L->up_bias, d->E, d->I, &im->fb_up, s);
+        if (e == cudaSuccess) e = bias_copy(&L->down_bias, d->E, d->D, &im->fb_down, s);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    }
     if (e != cudaSuccess) {
         dev_leave(&g);
-        free(im);
+        L->impl = im;
+        fini_cuda(L);
         return moe__layer_error(L, MOE_ERR_CUDA, "device %d setup: %s", L->ctx->p.cuda_device, cudaGetErrorString(e));
     }
     if (sm90) {
@@ -366,7 +396,8 @@ static moe_status init_common(moe_layer *L, int sm90) {
                                          L->down.stride_n, 128, why, sizeof why);
         if (bad) {
             dev_leave(&g);
-            free(im);
+            L->impl = im;
+            fini_cuda(L);
             return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "TMA descriptor: %s", why);
         }
     }
@@ -379,6 +410,16 @@ static moe_status init_sm90(moe_layer *L) { return init_common(L, 1); }
 static moe_status init_sm80(moe_layer *L) { return init_common(L, 0); }
 
 static void fini_cuda(moe_layer *L) {
+    moe_cuda_impl *im = (moe_cuda_impl *)L->impl;
+    if (im) {
+        dev_guard g;
+        if (dev_enter(im->device, &g) == cudaSuccess) {
+            if (im->fb_gate) cudaFree(im->fb_gate);
+            if (im->fb_up) cudaFree(im->fb_up);
+            if (im->fb_down) cudaFree(im->fb_down);
+            dev_leave(&g);
+        }
+    }
     free(L->impl);
     L->impl = NULL;
 }
@@ -403,6 +444,9 @@ static void fill_gemm1(const moe_layer *L, moe_cuda_gemm *g) {
     g->B1 = b1->data; g->b1_se = b1->stride_e; g->b1_sn = b1->stride_n;
     g->bias0 = c0->data; g->bias0_type = c0->type; g->bias0_se = c0->stride_e; g->bias0_sn = c0->stride_n;
     g->bias1 = c1->data; g->bias1_type = c1->type; g->bias1_se = c1->stride_e; g->bias1_sn = c1->stride_n;
+    const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
+    g->fb0 = L->gated ? im->fb_gate : im->fb_up;
+    g->fb1 = im->fb_up;
 }
 
 static void fill_gemm2(const moe_layer *L, moe_cuda_gemm *g) {
@@ -421,6 +465,7 @@ static void fill_gemm2(const moe_layer *L, moe_cuda_gemm *g) {
     g->bias0_type = g->bias1_type = L->down_bias.type;
     g->bias0_se = g->bias1_se = L->down_bias.stride_e;
     g->bias0_sn = g->bias1_sn = L->down_bias.stride_n;
+    g->fb0 = g->fb1 = ((const moe_cuda_impl *)L->impl)->fb_down;
 }
 
 #define CUCHK(call)                                                                                           \
@@ -459,7 +504,7 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
         /* sm90 cluster shape (NOTES.md): cm = 2 pairs CTAs on 256-row units of
          * one expert, cn = 2 pairs CTAs on neighbouring n-tiles (TMA
          * multicast). MOE_SM90_CM / MOE_SM90_CN override the default 1 x 1. */
-        int cm = 1, cn = 1;
+        int cm = 1, cn = 1, gather = 0;
         if (im->sm90) {
             cm = 1; /* clusters measured slower (NOTES.md, run 2) */
             cn = 1;
@@ -467,6 +512,12 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
             if (ev && (atoi(ev) == 1 || atoi(ev) == 2)) cm = atoi(ev);
             ev = getenv("MOE_SM90_CN");
             if (ev && (atoi(ev) == 1 || atoi(ev) == 2)) cn = atoi(ev);
+            /* GEMM 1's A: gathered rows of x (cp.async in the producer) or
+             * TMA over the permuted copy xp; MOE_SM90_GATHER=0/1 */
+            ev = getenv("MOE_SM90_GATHER");
+            gather = ev && *ev ? atoi(ev) != 0 : 1;
+            if (cn != 1) gather = 0;
+            if (gather) xp = NULL;
         }
         k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, MOE_CUDA_BM * cm, off, tiles, ntl);
         CUCHK(cudaGetLastError());
@@ -479,15 +530,17 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
         fill_gemm1(L, &g1);
         g1.dtype = d->act_type;
         g1.E = (int)E; g1.K = (int)K; g1.TK = (int)TK;
-        g1.A = im->sm90 ? xp : a->x;
+        g1.A = im->sm90 && !gather ? xp : a->x;
         g1.out = h;
         g1.sorted_pair = sorted; g1.exp_off = off; g1.tiles = tiles; g1.n_mtiles = ntl; g1.w = a->w;
         g1.max_mtiles = w.max_mtiles;
         g1.cm = cm;
+        g1.gather = gather;
         g1.cn = cn;
         g2 = g1;
         fill_gemm2(L, &g2);
         g2.A = h;
+        g2.gather = 0;
         g2.out = y;
         if (im->sm90) {
             CUCHK(moe__cuda_gemm_sm90(&g1, &im->tm_b0, &im->tm_b1, im->sm_count, s, why, sizeof why));
@@ -521,11 +574,12 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const moe_layer_desc *d = &L->desc;
     snprintf(buf, n,
              "%s: T = %lld, %s, device %d (sm_%d%d, %d SMs): route count/scan/scatter%s, grouped GEMM gate/up %s "
-             "(%s, BM %d), GEMM down with weights, deterministic combine over %lld slots",
+             "(%s, BM %d), GEMM down with weights, deterministic combine over %lld slots%s",
              L->backend->name, (long long)T, moe_type_name(d->act_type), im->device, im->cc_major, im->cc_minor,
              im->sm_count, im->sm90 ? " + permuted copy of x" : "",
              im->sm90 ? "TMA + wgmma, warp-specialised persistent" : "cp.async row gather + mma.sync",
-             moe_act_name(d->act), MOE_CUDA_BM, (long long)d->K);
+             moe_act_name(d->act), MOE_CUDA_BM, (long long)d->K,
+             im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
 }
 
 extern "C" {
