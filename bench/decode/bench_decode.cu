@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) only_T = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
     }
-    if (!dense && !quant && !cross) dense = quant = cross = 1;
+    if (!dense && !quant && !cross) dense = quant = 1; /* --cross: the grouped GEMM backend too */
     if (json) jf = fopen(json, "a");
     srand(1);
     cudaDeviceProp prop;
@@ -295,6 +295,11 @@ int main(int argc, char **argv) {
             setenv("MOE_DECODE_FOLD", "0", 1);
             moe_layer *Lnf = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
             unsetenv("MOE_DECODE_FOLD");
+            const char *ring_env = getenv("MOE_DECODE_RING");
+            setenv("MOE_DECODE_RING", ring_env && ring_env[0] == '1' ? "0" : "1", 1);
+            moe_layer *Lr = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode"); /* the other kernel */
+            if (ring_env) setenv("MOE_DECODE_RING", ring_env, 1);
+            else unsetenv("MOE_DECODE_RING");
             unsetenv("MOE_DECODE_MAX_T");
             for (int64_t T : Ts) {
                 if (only_T && T != only_T) continue;
@@ -306,7 +311,13 @@ int main(int argc, char **argv) {
                     tm = time_fwd(Lnp, P, T, 30, &touched);
                     report(P, MOE_TYPE_BF16, "decode-nopdl", Lnp, T, tm, touched, s.expert_bytes);
                 }
-                if (Lnf && (T == 1 || T == 8)) {
+                if (Lr) {
+                    srand(3000 + (int)T);
+                    tm = time_fwd(Lr, P, T, 30, &touched);
+                    report(P, MOE_TYPE_BF16, ring_env && ring_env[0] == '1' ? "decode-noring" : "decode-ring", Lr, T, tm,
+                           touched, s.expert_bytes);
+                }
+                if (Lnf && T == 1) {
                     srand(2000 + (int)T);
                     tm = time_fwd(Lnf, P, T, 30, &touched);
                     report(P, MOE_TYPE_BF16, "decode-nofold", Lnf, T, tm, touched, s.expert_bytes);
@@ -335,6 +346,7 @@ int main(int argc, char **argv) {
             moe_layer_free(L);
             moe_layer_free(Lnp);
             moe_layer_free(Lnf);
+            moe_layer_free(Lr);
             cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
         }
     }
@@ -348,14 +360,25 @@ int main(int argc, char **argv) {
                 if (moe_type_block_size(t) == 256 && (P->D % 256 || P->I % 256)) continue;
                 layer_set s = make_layer_weights(*P, t);
                 moe_layer *L = make_layer(ctx, *P, t, s, "cuda-quant");
+                moe_layer *Lr = NULL;
+                if (t == MOE_TYPE_Q4_K) {
+                    setenv("MOE_DECODE_RING", "1", 1);
+                    Lr = make_layer(ctx, *P, t, s, "cuda-quant");
+                    unsetenv("MOE_DECODE_RING");
+                }
                 if (L)
                     for (int64_t T : Ts) {
                         if (only_T && T != only_T) continue;
                         int64_t touched;
                         timing tm = time_fwd(L, *P, T, 30, &touched);
                         report(*P, t, "quant", L, T, tm, touched, s.expert_bytes);
+                        if (Lr) {
+                            tm = time_fwd(Lr, *P, T, 30, &touched);
+                            report(*P, t, "quant-ring", Lr, T, tm, touched, s.expert_bytes);
+                        }
                     }
                 moe_layer_free(L);
+                moe_layer_free(Lr);
                 cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
             }
     }

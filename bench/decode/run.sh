@@ -20,11 +20,12 @@ if ! { [ -x $TESTS ] && [ -x $BENCH ] && $TESTS nothing_matches > /dev/null 2>&1
   TESTS=build-gpu/tests/moe-tests; BENCH=build-gpu/bench_decode
 fi
 export MOE_TEST_SEED=${MOE_TEST_SEED:-12345}
-( timeout 150 $TESTS cuda_decode; timeout 120 $TESTS cuda_quant ) > "$OUT/tests.log" 2>&1
+( timeout 100 $TESTS cuda_decode; MOE_DECODE_RING=1 timeout 100 $TESTS cuda_decode
+  timeout 100 $TESTS cuda_quant; MOE_DECODE_RING=1 timeout 100 $TESTS cuda_quant_cases ) > "$OUT/tests.log" 2>&1
 ( timeout 60 compute-sanitizer --tool memcheck $TESTS cuda_decode_bad_ids
   timeout 60 compute-sanitizer --tool racecheck $TESTS cuda_decode_bad_ids
   timeout 40 compute-sanitizer --tool memcheck $TESTS cuda_decode_graph ) > "$OUT/sanitizer.log" 2>&1
-timeout 200 $BENCH --reps ${REPS:-20} --json "$OUT/decode.jsonl" > "$OUT/bench.log" 2>&1
+timeout 200 $BENCH $BENCH_ARGS --reps ${REPS:-20} --json "$OUT/decode.jsonl" > "$OUT/bench.log" 2>&1
 [ -z "$NO_TORCH" ] && PYTHONUNBUFFERED=1 timeout 150 python3 bench/decode/torch_moe.py --reps 20 --json "$OUT/torch.jsonl" > "$OUT/torch.log" 2>&1
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -n "$NCU" ] && [ -z "$NO_NCU" ]; then

@@ -49,6 +49,13 @@
 /* Deepest ring (stages of one chunk) of k_dec_ring; dk_cp_wait takes up to 14. */
 #define DEC_NS_MAX 15
 
+/* k_dec_ring (cp.async ring) or k_dec (in-register loads) for the formats
+ * that allow both; MOE_DECODE_RING=0/1 overrides. Off: on an H200 (run 5,
+ * NOTES_decode.md) the ring won for qwen3 (all T) and gpt-oss at T <= 2 but
+ * lost 7-20% on mixtral and deepseek, and k_dec with run 2's work split was
+ * faster still at qwen3 T >= 4. */
+#define DEC_RING_DEFAULT 0
+
 /* ------------------------------------------------------------------------ */
 /* Routing kernel                                                            */
 /* ------------------------------------------------------------------------ */
@@ -157,6 +164,7 @@ typedef struct dec_impl {
     int64_t max_t;               /* cuda-decode: above this T, the grouped GEMM layer */
     int chunk_t;                 /* tokens per chunk of the own path */
     int fold_maxp;               /* T*K up to which the kernels route themselves (MOE_DECODE_FOLD=0: never) */
+    int ring;                    /* k_dec_ring where the format allows (MOE_DECODE_RING, default DEC_RING_DEFAULT) */
     int smem_sm, smem_optin;     /* shared memory per SM and per block (opt-in) */
     /* occupancy (blocks of 256 threads per SM) of the kernels of phase 1 / 2,
      * NT = 1 / 4, at ring depth NS (index; legacy kernels: every index) */
@@ -367,6 +375,10 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
         e = cudaDeviceGetAttribute(&im->smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, im->device);
     if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(&im->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, im->device);
+    {
+        const char *re = getenv("MOE_DECODE_RING");
+        im->ring = re && *re ? re[0] != '0' : DEC_RING_DEFAULT;
+    }
     if (e == cudaSuccess) e = dec_occupancy(L, im);
     if (e != cudaSuccess) {
         moe_status s = moe__layer_error(L, MOE_ERR_CUDA, "device %d: %s", im->device, cudaGetErrorString(e));
@@ -407,10 +419,10 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
     return MOE_OK;
 }
 
-static const void *kernel_of(int fmt, int ph, int nt) {
-    if (fmt <= MOE_DF_F16) return moe__dec_kernel_dense(fmt, ph, nt);
-    if (fmt <= MOE_DF_MXFP4) return moe__dec_kernel_qlegacy(fmt, ph, nt);
-    return moe__dec_kernel_qk(fmt, ph, nt);
+static const void *kernel_of(int fmt, int ph, int nt, int ring) {
+    if (fmt <= MOE_DF_F16) return moe__dec_kernel_dense(fmt, ph, nt, ring);
+    if (fmt <= MOE_DF_MXFP4) return moe__dec_kernel_qlegacy(fmt, ph, nt, ring);
+    return moe__dec_kernel_qk(fmt, ph, nt, ring);
 }
 
 /* Dynamic shared memory of a phase's ring kernel at depth ns: 8 warps x ns
@@ -426,9 +438,9 @@ static cudaError_t dec_occupancy(const moe_layer *L, dec_impl *im) {
     for (int p = 0; p < 2; p++)
         for (int n = 0; n < 2; n++) {
             int fmt = p ? im->fmt2 : im->fmt1, ph = p ? MOE_DEC_DOWN : ph1;
-            const void *fn = kernel_of(fmt, ph, n ? 4 : 1);
+            const void *fn = kernel_of(fmt, ph, n ? 4 : 1, im->ring);
             if (!fn) return cudaErrorInvalidDeviceFunction;
-            int ring = moe__dec_uses_ring(fmt, ph, n ? 4 : 1);
+            int ring = im->ring && moe__dec_uses_ring(fmt, ph, n ? 4 : 1);
             int dyn_max = 0;
             if (ring) {
                 cudaFuncAttributes fa;
@@ -469,7 +481,8 @@ typedef struct {
 } dplan;
 
 /* Work split of one phase of N rows, n_chunks chunks of C and up to n_exp
- * active experts. KS is chosen for the most even load per SM, blocks / (SMs
+ * active experts. k_dec: the finest KS whose grid fits in one wave. Ring
+ * kernel: KS is chosen for the most even load per SM, blocks / (SMs
  * x ceil(blocks / SMs)) (every block streams the same bytes); within 2% ties
  * go to the larger KS when the grid fits in one wave (more blocks, each small
  * enough to share an SM with the other phase under PDL), else to the smaller
@@ -478,7 +491,7 @@ typedef struct {
  * SMs) blocks per SM resident, from the occupancy table made at init. */
 static dplan plan_phase(const dec_impl *im, int p, int nt, int fmt, int ph, int64_t N, int n_chunks, int64_t n_exp) {
     const int *occ = im->occ[p][nt > 1];
-    const int ring = moe__dec_uses_ring(fmt, ph, nt), sms = im->sm_count;
+    const int ring = im->ring && moe__dec_uses_ring(fmt, ph, nt), sms = im->sm_count;
     int occ_max = 1;
     for (int ns = 0; ns <= DEC_NS_MAX; ns++)
         if (occ[ns] > occ_max) occ_max = occ[ns];
@@ -487,6 +500,24 @@ static dplan plan_phase(const dec_impl *im, int p, int nt, int fmt, int ph, int6
     double best_bal = -1.0;
     int best_single = 0;
     int64_t best_per_sm = 1;
+    if (!ring) {
+        /* k_dec: the finest split whose grid fits in one wave (run 2's rule; the
+         * balance rule below, multi-wave when it is more even, measured 5-20%
+         * slower with k_dec in run 5) */
+        int ks = 1;
+        for (int k2 = 8; k2 >= 1; k2 >>= 1) {
+            if (k2 > 1 && n_chunks < k2) continue;
+            if (moe__cdiv(N, 16 * (8 / k2)) * n_exp <= (int64_t)occ_max * sms) {
+                ks = k2;
+                break;
+            }
+        }
+        best.KS = ks;
+        best.RW = 8 / ks;
+        best.gx = (unsigned)moe__cdiv(N, 16 * best.RW);
+        best.NS = 2;
+        return best;
+    }
     for (int ks = 8; ks >= 1; ks >>= 1) {
         if (ks > 1 && n_chunks < ks) continue;
         int rw = 8 / ks;
@@ -566,9 +597,9 @@ static size_t dec_workspace(const moe_layer *L, int64_t T) {
 /* Forward                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static cudaError_t launch_phase(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, size_t smem,
-                                cudaStream_t s) {
-    const void *fn = kernel_of(fmt, ph, nt);
+static cudaError_t launch_phase(const dec_impl *im, int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid,
+                                size_t smem, cudaStream_t s) {
+    const void *fn = kernel_of(fmt, ph, nt, im->ring);
     if (!fn) return cudaErrorInvalidDeviceFunction;
     cudaLaunchConfig_t cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -687,7 +718,7 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
             a1.N = (int)I; a1.C = (int)D; a1.n_chunks = nch1; a1.KS = p1.KS; a1.RW = p1.RW; a1.NS = p1.NS;
             a1.xb = x; a1.ldb = D; a1.xmode = xmode_of(d->act_type, im->fmt1);
             dim3 g1(p1.gx, (unsigned)w.maxA);
-            CK(launch_phase(im->fmt1, ph1, nt, &a1, g1, p1.smem, s));
+            CK(launch_phase(im, im->fmt1, ph1, nt, &a1, g1, p1.smem, s));
 
             /* phase 2 */
             moe_dec_args a2 = a;
@@ -697,7 +728,7 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
             a2.N = (int)D; a2.C = (int)I; a2.n_chunks = nch2; a2.KS = p2.KS; a2.RW = p2.RW; a2.NS = p2.NS;
             a2.xb = ws + w.h; a2.ldb = I; a2.xmode = 0;
             dim3 g2(p2.gx, (unsigned)w.maxA);
-            CK(launch_phase(im->fmt2, MOE_DEC_DOWN, nt, &a2, g2, p2.smem, s));
+            CK(launch_phase(im, im->fmt2, MOE_DEC_DOWN, nt, &a2, g2, p2.smem, s));
         }
     }
 out:
@@ -725,8 +756,8 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const dplan p1 = plan_phase(im, 0, nt, im->fmt1, ph1, d->I, (int)moe__cdiv(d->D, moe__dec_chunk_cols(im->fmt1)), maxA);
     const dplan p2 = plan_phase(im, 1, nt, im->fmt2, MOE_DEC_DOWN, d->D, (int)moe__cdiv(d->I, moe__dec_chunk_cols(im->fmt2)), maxA);
     char r1[64] = "in-register loads", r2[64] = "in-register loads";
-    if (moe__dec_uses_ring(im->fmt1, ph1, nt)) snprintf(r1, sizeof r1, "cp.async ring of %d stages", p1.NS);
-    if (moe__dec_uses_ring(im->fmt2, MOE_DEC_DOWN, nt)) snprintf(r2, sizeof r2, "cp.async ring of %d stages", p2.NS);
+    if (im->ring && moe__dec_uses_ring(im->fmt1, ph1, nt)) snprintf(r1, sizeof r1, "cp.async ring of %d stages", p1.NS);
+    if (im->ring && moe__dec_uses_ring(im->fmt2, MOE_DEC_DOWN, nt)) snprintf(r2, sizeof r2, "cp.async ring of %d stages", p2.NS);
     snprintf(buf, n,
              "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): %s, "
              "gate/up (%s; %u x %lld blocks, %d C slices, %s) and down (%u x %lld blocks, %d C slices, %s) kernels "

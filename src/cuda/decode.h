@@ -88,9 +88,9 @@ typedef struct moe_dec_args {
  * formats with moe__dec_pieces(fmt) > 0, else k_dec. Launched by decode.cu
  * on grid (row blocks, active expert slots) of 256 threads with the single
  * parameter moe_dec_args. NULL if fmt is not in the file. */
-const void *moe__dec_kernel_dense(int fmt, int ph, int nt);
-const void *moe__dec_kernel_qlegacy(int fmt, int ph, int nt);
-const void *moe__dec_kernel_qk(int fmt, int ph, int nt);
+const void *moe__dec_kernel_dense(int fmt, int ph, int nt, int ring);
+const void *moe__dec_kernel_qlegacy(int fmt, int ph, int nt, int ring);
+const void *moe__dec_kernel_qk(int fmt, int ph, int nt, int ring);
 
 /* 16-byte pieces of one row per lane per chunk for the ring kernel (FM::NP),
  * 0 where the format is read in place with narrower loads (k_dec). */

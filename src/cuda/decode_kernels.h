@@ -779,8 +779,8 @@ static __device__ __forceinline__ void dk_brows(const moe_dec_args &a, const int
 }
 
 /*
- * The expert kernel for formats read in place with 1-16 byte loads (no
- * NP: Q4_0, Q8_0, MXFP4, Q2_K, Q3_K, Q6_K). grid = (row blocks of 16 * RW
+ * The expert kernel with in-register loads: every format (those without
+ * NP always; the others when the ring is off, MOE_DECODE_RING=0). grid = (row blocks of 16 * RW
  * rows, active expert slots), 256 threads = 8 warps = RW row groups x KS
  * slices of C. PH: MOE_DEC_GATE_UP, MOE_DEC_UP (non-gated) or MOE_DEC_DOWN.
  * NT: token tiles of 8 per pass over the weights (an expert with more pairs
@@ -790,6 +790,7 @@ template <typename FM, typename MT, int PH, int NT>
 __global__ void __launch_bounds__(256, FM::MINB) k_dec(const moe_dec_args a) {
     constexpr int NR = PH == MOE_DEC_GATE_UP ? 4 : 2; /* row fragments per warp */
     constexpr int NG = PH == MOE_DEC_GATE_UP ? 2 : 1; /* accumulator sets */
+    constexpr int U = FM::QUANT ? 1 : 2;              /* chunks whose loads are issued together */
     __shared__ float red[8 * NT * NG * 4 * 32];
     __shared__ dk_route_smem rs;
     __shared__ int s_last;
@@ -828,18 +829,25 @@ __global__ void __launch_bounds__(256, FM::MINB) k_dec(const moe_dec_args a) {
 #pragma unroll
                 for (int q = 0; q < 4; q++) acc[nt][gi][q] = 0.f;
 
-        for (int c = c_beg; c < c_end; c++) {
-            typename FM::Raw R[NR];
+        for (int c0 = c_beg; c0 < c_end; c0 += U) {
+            typename FM::Raw R[U][NR];
 #pragma unroll
-            for (int rr = 0; rr < NR; rr++) FM::load(R[rr], wrow[rr], c, t, a.C, rr & 1 ? ok1 : ok0);
+            for (int u = 0; u < U; u++)
+#pragma unroll
+                for (int rr = 0; rr < NR; rr++)
+                    FM::load(R[u][rr], wrow[rr], c0 + u, t, a.C, (rr & 1 ? ok1 : ok0) && c0 + u < c_end);
+#pragma unroll
+          for (int u = 0; u < U; u++) {
+            const int c = c0 + u;
+            if (c >= c_end) break;
             typename FM::Dec D[NR];
 #pragma unroll
-            for (int rr = 0; rr < NR; rr++) FM::prep(R[rr], t, D[rr]);
+            for (int rr = 0; rr < NR; rr++) FM::prep(R[u][rr], t, D[rr]);
 #pragma unroll
             for (int s = 0; s < FM::S; s++) {
                 uint4 A[NR];
 #pragma unroll
-                for (int rr = 0; rr < NR; rr++) A[rr] = dk_frag<FM, MT>(R[rr], D[rr], t, s);
+                for (int rr = 0; rr < NR; rr++) A[rr] = dk_frag<FM, MT>(R[u][rr], D[rr], t, s);
                 const int col = c * FM::CW + FM::xcol(t, s);
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++) {
@@ -852,6 +860,7 @@ __global__ void __launch_bounds__(256, FM::MINB) k_dec(const moe_dec_args a) {
                     }
                 }
             }
+          }
         }
         if (KS > 1) dk_ks_reduce<NT, NG>(red, acc, warp, ks, KS, lane);
         if (ks == 0) dk_epilogue<MT, PH, NT, NG>(a, acc, r.sorted, pp, m, e, r0, r1, t);
@@ -1075,21 +1084,20 @@ __global__ void __launch_bounds__(256, FM::QUANT ? FM::MINB : (NT == 1 ? 3 : 2))
 
 /* The kernel of format FM for phase ph and NT = 1 or 4 (nt > 1). */
 template <typename FM, typename MT, int PH, int NT>
-static const void *dk_kernel_one(void) {
+static const void *dk_kernel_one(int ring) {
     if constexpr (FM::NP > 0 && !(FM::QUANT && PH != MOE_DEC_DOWN && NT > 1)) /* = moe__dec_uses_ring */
-        return (const void *)k_dec_ring<FM, MT, PH, NT>;
-    else
-        return (const void *)k_dec<FM, MT, PH, NT>;
+        if (ring) return (const void *)k_dec_ring<FM, MT, PH, NT>;
+    return (const void *)k_dec<FM, MT, PH, NT>;
 }
 template <typename FM, typename MT, int PH>
-static const void *dk_kernel_nt(int nt) {
-    return nt > 1 ? dk_kernel_one<FM, MT, PH, 4>() : dk_kernel_one<FM, MT, PH, 1>();
+static const void *dk_kernel_nt(int nt, int ring) {
+    return nt > 1 ? dk_kernel_one<FM, MT, PH, 4>(ring) : dk_kernel_one<FM, MT, PH, 1>(ring);
 }
 template <typename FM, typename MT>
-static const void *dk_kernel_fmt(int ph, int nt) {
-    if (ph == MOE_DEC_GATE_UP) return dk_kernel_nt<FM, MT, MOE_DEC_GATE_UP>(nt);
-    if (ph == MOE_DEC_UP) return dk_kernel_nt<FM, MT, MOE_DEC_UP>(nt);
-    return dk_kernel_nt<FM, MT, MOE_DEC_DOWN>(nt);
+static const void *dk_kernel_fmt(int ph, int nt, int ring) {
+    if (ph == MOE_DEC_GATE_UP) return dk_kernel_nt<FM, MT, MOE_DEC_GATE_UP>(nt, ring);
+    if (ph == MOE_DEC_UP) return dk_kernel_nt<FM, MT, MOE_DEC_UP>(nt, ring);
+    return dk_kernel_nt<FM, MT, MOE_DEC_DOWN>(nt, ring);
 }
 
 #endif /* __CUDACC__ */

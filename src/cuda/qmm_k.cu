@@ -11,13 +11,13 @@ static_assert(FmtQ4_K::NP == moe__dec_pieces(MOE_DF_Q4_K) && FmtQ5_K::NP == moe_
                   FmtQ6_K::NP == moe__dec_pieces(MOE_DF_Q6_K),
               "FM::NP");
 
-const void *moe__dec_kernel_qk(int fmt, int ph, int nt) {
+const void *moe__dec_kernel_qk(int fmt, int ph, int nt, int ring) {
     switch (fmt) {
-    case MOE_DF_Q2_K: return dk_kernel_fmt<FmtQ2_K, __nv_bfloat16>(ph, nt);
-    case MOE_DF_Q3_K: return dk_kernel_fmt<FmtQ3_K, __nv_bfloat16>(ph, nt);
-    case MOE_DF_Q4_K: return dk_kernel_fmt<FmtQ4_K, __nv_bfloat16>(ph, nt);
-    case MOE_DF_Q5_K: return dk_kernel_fmt<FmtQ5_K, __nv_bfloat16>(ph, nt);
-    case MOE_DF_Q6_K: return dk_kernel_fmt<FmtQ6_K, __nv_bfloat16>(ph, nt);
+    case MOE_DF_Q2_K: return dk_kernel_fmt<FmtQ2_K, __nv_bfloat16>(ph, nt, ring);
+    case MOE_DF_Q3_K: return dk_kernel_fmt<FmtQ3_K, __nv_bfloat16>(ph, nt, ring);
+    case MOE_DF_Q4_K: return dk_kernel_fmt<FmtQ4_K, __nv_bfloat16>(ph, nt, ring);
+    case MOE_DF_Q5_K: return dk_kernel_fmt<FmtQ5_K, __nv_bfloat16>(ph, nt, ring);
+    case MOE_DF_Q6_K: return dk_kernel_fmt<FmtQ6_K, __nv_bfloat16>(ph, nt, ring);
     }
     return NULL;
 }

@@ -9,11 +9,11 @@ static_assert(FmtQ4_0::NP == moe__dec_pieces(MOE_DF_Q4_0) && FmtQ8_0::NP == moe_
                   FmtMXFP4::NP == moe__dec_pieces(MOE_DF_MXFP4),
               "FM::NP");
 
-const void *moe__dec_kernel_qlegacy(int fmt, int ph, int nt) {
+const void *moe__dec_kernel_qlegacy(int fmt, int ph, int nt, int ring) {
     switch (fmt) {
-    case MOE_DF_Q4_0: return dk_kernel_fmt<FmtQ4_0, __nv_bfloat16>(ph, nt);
-    case MOE_DF_Q8_0: return dk_kernel_fmt<FmtQ8_0, __nv_bfloat16>(ph, nt);
-    case MOE_DF_MXFP4: return dk_kernel_fmt<FmtMXFP4, __nv_bfloat16>(ph, nt);
+    case MOE_DF_Q4_0: return dk_kernel_fmt<FmtQ4_0, __nv_bfloat16>(ph, nt, ring);
+    case MOE_DF_Q8_0: return dk_kernel_fmt<FmtQ8_0, __nv_bfloat16>(ph, nt, ring);
+    case MOE_DF_MXFP4: return dk_kernel_fmt<FmtMXFP4, __nv_bfloat16>(ph, nt, ring);
     }
     return NULL;
 }
