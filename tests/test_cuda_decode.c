@@ -2,10 +2,8 @@
  * The CUDA decode backends against the reference: "cuda-decode" (bf16/f16
  * weights) and "cuda-quant" (GGUF blocks) run the shared case table, then
  * every quant type at T in {1, 2, 3, 8, 31, 64, 257} (and the dense types at
- * the same T, which crosses cuda-decode's hand-over to the grouped GEMM and
- * the T*K <= MOE_DEC_FOLD_MAXP bound of routing inside the kernels), ids out
- * of range on the device (with and without folded routing), and CUDA-graph
- * capture of a forward.
+ * the same T, which crosses cuda-decode's hand-over to the grouped GEMM),
+ * ids out of range on the device, and CUDA-graph capture of a forward.
  * Skipped with "no CUDA device" where there is none.
  */
 #include "cases.h"
@@ -137,23 +135,6 @@ TEST(cuda_decode_bad_ids) {
         CHECK_MSG(ho[c] > 31.5f && ho[c] < 32.5f, "token 0 col %d = %g, expected 32", c, (double)ho[c]);
         CHECK_MSG(ho[64 + c] == 0.0f, "token 1 col %d = %g, expected 0 (no valid id)", c, (double)ho[64 + c]);
         CHECK_MSG(ho[128 + c] > 23.5f && ho[128 + c] < 24.5f, "token 2 col %d = %g, expected 24", c, (double)ho[128 + c]);
-    }
-    /* every id out of range: no active expert at all, out = 0 (folded routing
-     * writes it from the down kernel, k_route otherwise: both paths) */
-    int32_t bad[6] = {-1, 4, 99, -7, 1 << 20, 4};
-    cudaMemcpy(ids, bad, sizeof bad, cudaMemcpyHostToDevice);
-    for (int fold = 1; fold >= 0; fold--) {
-        moe_layer *L2 = L;
-        if (!fold) {
-            setenv("MOE_DECODE_FOLD", "0", 1);
-            CHECK_STATUS(moe_layer_create(ctx, &d, &L2), MOE_OK);
-            unsetenv("MOE_DECODE_FOLD");
-        }
-        cudaMemset(out, 0xFF, sizeof hx);
-        CHECK_STATUS(moe_layer_forward(L2, T, x, ids, w, out, ws, wsb), MOE_OK);
-        CHECK(cudaMemcpy(ho, out, sizeof ho, cudaMemcpyDeviceToHost) == cudaSuccess);
-        for (int c = 0; c < 3 * 64; c++) CHECK_MSG(ho[c] == 0.0f, "fold %d: no valid id, out[%d] = %g", fold, c, (double)ho[c]);
-        if (!fold) moe_layer_free(L2);
     }
     moe_layer_free(L);
     cudaFree(g); cudaFree(u); cudaFree(dn); cudaFree(x); cudaFree(out); cudaFree(ids); cudaFree(w); cudaFree(ws);

@@ -207,9 +207,6 @@ static moe_layer *make_layer(moe_ctx *ctx, const preset &P, moe_type wt, const l
         printf("  (%s: %s)\n", backend, moe_ctx_last_error(ctx));
         return NULL;
     }
-    char desc[1024];
-    moe_layer_describe(L, 1, desc, sizeof desc);
-    printf("  %s T=1: %s\n", P.name, desc);
     return L;
 }
 
@@ -244,7 +241,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) only_T = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
     }
-    if (!dense && !quant && !cross) dense = quant = 1; /* --cross: the grouped GEMM backend too */
+    if (!dense && !quant && !cross) dense = quant = cross = 1;
     if (json) jf = fopen(json, "a");
     srand(1);
     cudaDeviceProp prop;
@@ -292,39 +289,20 @@ int main(int argc, char **argv) {
             setenv("MOE_DECODE_PDL", "0", 1);
             moe_layer *Lnp = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
             unsetenv("MOE_DECODE_PDL");
-            setenv("MOE_DECODE_FOLD", "0", 1);
-            moe_layer *Lnf = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
-            unsetenv("MOE_DECODE_FOLD");
-            const char *ring_env = getenv("MOE_DECODE_RING");
-            setenv("MOE_DECODE_RING", ring_env && ring_env[0] == '1' ? "0" : "1", 1);
-            moe_layer *Lr = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode"); /* the other kernel */
-            if (ring_env) setenv("MOE_DECODE_RING", ring_env, 1);
-            else unsetenv("MOE_DECODE_RING");
             unsetenv("MOE_DECODE_MAX_T");
             for (int64_t T : Ts) {
                 if (only_T && T != only_T) continue;
                 int64_t touched;
                 timing tm = time_fwd(L, P, T, 30, &touched);
                 report(P, MOE_TYPE_BF16, "decode", L, T, tm, touched, s.expert_bytes);
-                if (Lnp && T == 1) {
+                if (Lnp && (T == 1 || T == 16)) {
                     srand(1000 + (int)T);
                     tm = time_fwd(Lnp, P, T, 30, &touched);
                     report(P, MOE_TYPE_BF16, "decode-nopdl", Lnp, T, tm, touched, s.expert_bytes);
                 }
-                if (Lr) {
-                    srand(3000 + (int)T);
-                    tm = time_fwd(Lr, P, T, 30, &touched);
-                    report(P, MOE_TYPE_BF16, ring_env && ring_env[0] == '1' ? "decode-noring" : "decode-ring", Lr, T, tm,
-                           touched, s.expert_bytes);
-                }
-                if (Lnf && T == 1) {
-                    srand(2000 + (int)T);
-                    tm = time_fwd(Lnf, P, T, 30, &touched);
-                    report(P, MOE_TYPE_BF16, "decode-nofold", Lnf, T, tm, touched, s.expert_bytes);
-                }
             }
             if (cross) { /* the crossover with the grouped GEMM backend */
-                static const int64_t Tc[] = {16, 64, 256};
+                static const int64_t Tc[] = {16, 32, 64, 128, 256, 512};
                 setenv("MOE_DECODE_MAX_T", "-1", 1);
                 moe_layer *Ld = L;
                 moe_layer *G = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-sm90");
@@ -345,8 +323,6 @@ int main(int argc, char **argv) {
             }
             moe_layer_free(L);
             moe_layer_free(Lnp);
-            moe_layer_free(Lnf);
-            moe_layer_free(Lr);
             cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
         }
     }
@@ -360,25 +336,14 @@ int main(int argc, char **argv) {
                 if (moe_type_block_size(t) == 256 && (P->D % 256 || P->I % 256)) continue;
                 layer_set s = make_layer_weights(*P, t);
                 moe_layer *L = make_layer(ctx, *P, t, s, "cuda-quant");
-                moe_layer *Lr = NULL;
-                if (t == MOE_TYPE_Q4_K) {
-                    setenv("MOE_DECODE_RING", "1", 1);
-                    Lr = make_layer(ctx, *P, t, s, "cuda-quant");
-                    unsetenv("MOE_DECODE_RING");
-                }
                 if (L)
                     for (int64_t T : Ts) {
                         if (only_T && T != only_T) continue;
                         int64_t touched;
                         timing tm = time_fwd(L, *P, T, 30, &touched);
                         report(*P, t, "quant", L, T, tm, touched, s.expert_bytes);
-                        if (Lr) {
-                            tm = time_fwd(Lr, *P, T, 30, &touched);
-                            report(*P, t, "quant-ring", Lr, T, tm, touched, s.expert_bytes);
-                        }
                     }
                 moe_layer_free(L);
-                moe_layer_free(Lr);
                 cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
             }
     }

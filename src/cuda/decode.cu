@@ -46,16 +46,6 @@
  * (T 128..256), above 16 for deepseek-v3 and gpt-oss-120b (T >= 512). */
 #define DEC_PAIRS_PER_EXPERT_MAX 16
 
-/* Deepest ring (stages of one chunk) of k_dec_ring; dk_cp_wait takes up to 14. */
-#define DEC_NS_MAX 15
-
-/* k_dec_ring (cp.async ring) or k_dec (in-register loads) for the formats
- * that allow both; MOE_DECODE_RING=0/1 overrides. Off: on an H200 (run 5,
- * NOTES_decode.md) the ring won for qwen3 (all T) and gpt-oss at T <= 2 but
- * lost 7-20% on mixtral and deepseek, and k_dec with run 2's work split was
- * faster still at qwen3 T >= 4. */
-#define DEC_RING_DEFAULT 0
-
 /* ------------------------------------------------------------------------ */
 /* Routing kernel                                                            */
 /* ------------------------------------------------------------------------ */
@@ -163,12 +153,6 @@ typedef struct dec_impl {
     int pdl;                     /* programmatic dependent launch (sm_90, MOE_DECODE_PDL != 0) */
     int64_t max_t;               /* cuda-decode: above this T, the grouped GEMM layer */
     int chunk_t;                 /* tokens per chunk of the own path */
-    int fold_maxp;               /* T*K up to which the kernels route themselves (MOE_DECODE_FOLD=0: never) */
-    int ring;                    /* k_dec_ring where the format allows (MOE_DECODE_RING, default DEC_RING_DEFAULT) */
-    int smem_sm, smem_optin;     /* shared memory per SM and per block (opt-in) */
-    /* occupancy (blocks of 256 threads per SM) of the kernels of phase 1 / 2,
-     * NT = 1 / 4, at ring depth NS (index; legacy kernels: every index) */
-    int occ[2][2][DEC_NS_MAX + 1];
     /* the weights as the kernels read them (device copies when uploaded) */
     moe_tensor gate, up, down, gate_bias, up_bias, down_bias;
     void *owned[8];              /* device copies made at init */
@@ -354,8 +338,6 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
     return NULL;
 }
 
-static cudaError_t dec_occupancy(const moe_layer *L, dec_impl *im);
-
 static moe_status dec_init_common(moe_layer *L, int quant) {
     dec_impl *im = (dec_impl *)calloc(1, sizeof *im);
     if (!im) return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY, "out of memory");
@@ -371,15 +353,6 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
     cudaError_t e = denter(im->device, &g);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->sm_count, cudaDevAttrMultiProcessorCount, im->device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_major, cudaDevAttrComputeCapabilityMajor, im->device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&im->smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, im->device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&im->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, im->device);
-    {
-        const char *re = getenv("MOE_DECODE_RING");
-        im->ring = re && *re ? re[0] != '0' : DEC_RING_DEFAULT;
-    }
-    if (e == cudaSuccess) e = dec_occupancy(L, im);
     if (e != cudaSuccess) {
         moe_status s = moe__layer_error(L, MOE_ERR_CUDA, "device %d: %s", im->device, cudaGetErrorString(e));
         dec_fini(L);
@@ -406,8 +379,6 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
     const char *env = getenv("MOE_DECODE_PDL");
     im->pdl = im->cc_major >= 9 && !(env && env[0] == '0');
     im->chunk_t = (int)(MOE_DEC_MAXP / d->K);
-    const char *fe = getenv("MOE_DECODE_FOLD"); /* 0: always launch k_route (for comparisons) */
-    im->fold_maxp = fe && fe[0] == '0' ? 0 : MOE_DEC_FOLD_MAXP;
     im->max_t = INT64_MAX;
     if (!quant) {
         const char *mt = getenv("MOE_DECODE_MAX_T");
@@ -419,52 +390,6 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
     return MOE_OK;
 }
 
-static const void *kernel_of(int fmt, int ph, int nt, int ring) {
-    if (fmt <= MOE_DF_F16) return moe__dec_kernel_dense(fmt, ph, nt, ring);
-    if (fmt <= MOE_DF_MXFP4) return moe__dec_kernel_qlegacy(fmt, ph, nt, ring);
-    return moe__dec_kernel_qk(fmt, ph, nt, ring);
-}
-
-/* Dynamic shared memory of a phase's ring kernel at depth ns: 8 warps x ns
- * stages x NR rows x NP pieces x 32 lanes x 16 bytes. */
-static size_t ring_bytes(int fmt, int ph, int ns) {
-    int nr = ph == MOE_DEC_GATE_UP ? 4 : 2;
-    return (size_t)8 * ns * nr * moe__dec_pieces(fmt) * 512;
-}
-
-/* Occupancy tables of the four kernels a forward may launch. */
-static cudaError_t dec_occupancy(const moe_layer *L, dec_impl *im) {
-    const int ph1 = L->gated ? MOE_DEC_GATE_UP : MOE_DEC_UP;
-    for (int p = 0; p < 2; p++)
-        for (int n = 0; n < 2; n++) {
-            int fmt = p ? im->fmt2 : im->fmt1, ph = p ? MOE_DEC_DOWN : ph1;
-            const void *fn = kernel_of(fmt, ph, n ? 4 : 1, im->ring);
-            if (!fn) return cudaErrorInvalidDeviceFunction;
-            int ring = im->ring && moe__dec_uses_ring(fmt, ph, n ? 4 : 1);
-            int dyn_max = 0;
-            if (ring) {
-                cudaFuncAttributes fa;
-                cudaError_t e = cudaFuncGetAttributes(&fa, fn);
-                if (e != cudaSuccess) return e;
-                dyn_max = im->smem_optin - (int)fa.sharedSizeBytes;
-                e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn_max);
-                if (e != cudaSuccess) return e;
-            }
-            for (int ns = 0; ns <= DEC_NS_MAX; ns++) {
-                size_t sm = ring ? ring_bytes(fmt, ph, ns) : 0;
-                int b = 0;
-                if (ring && (ns < 2 || sm > (size_t)dyn_max)) {
-                    im->occ[p][n][ns] = 0;
-                    continue;
-                }
-                cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, fn, 256, sm);
-                if (e != cudaSuccess) return e;
-                im->occ[p][n][ns] = b;
-            }
-        }
-    return cudaSuccess;
-}
-
 static moe_status dec_init(moe_layer *L) { return dec_init_common(L, 0); }
 static moe_status quant_init(moe_layer *L) { return dec_init_common(L, 1); }
 
@@ -472,84 +397,16 @@ static moe_status quant_init(moe_layer *L) { return dec_init_common(L, 1); }
 /* Work split and workspace                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* A phase's launch: KS slices of C per row group (RW = 8 / KS row groups of
- * 16 rows per block), ring depth NS, dynamic shared memory, row blocks. */
-typedef struct {
-    int KS, RW, NS;
-    size_t smem;
-    unsigned gx;
-} dplan;
-
-/* Work split of one phase of N rows, n_chunks chunks of C and up to n_exp
- * active experts. k_dec: the finest KS whose grid fits in one wave. Ring
- * kernel: KS is chosen for the most even load per SM, blocks / (SMs
- * x ceil(blocks / SMs)) (every block streams the same bytes); within 2% ties
- * go to the larger KS when the grid fits in one wave (more blocks, each small
- * enough to share an SM with the other phase under PDL), else to the smaller
- * (fewer per-block routing and reduction costs). The ring is the deepest
- * (at most one stage per chunk of a warp, plus one) that keeps ceil(blocks /
- * SMs) blocks per SM resident, from the occupancy table made at init. */
-static dplan plan_phase(const dec_impl *im, int p, int nt, int fmt, int ph, int64_t N, int n_chunks, int64_t n_exp) {
-    const int *occ = im->occ[p][nt > 1];
-    const int ring = im->ring && moe__dec_uses_ring(fmt, ph, nt), sms = im->sm_count;
-    int occ_max = 1;
-    for (int ns = 0; ns <= DEC_NS_MAX; ns++)
-        if (occ[ns] > occ_max) occ_max = occ[ns];
-    dplan best;
-    memset(&best, 0, sizeof best);
-    double best_bal = -1.0;
-    int best_single = 0;
-    int64_t best_per_sm = 1;
-    if (!ring) {
-        /* k_dec: the finest split whose grid fits in one wave (run 2's rule; the
-         * balance rule below, multi-wave when it is more even, measured 5-20%
-         * slower with k_dec in run 5) */
-        int ks = 1;
-        for (int k2 = 8; k2 >= 1; k2 >>= 1) {
-            if (k2 > 1 && n_chunks < k2) continue;
-            if (moe__cdiv(N, 16 * (8 / k2)) * n_exp <= (int64_t)occ_max * sms) {
-                ks = k2;
-                break;
-            }
-        }
-        best.KS = ks;
-        best.RW = 8 / ks;
-        best.gx = (unsigned)moe__cdiv(N, 16 * best.RW);
-        best.NS = 2;
-        return best;
-    }
+/* Slices of C per row group (KS; RW = 8 / KS row groups of 16 rows per
+ * block) for a phase of N rows, n_chunks chunks of C and up to n_exp active
+ * experts: the finest split whose grid still fits in one wave of the SMs
+ * (every block streams its rows once, no tail wave), else the coarsest. */
+static int pick_ks(int n_chunks, int64_t N, int64_t n_exp, int slots) {
     for (int ks = 8; ks >= 1; ks >>= 1) {
         if (ks > 1 && n_chunks < ks) continue;
-        int rw = 8 / ks;
-        int64_t rb = moe__cdiv(N, 16 * rw), blocks = rb * n_exp, per_sm = moe__cdiv(blocks, sms);
-        double bal = (double)blocks / ((double)sms * (double)per_sm);
-        int single = per_sm <= occ_max, better;
-        if (best_bal < 0 || bal > best_bal + 0.02) better = 1;
-        else if (bal < best_bal - 0.02) better = 0;
-        else if (single != best_single) better = single;
-        else better = !single; /* ks descends: a tie keeps the larger ks in one wave, takes the smaller else */
-        if (!better) continue;
-        best_bal = bal;
-        best_single = single;
-        best_per_sm = per_sm;
-        best.KS = ks;
-        best.RW = rw;
-        best.gx = (unsigned)rb;
+        if (moe__cdiv(N, 16 * (8 / ks)) * n_exp <= slots) return ks;
     }
-    best.NS = 2;
-    best.smem = 0;
-    if (ring) {
-        int want = (int)(best_per_sm < occ_max ? best_per_sm : occ_max);
-        int cap = (int)moe__cdiv(n_chunks, best.KS) + 1;
-        if (cap > DEC_NS_MAX) cap = DEC_NS_MAX;
-        for (int ns = cap; ns >= 2; ns--)
-            if (occ[ns] >= want) {
-                best.NS = ns;
-                break;
-            }
-        best.smem = ring_bytes(fmt, ph, best.NS);
-    }
-    return best;
+    return 1;
 }
 
 /* Token tiles of 8 per weight pass, from the expected pairs per active expert. */
@@ -565,6 +422,14 @@ typedef struct {
 } dws;
 
 static size_t al256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+static void plan_split(const moe_layer *L, const dec_impl *im, int64_t Tn, int *ks1, int *ks2) {
+    const moe_layer_desc *d = &L->desc;
+    int64_t TK = Tn * d->K, maxA = TK < d->E ? TK : d->E;
+    int nch1 = (int)moe__cdiv(d->D, moe__dec_chunk_cols(im->fmt1)), nch2 = (int)moe__cdiv(d->I, moe__dec_chunk_cols(im->fmt2));
+    *ks1 = pick_ks(nch1, d->I, maxA, im->sm_count * moe__dec_min_blocks(im->fmt1));
+    *ks2 = pick_ks(nch2, d->D, maxA, im->sm_count * moe__dec_min_blocks(im->fmt2));
+}
 
 static dws dws_plan(const moe_layer *L, const dec_impl *im, int64_t Tc) {
     dws w;
@@ -597,23 +462,10 @@ static size_t dec_workspace(const moe_layer *L, int64_t T) {
 /* Forward                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static cudaError_t launch_phase(const dec_impl *im, int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid,
-                                size_t smem, cudaStream_t s) {
-    const void *fn = kernel_of(fmt, ph, nt, im->ring);
-    if (!fn) return cudaErrorInvalidDeviceFunction;
-    cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(256, 1, 1);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = a->pdl ? 1 : 0;
-    void *args[1] = {(void *)a};
-    return cudaLaunchKernelExC(&cfg, fn, args);
+static cudaError_t launch_phase(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s) {
+    if (fmt <= MOE_DF_F16) return moe__dec_launch_dense(fmt, ph, nt, a, grid, s);
+    if (fmt <= MOE_DF_MXFP4) return moe__dec_launch_qlegacy(fmt, ph, nt, a, grid, s);
+    return moe__dec_launch_qk(fmt, ph, nt, a, grid, s);
 }
 
 static void set_weight(moe_dec_args *a, int which, const moe_tensor *t) {
@@ -671,9 +523,8 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
         for (int64_t t0 = 0; t0 < T; t0 += im->chunk_t) {
             int64_t Tn = T - t0 < im->chunk_t ? T - t0 : im->chunk_t;
             dws w = dws_plan(L, im, Tn);
-            const int nt = pick_nt(w.TK, E), fold = w.TK <= im->fold_maxp;
-            const dplan p1 = plan_phase(im, 0, nt, im->fmt1, ph1, I, nch1, w.maxA);
-            const dplan p2 = plan_phase(im, 1, nt, im->fmt2, MOE_DEC_DOWN, D, nch2, w.maxA);
+            int ks1, ks2;
+            plan_split(L, im, Tn, &ks1, &ks2);
             char *ws = (char *)fa->ws;
             int *hdr = (int *)(ws + w.hdr), *act_e = (int *)(ws + w.act_e), *act_off = (int *)(ws + w.act_off);
             int *sorted = (int *)(ws + w.sorted);
@@ -682,11 +533,10 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
             const float *wts = fa->w + t0 * K;
             const char *x = (const char *)fa->x + (size_t)(t0 * D) * asz;
             char *out = (char *)fa->out + (size_t)(t0 * D) * asz;
-            if (!fold) {
-                k_route<<<1, 1024, 0, s>>>(ids, (int)w.TK, (int)E, hdr, act_e, act_off, sorted, cnt, w.ncnt,
-                                           (uint32_t *)out, (int64_t)((size_t)(Tn * D) * asz / 4));
-                CK(cudaGetLastError());
-            }
+            k_route<<<1, 1024, 0, s>>>(ids, (int)w.TK, (int)E, hdr, act_e, act_off, sorted, cnt, w.ncnt,
+                                       (uint32_t *)out, (int64_t)((size_t)(Tn * D) * asz / 4));
+            CK(cudaGetLastError());
+            int nt = pick_nt(w.TK, E);
 
             moe_dec_args a;
             memset(&a, 0, sizeof a);
@@ -699,9 +549,7 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
             a.y = (float *)(ws + w.y);
             a.w = wts; a.ids = ids; a.out = out; a.out_type = d->act_type;
             a.counters = cnt;
-            a.ncnt = w.ncnt;
             a.pdl = im->pdl;
-            a.fold = fold;
 
             /* phase 1 */
             moe_dec_args a1 = a;
@@ -715,20 +563,20 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
                 if (im->up_bias.data) set_bias(&a1, 0, &im->up_bias);
             }
             a1.row_bytes = bytes_of(&im->up, D);
-            a1.N = (int)I; a1.C = (int)D; a1.n_chunks = nch1; a1.KS = p1.KS; a1.RW = p1.RW; a1.NS = p1.NS;
+            a1.N = (int)I; a1.C = (int)D; a1.n_chunks = nch1; a1.KS = ks1; a1.RW = 8 / ks1;
             a1.xb = x; a1.ldb = D; a1.xmode = xmode_of(d->act_type, im->fmt1);
-            dim3 g1(p1.gx, (unsigned)w.maxA);
-            CK(launch_phase(im, im->fmt1, ph1, nt, &a1, g1, p1.smem, s));
+            dim3 g1((unsigned)moe__cdiv(I, 16 * a1.RW), (unsigned)w.maxA);
+            CK(launch_phase(im->fmt1, ph1, nt, &a1, g1, s));
 
             /* phase 2 */
             moe_dec_args a2 = a;
             set_weight(&a2, 0, &im->down);
             if (im->down_bias.data) set_bias(&a2, 0, &im->down_bias);
             a2.row_bytes = bytes_of(&im->down, I);
-            a2.N = (int)D; a2.C = (int)I; a2.n_chunks = nch2; a2.KS = p2.KS; a2.RW = p2.RW; a2.NS = p2.NS;
+            a2.N = (int)D; a2.C = (int)I; a2.n_chunks = nch2; a2.KS = ks2; a2.RW = 8 / ks2;
             a2.xb = ws + w.h; a2.ldb = I; a2.xmode = 0;
-            dim3 g2(p2.gx, (unsigned)w.maxA);
-            CK(launch_phase(im, im->fmt2, MOE_DEC_DOWN, nt, &a2, g2, p2.smem, s));
+            dim3 g2((unsigned)moe__cdiv(D, 16 * a2.RW), (unsigned)w.maxA);
+            CK(launch_phase(im->fmt2, MOE_DEC_DOWN, nt, &a2, g2, s));
         }
     }
 out:
@@ -750,25 +598,14 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     int64_t TK = Tc * d->K;
     char up[96] = "";
     if (im->uploaded) snprintf(up, sizeof up, ", %.1f MB of host weights copied to the device at init", im->uploaded / 1e6);
-    const int nt = pick_nt(TK, d->E), fold = TK <= im->fold_maxp;
-    const int64_t maxA = TK < d->E ? TK : d->E;
-    const int ph1 = L->gated ? MOE_DEC_GATE_UP : MOE_DEC_UP;
-    const dplan p1 = plan_phase(im, 0, nt, im->fmt1, ph1, d->I, (int)moe__cdiv(d->D, moe__dec_chunk_cols(im->fmt1)), maxA);
-    const dplan p2 = plan_phase(im, 1, nt, im->fmt2, MOE_DEC_DOWN, d->D, (int)moe__cdiv(d->I, moe__dec_chunk_cols(im->fmt2)), maxA);
-    char r1[64] = "in-register loads", r2[64] = "in-register loads";
-    if (im->ring && moe__dec_uses_ring(im->fmt1, ph1, nt)) snprintf(r1, sizeof r1, "cp.async ring of %d stages", p1.NS);
-    if (im->ring && moe__dec_uses_ring(im->fmt2, MOE_DEC_DOWN, nt)) snprintf(r2, sizeof r2, "cp.async ring of %d stages", p2.NS);
     snprintf(buf, n,
-             "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): %s, "
-             "gate/up (%s; %u x %lld blocks, %d C slices, %s) and down (%u x %lld blocks, %d C slices, %s) kernels "
-             "with weights decoded to %s in registers + mma.sync m16n8k16, %d token tiles of 8 per pass, %s, "
-             "deterministic slot-order combine%s%s",
+             "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): route (1 block, bitonic), "
+             "gate/up (%s) and down kernels with weights decoded to %s in registers + mma.sync m16n8k16, "
+             "%d token tiles of 8 per pass, %s, deterministic slot-order combine%s%s",
              L->backend->name, (long long)T, T > im->chunk_t ? " (in chunks of tokens)" : "",
              moe_type_name(L->up.type), moe_type_name(L->down.type), moe_act_name(d->act),
-             moe_type_name(d->act_type), im->device, im->cc_major, im->sm_count,
-             fold ? "routing inside the expert kernels" : "route (1 block, bitonic)", L->gated ? "fused" : "up only",
-             p1.gx, (long long)maxA, p1.KS, r1, p2.gx, (long long)maxA, p2.KS, r2,
-             im->fmt1 == MOE_DF_F16 ? "f16" : "bf16", nt,
+             moe_type_name(d->act_type), im->device, im->cc_major, im->sm_count, L->gated ? "fused" : "up only",
+             im->fmt1 == MOE_DF_F16 ? "f16" : "bf16", pick_nt(TK, d->E),
              im->pdl ? "programmatic dependent launch" : "plain launches", up,
              im->quant ? ", no repacking (GGUF blocks read in place)" : "");
 }

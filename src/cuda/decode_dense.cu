@@ -1,16 +1,13 @@
 /*
  * Decode expert kernels for bf16 and f16 weights (backend "cuda-decode"):
- * instances of k_dec_ring (decode_kernels.h), launched by src/cuda/decode.cu.
+ * instances of k_dec (decode_kernels.h), launched by src/cuda/decode.cu.
  */
 #include "decode_kernels.h"
 
-static_assert(FmtDense::NP == moe__dec_pieces(MOE_DF_BF16) && FmtDense::NP == moe__dec_pieces(MOE_DF_F16),
-              "FmtDense::NP");
-
-const void *moe__dec_kernel_dense(int fmt, int ph, int nt, int ring) {
+cudaError_t moe__dec_launch_dense(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s) {
     switch (fmt) {
-    case MOE_DF_BF16: return dk_kernel_fmt<FmtDense, __nv_bfloat16>(ph, nt, ring);
-    case MOE_DF_F16: return dk_kernel_fmt<FmtDense, __half>(ph, nt, ring);
+    case MOE_DF_BF16: return dk_launch_fmt<FmtDense, __nv_bfloat16>(ph, nt, a, grid, s);
+    case MOE_DF_F16: return dk_launch_fmt<FmtDense, __half>(ph, nt, a, grid, s);
     }
-    return NULL;
+    return cudaErrorInvalidValue;
 }

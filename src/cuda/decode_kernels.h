@@ -103,33 +103,25 @@ DQ uint32_t dq_comp(const uint4 &v, int i) { return i == 0 ? v.x : i == 1 ? v.y 
 /* dq (8 floats of step s) and xcol (first column of step s in the chunk).  */
 /* ------------------------------------------------------------------------ */
 
-/* bf16 / f16: step s of lane t is columns [32s + 8t, +8) of a 64-column
- * chunk, so that one 16-byte load (or cp.async) of the warp reads 64
- * contiguous bytes of each of its 8 rows: whole 32-byte sectors. (Lane t
- * holding [16t, +16) read half sectors per instruction, and cp.async.cg,
- * which skips L1, then fetched every sector twice from L2: run 3.) */
+/* bf16 / f16: lane t holds columns [16t, 16t+16) of a 64-column chunk. */
 struct FmtDense {
-    enum { MINB = 2, CW = 64, S = 2, QUANT = 0, NP = 2, CG = 1 };
+    enum { MINB = 2, CW = 64, S = 2, QUANT = 0 };
     struct Raw { uint4 v[2]; };
     struct Dec { int unused; };
     DQ void load(Raw &r, const uint8_t *row, int64_t chunk, int t, int C, bool ok) {
 #pragma unroll
         for (int i = 0; i < 2; i++) {
-            int64_t col = chunk * 64 + 32 * i + 8 * t;
+            int64_t col = chunk * 64 + 16 * t + 8 * i;
             r.v[i] = ok && col < C ? dq_ld128(row + col * 2) : make_uint4(0, 0, 0, 0);
         }
     }
     DQ void prep(const Raw &, int, Dec &) {}
-    DQ int xcol(int t, int s) { return 32 * s + 8 * t; }
-    /* piece i of lane t in chunk c = Raw::v[i]: byte offset in the row, and whether it is inside C */
-    DQ int64_t poff(int64_t c, int t, int i) { return (c * 64 + 32 * i + 8 * t) * 2; }
-    DQ bool pok(int64_t c, int t, int i, int C) { return c * 64 + 32 * i + 8 * t < C; }
-    DQ uint4 &piece(Raw &r, int i) { return r.v[i]; }
+    DQ int xcol(int t, int s) { return 16 * t + 8 * s; }
 };
 
 /* Q4_0: a chunk is 8 blocks of 32; lane t holds blocks 2t and 2t+1 (columns [64t, 64t+64)). */
 struct FmtQ4_0 {
-    enum { MINB = 2, CW = 256, S = 8, QUANT = 1, NP = 0 };
+    enum { MINB = 2, CW = 256, S = 8, QUANT = 1 };
     struct Raw { uint32_t d[2]; uint32_t q[2][4]; };
     struct Dec { float d[2]; };
     DQ void load(Raw &r, const uint8_t *row, int64_t chunk, int t, int C, bool ok) {
@@ -166,7 +158,7 @@ struct FmtQ4_0 {
 
 /* Q8_0: as Q4_0, 34-byte blocks of int8. */
 struct FmtQ8_0 {
-    enum { MINB = 1, CW = 256, S = 8, QUANT = 1, NP = 0 };
+    enum { MINB = 1, CW = 256, S = 8, QUANT = 1 };
     struct Raw { uint32_t d[2]; uint32_t q[2][8]; };
     struct Dec { float d[2]; };
     DQ void load(Raw &r, const uint8_t *row, int64_t chunk, int t, int C, bool ok) {
@@ -199,7 +191,7 @@ struct FmtQ8_0 {
 
 /* MXFP4: as Q4_0, 17-byte blocks (byte loads), values 2^(e-128) * kvalue. */
 struct FmtMXFP4 {
-    enum { MINB = 2, CW = 256, S = 8, QUANT = 1, NP = 0 };
+    enum { MINB = 2, CW = 256, S = 8, QUANT = 1 };
     struct Raw { uint32_t e[2]; uint32_t q[2][4]; };
     struct Dec { float d[2]; };
     DQ void load(Raw &r, const uint8_t *row, int64_t chunk, int t, int C, bool ok) {
@@ -251,7 +243,7 @@ DQ void dq_q4k_sm(const uint4 &hdr, int j, int *sc, int *m) {
 /* Q4_K: one super-block per chunk; lane t holds qs[32t, 32t+32): sub-blocks
  * 2t (low nibbles) and 2t+1 (high nibbles), columns [64t, 64t+64). */
 struct FmtQ4_K {
-    enum { MINB = 2, CW = 256, S = 8, QUANT = 1, NP = 3, CG = 0 };
+    enum { MINB = 2, CW = 256, S = 8, QUANT = 1 };
     struct Raw { uint4 hdr; uint4 q[2]; };
     struct Dec { float dl[2], ml[2]; };
     DQ void load(Raw &r, const uint8_t *row, int64_t chunk, int t, int, bool ok) {
@@ -281,15 +273,11 @@ struct FmtQ4_K {
         }
     }
     DQ int xcol(int t, int s) { return 64 * t + 8 * s; }
-    /* Raw as 3 16-byte pieces, in member order */
-    DQ int64_t poff(int64_t c, int t, int i) { return i == 0 ? c * 144 : c * 144 + 16 * i + 32 * t; }
-    DQ bool pok(int64_t, int, int, int) { return true; }
-    DQ uint4 &piece(Raw &r, int i) { return i == 0 ? r.hdr : r.q[i - 1]; }
 };
 
 /* Q5_K: as Q4_K plus the fifth bits, bit (2t + k) of qh[l]. */
 struct FmtQ5_K {
-    enum { MINB = 1, CW = 256, S = 8, QUANT = 1, NP = 5, CG = 0 };
+    enum { MINB = 1, CW = 256, S = 8, QUANT = 1 };
     struct Raw { uint4 hdr; uint4 qh[2]; uint4 q[2]; };
     struct Dec { float dl[2], ml[2]; };
     DQ void load(Raw &r, const uint8_t *row, int64_t chunk, int t, int, bool ok) {
@@ -322,16 +310,12 @@ struct FmtQ5_K {
         }
     }
     DQ int xcol(int t, int s) { return 64 * t + 8 * s; }
-    /* Raw as 5 16-byte pieces, in member order */
-    DQ int64_t poff(int64_t c, int t, int i) { return c * 176 + (i < 3 ? 16 * i : 16 * i + 32 * t); }
-    DQ bool pok(int64_t, int, int, int) { return true; }
-    DQ uint4 &piece(Raw &r, int i) { return i == 0 ? r.hdr : i < 3 ? r.qh[i - 1] : r.q[i - 3]; }
 };
 
 /* Q6_K: lane t = 2h + u holds ql[64h + 32u, +32) (both nibbles: s = u and
  * u + 2), qh[32h, +32) and the four scales of those 64 elements. */
 struct FmtQ6_K {
-    enum { MINB = 1, CW = 256, S = 8, QUANT = 1, NP = 0 };
+    enum { MINB = 1, CW = 256, S = 8, QUANT = 1 };
     struct Raw { uint32_t ql[8], qh[8], sc, d; };
     struct Dec { float dl[4]; };
     DQ void load(Raw &r, const uint8_t *row, int64_t chunk, int t, int, bool ok) {
@@ -372,7 +356,7 @@ struct FmtQ6_K {
 /* Q2_K: lane t = 2h + u holds qs[32h, +32) (2-bit fields s = 2u, 2u+1) and
  * the four scale bytes at 8h + 4u. */
 struct FmtQ2_K {
-    enum { MINB = 1, CW = 256, S = 8, QUANT = 1, NP = 0 };
+    enum { MINB = 1, CW = 256, S = 8, QUANT = 1 };
     struct Raw { uint32_t qs[8], sc, dd; };
     struct Dec { float dl[4], ml[4]; };
     DQ void load(Raw &r, const uint8_t *row, int64_t chunk, int t, int, bool ok) {
@@ -412,7 +396,7 @@ struct FmtQ2_K {
 
 /* Q3_K: the Q2_K split, plus hmask[0, 32) (bit 4h + s) and the 6-bit scales. */
 struct FmtQ3_K {
-    enum { MINB = 1, CW = 256, S = 8, QUANT = 1, NP = 0 };
+    enum { MINB = 1, CW = 256, S = 8, QUANT = 1 };
     struct Raw { uint32_t qs[8], hm[8], sc[3], d; };
     struct Dec { float dl[4]; };
     DQ void load(Raw &r, const uint8_t *row, int64_t chunk, int t, int, bool ok) {
@@ -576,234 +560,27 @@ static __device__ __forceinline__ void dk_grid_launch_dependents(void) {
 #endif
 }
 
-/* ------------------------------------------------------------------------ */
-/* Routing as the expert kernels see it                                      */
-/* ------------------------------------------------------------------------ */
-
-struct dk_route_smem {
-    int key[MOE_DEC_FOLD_MAXP], skey[MOE_DEC_FOLD_MAXP], srt[MOE_DEC_FOLD_MAXP];
-    int act_e[MOE_DEC_FOLD_MAXP], act_off[MOE_DEC_FOLD_MAXP + 1];
-    int wc[2][MOE_DEC_FOLD_MAXP / 32];
-};
-
-struct dk_route {
-    int n_active, e, p0, p1;
-    const int *sorted;
-};
-
-/* a.fold (T*K <= MOE_DEC_FOLD_MAXP): every block sorts the (expert, pair)
- * keys itself (rank by counting, then the heads of the expert runs): the
- * result k_route would write, with no routing launch on the critical path.
- * Otherwise the arrays k_route wrote. Fills e/p0/p1 when blockIdx.y is an
- * active slot. Called by every thread of the block. */
-static __device__ __forceinline__ void dk_route_load(const moe_dec_args &a, dk_route_smem &rs, dk_route &r) {
-    const int j = blockIdx.y;
-    if (!a.fold) {
-        r.n_active = *a.n_active;
-        r.sorted = a.sorted;
-        if (j < r.n_active) {
-            r.e = a.act_e[j];
-            r.p0 = a.act_off[j];
-            r.p1 = a.act_off[j + 1];
-        }
-        return;
-    }
-    constexpr int MP = MOE_DEC_FOLD_MAXP;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, TK = a.T * a.K;
-    if (tid < TK) {
-        int e = a.ids[tid];
-        rs.key[tid] = ((unsigned)e < (unsigned)a.E ? e : a.E) * MP + tid; /* out of range sorts last */
-    }
-    __syncthreads();
-    if (tid < TK) {
-        int k = rs.key[tid], rank = 0;
-        for (int q = 0; q < TK; q++) rank += rs.key[q] < k;
-        rs.skey[rank] = k;
-    }
-    __syncthreads();
-    int head = 0, valid = 0, e = 0;
-    if (tid < TK) {
-        int k = rs.skey[tid];
-        e = k / MP;
-        valid = e < a.E;
-        head = valid && (tid == 0 || rs.skey[tid - 1] / MP != e);
-        rs.srt[tid] = k % MP;
-    }
-    unsigned hb = __ballot_sync(0xffffffffu, head), vb = __ballot_sync(0xffffffffu, valid);
-    if (warp < MP / 32 && lane == 0) {
-        rs.wc[0][warp] = __popc(hb);
-        rs.wc[1][warp] = __popc(vb);
-    }
-    __syncthreads();
-    int before = 0, nh = 0, nv = 0;
-#pragma unroll
-    for (int w = 0; w < MP / 32; w++) {
-        before += w < warp ? rs.wc[0][w] : 0;
-        nh += rs.wc[0][w];
-        nv += rs.wc[1][w];
-    }
-    if (head) {
-        int idx = before + __popc(hb & ((1u << lane) - 1u));
-        rs.act_e[idx] = e;
-        rs.act_off[idx] = tid;
-    }
-    if (tid == 0) rs.act_off[nh] = nv;
-    __syncthreads();
-    r.n_active = nh;
-    r.sorted = rs.srt;
-    if (j < nh) {
-        r.e = rs.act_e[j];
-        r.p0 = rs.act_off[j];
-        r.p1 = rs.act_off[j + 1];
-    }
-}
-
-/* Phase 1 with folded routing zeroes phase 2's arrival counters (phase 2
- * reads them only after its grid-dependency wait, i.e. after this grid). */
-static __device__ __forceinline__ void dk_zero_counters(const moe_dec_args &a) {
-    if (!a.fold) return;
-    const int nb = gridDim.x * gridDim.y, b = blockIdx.y * gridDim.x + blockIdx.x;
-    for (int i = b * 256 + (int)threadIdx.x; i < a.ncnt; i += nb * 256) a.counters[i] = 0;
-}
-
-/* Phase 2, folded routing, no valid pair at all: out of this row block = 0. */
-static __device__ __forceinline__ void dk_zero_out(const moe_dec_args &a) {
-    if (!a.fold || blockIdx.y != 0) return;
-    const int rows = 16 * a.RW, row_base = blockIdx.x * rows;
-    for (int idx = threadIdx.x; idx < a.T * rows; idx += 256) {
-        int tt = idx / rows, n = row_base + (idx - tt * rows);
-        if (n < a.N) dk_store_out(a.out, a.out_type, (int64_t)tt * a.N + n, 0.f);
-    }
-}
-
-/* Slices of C summed in slice order through red [8 warps][NT*NG*4][32]: deterministic. */
-template <int NT, int NG>
-static __device__ __forceinline__ void dk_ks_reduce(float *red, float (&acc)[NT][NG][4], int warp, int ks, int KS,
-                                                    int lane) {
-    constexpr int Q = NT * NG * 4;
-#pragma unroll
-    for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-        for (int gi = 0; gi < NG; gi++)
-#pragma unroll
-            for (int q = 0; q < 4; q++) red[(warp * Q + (nt * NG + gi) * 4 + q) * 32 + lane] = acc[nt][gi][q];
-    __syncthreads();
-    if (ks == 0) {
-        for (int s2 = 1; s2 < KS; s2++)
-#pragma unroll
-            for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-                for (int gi = 0; gi < NG; gi++)
-#pragma unroll
-                    for (int q = 0; q < 4; q++) acc[nt][gi][q] += red[((warp + s2) * Q + (nt * NG + gi) * 4 + q) * 32 + lane];
-    }
-}
-
-/* Writes a warp's finished tile: h (phases 1) or y (phase 2) for pairs
- * sorted[pp + 0 .. m), rows r0 and r1 = r0 + 8. */
-template <typename MT, int PH, int NT, int NG>
-static __device__ __forceinline__ void dk_epilogue(const moe_dec_args &a, const float (&acc)[NT][NG][4],
-                                                   const int *sorted, int pp, int m, int e, int r0, int r1, int t) {
-#pragma unroll
-    for (int nt = 0; nt < NT; nt++) {
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-            int row = q < 2 ? r0 : r1, ci = nt * 8 + 2 * t + (q & 1);
-            if (ci >= m || row >= a.N) continue;
-            int pair = sorted[pp + ci];
-            if (PH == MOE_DEC_DOWN) {
-                float v = acc[nt][0][q];
-                if (a.b0) v += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
-                a.y[(int64_t)pair * a.N + row] = a.w[pair] * v;
-            } else {
-                float gv = 0.f, uv;
-                if (PH == MOE_DEC_GATE_UP) {
-                    gv = acc[nt][0][q];
-                    if (a.b0) gv += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
-                    uv = acc[nt][NG - 1][q];
-                    if (a.b1) uv += dk_bias(a.b1, a.b1_type, (int64_t)e * a.b1_se + (int64_t)row * a.b1_sn);
-                } else {
-                    uv = acc[nt][0][q];
-                    if (a.b0) uv += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
-                }
-                float hv = dk_act(a.act, gv, uv, a.alpha, a.limit);
-                ((unsigned short *)a.h)[(int64_t)pair * a.N + row] = (unsigned short)(dk_pack<MT>(hv, 0.f) & 0xffffu);
-            }
-        }
-    }
-}
-
-/* Phase 2: the last expert block of this row block sums the K slots of every
- * token in slot order into out (int arrival counter, no float atomics). */
-static __device__ __forceinline__ void dk_combine(const moe_dec_args &a, int n_active, int *s_last) {
-    const int tid = threadIdx.x, rows = 16 * a.RW, row_base = blockIdx.x * rows;
-    __syncthreads();
-    if (tid == 0) {
-        __threadfence();
-        unsigned prev = atomicAdd(a.counters + blockIdx.x, 1u);
-        *s_last = prev == (unsigned)(n_active - 1);
-    }
-    __syncthreads();
-    if (!*s_last) return;
-    __threadfence();
-    for (int idx = tid; idx < a.T * rows; idx += 256) {
-        int tt = idx / rows, n = row_base + (idx - tt * rows);
-        if (n >= a.N) continue;
-        float s = 0.f;
-        for (int k = 0; k < a.K; k++) {
-            int id = a.ids[(int64_t)tt * a.K + k];
-            if ((unsigned)id >= (unsigned)a.E) continue;
-            s += __ldcg(a.y + ((int64_t)tt * a.K + k) * a.N + n);
-        }
-        dk_store_out(a.out, a.out_type, (int64_t)tt * a.N + n, s);
-    }
-    if (tid == 0) a.counters[blockIdx.x] = 0;
-}
-
-/* The B rows (x rows in phase 1, h rows in phase 2) of token tile nt: the
- * pair's row for lane group g, NULL past the m pairs of this pass. */
-template <int PH, int NT>
-static __device__ __forceinline__ void dk_brows(const moe_dec_args &a, const int *sorted, int pp, int m, int g,
-                                                const char *(&brow)[NT]) {
-    const size_t bes = PH == MOE_DEC_DOWN ? 2 : (a.xmode == 1 ? 4 : 2); /* bytes per B element */
-#pragma unroll
-    for (int nt = 0; nt < NT; nt++) {
-        int ci = nt * 8 + g;
-        brow[nt] = nullptr;
-        if (ci < m) {
-            int pair = sorted[pp + ci];
-            int64_t r = PH == MOE_DEC_DOWN ? pair : pair / a.K;
-            brow[nt] = (const char *)a.xb + (size_t)r * (size_t)a.ldb * bes;
-        }
-    }
-}
-
 /*
- * The expert kernel with in-register loads: every format (those without
- * NP always; the others when the ring is off, MOE_DECODE_RING=0). grid = (row blocks of 16 * RW
- * rows, active expert slots), 256 threads = 8 warps = RW row groups x KS
- * slices of C. PH: MOE_DEC_GATE_UP, MOE_DEC_UP (non-gated) or MOE_DEC_DOWN.
- * NT: token tiles of 8 per pass over the weights (an expert with more pairs
- * than 8 * NT takes several passes).
+ * The expert kernel. grid = (row blocks of 16 * RW rows, active expert slots),
+ * 256 threads = 8 warps = RW row groups x KS slices of C. PH: MOE_DEC_GATE_UP,
+ * MOE_DEC_UP (non-gated) or MOE_DEC_DOWN. NT: token tiles of 8 per pass over
+ * the weights (an expert with more pairs than 8 * NT takes several passes).
  */
 template <typename FM, typename MT, int PH, int NT>
 __global__ void __launch_bounds__(256, FM::MINB) k_dec(const moe_dec_args a) {
     constexpr int NR = PH == MOE_DEC_GATE_UP ? 4 : 2; /* row fragments per warp */
     constexpr int NG = PH == MOE_DEC_GATE_UP ? 2 : 1; /* accumulator sets */
     constexpr int U = FM::QUANT ? 1 : 2;              /* chunks whose loads are issued together */
-    __shared__ float red[8 * NT * NG * 4 * 32];
-    __shared__ dk_route_smem rs;
+    __shared__ float red[8][NT * NG * 4][32];
     __shared__ int s_last;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int j = blockIdx.y;
 
     dk_grid_wait();
     dk_grid_launch_dependents();
-    dk_route r;
-    dk_route_load(a, rs, r);
-    if (PH != MOE_DEC_DOWN) dk_zero_counters(a);
-    if (PH == MOE_DEC_DOWN && r.n_active == 0) dk_zero_out(a);
-    if ((int)blockIdx.y >= r.n_active) return;
-    const int e = r.e;
+    const int n_active = *a.n_active;
+    if (j >= n_active) return;
+    const int e = a.act_e[j], p0 = a.act_off[j], p1 = a.act_off[j + 1];
     const int KS = a.KS, rg = warp / KS, ks = warp - rg * KS;
     const int row_base = blockIdx.x * 16 * a.RW;
     const int r0 = row_base + rg * 16 + g, r1 = r0 + 8;
@@ -816,11 +593,21 @@ __global__ void __launch_bounds__(256, FM::MINB) k_dec(const moe_dec_args a) {
         wrow[NR - 1] = a.w1 + (int64_t)e * a.w1_se + (int64_t)r1 * a.w1_sn;
     }
     const int c_beg = (int)((int64_t)ks * a.n_chunks / KS), c_end = (int)((int64_t)(ks + 1) * a.n_chunks / KS);
+    const size_t bes = PH == MOE_DEC_DOWN ? 2 : (a.xmode == 1 ? 4 : 2); /* bytes per B element */
 
-    for (int pp = r.p0; pp < r.p1; pp += NT * 8) {
-        const int m = min(NT * 8, r.p1 - pp);
+    for (int pp = p0; pp < p1; pp += NT * 8) {
+        const int m = min(NT * 8, p1 - pp);
         const char *brow[NT];
-        dk_brows<PH, NT>(a, r.sorted, pp, m, g, brow);
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            int ci = nt * 8 + g;
+            brow[nt] = nullptr;
+            if (ci < m) {
+                int pair = a.sorted[pp + ci];
+                int64_t r = PH == MOE_DEC_DOWN ? pair : pair / a.K;
+                brow[nt] = (const char *)a.xb + (size_t)r * (size_t)a.ldb * bes;
+            }
+        }
         float acc[NT][NG][4];
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
@@ -829,277 +616,144 @@ __global__ void __launch_bounds__(256, FM::MINB) k_dec(const moe_dec_args a) {
 #pragma unroll
                 for (int q = 0; q < 4; q++) acc[nt][gi][q] = 0.f;
 
-        for (int c0 = c_beg; c0 < c_end; c0 += U) {
+        for (int c = c_beg; c < c_end; c += U) {
             typename FM::Raw R[U][NR];
 #pragma unroll
             for (int u = 0; u < U; u++)
 #pragma unroll
-                for (int rr = 0; rr < NR; rr++)
-                    FM::load(R[u][rr], wrow[rr], c0 + u, t, a.C, (rr & 1 ? ok1 : ok0) && c0 + u < c_end);
+                for (int r = 0; r < NR; r++) FM::load(R[u][r], wrow[r], c + u, t, a.C, (r & 1 ? ok1 : ok0) && c + u < c_end);
 #pragma unroll
-          for (int u = 0; u < U; u++) {
-            const int c = c0 + u;
-            if (c >= c_end) break;
-            typename FM::Dec D[NR];
+            for (int u = 0; u < U; u++) {
+                if (c + u >= c_end) break;
+                typename FM::Dec D[NR];
 #pragma unroll
-            for (int rr = 0; rr < NR; rr++) FM::prep(R[u][rr], t, D[rr]);
+                for (int r = 0; r < NR; r++) FM::prep(R[u][r], t, D[r]);
 #pragma unroll
-            for (int s = 0; s < FM::S; s++) {
-                uint4 A[NR];
+                for (int s = 0; s < FM::S; s++) {
+                    uint4 A[NR];
 #pragma unroll
-                for (int rr = 0; rr < NR; rr++) A[rr] = dk_frag<FM, MT>(R[u][rr], D[rr], t, s);
-                const int col = c * FM::CW + FM::xcol(t, s);
+                    for (int r = 0; r < NR; r++) A[r] = dk_frag<FM, MT>(R[u][r], D[r], t, s);
+                    const int col = (c + u) * FM::CW + FM::xcol(t, s);
 #pragma unroll
-                for (int nt = 0; nt < NT; nt++) {
-                    if (nt * 8 >= m) break;
-                    uint4 b = dk_loadb<MT>(brow[nt], col, a.C, PH == MOE_DEC_DOWN ? 0 : a.xmode);
+                    for (int nt = 0; nt < NT; nt++) {
+                        if (nt * 8 >= m) break;
+                        uint4 b = dk_loadb<MT>(brow[nt], col, a.C, PH == MOE_DEC_DOWN ? 0 : a.xmode);
 #pragma unroll
-                    for (int gi = 0; gi < NG; gi++) {
-                        dk_mma<MT>(acc[nt][gi], A[2 * gi].x, A[2 * gi + 1].x, A[2 * gi].y, A[2 * gi + 1].y, b.x, b.y);
-                        dk_mma<MT>(acc[nt][gi], A[2 * gi].z, A[2 * gi + 1].z, A[2 * gi].w, A[2 * gi + 1].w, b.z, b.w);
+                        for (int gi = 0; gi < NG; gi++) {
+                            dk_mma<MT>(acc[nt][gi], A[2 * gi].x, A[2 * gi + 1].x, A[2 * gi].y, A[2 * gi + 1].y, b.x, b.y);
+                            dk_mma<MT>(acc[nt][gi], A[2 * gi].z, A[2 * gi + 1].z, A[2 * gi].w, A[2 * gi + 1].w, b.z, b.w);
+                        }
                     }
                 }
             }
-          }
         }
-        if (KS > 1) dk_ks_reduce<NT, NG>(red, acc, warp, ks, KS, lane);
-        if (ks == 0) dk_epilogue<MT, PH, NT, NG>(a, acc, r.sorted, pp, m, e, r0, r1, t);
-        if (KS > 1) __syncthreads();
-    }
-    if (PH == MOE_DEC_DOWN) dk_combine(a, r.n_active, &s_last);
-}
-
-/* ---- cp.async: 16 bytes global -> shared, zero-filled when !ok. CG: skip
- * L1 (formats whose warp instruction reads whole sectors); else .ca, so that
- * the second half of a sector read by the next piece hits L1 ---- */
-template <int CG>
-static __device__ __forceinline__ void dk_cp16(uint4 *dst, const void *src, bool ok) {
-    unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
-    if (CG)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src), "r"(ok ? 16 : 0) : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src), "r"(ok ? 16 : 0) : "memory");
-}
-static __device__ __forceinline__ void dk_cp_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-#define DK_CPW(n) \
-    case n: asm volatile("cp.async.wait_group " #n ";\n" ::: "memory"); break
-/* Waits until at most n (0..14) of this thread's cp.async groups are pending. */
-static __device__ __forceinline__ void dk_cp_wait(int n) {
-    switch (n) {
-        DK_CPW(0); DK_CPW(1); DK_CPW(2); DK_CPW(3); DK_CPW(4); DK_CPW(5); DK_CPW(6); DK_CPW(7);
-        DK_CPW(8); DK_CPW(9); DK_CPW(10); DK_CPW(11); DK_CPW(12); DK_CPW(13);
-    default: asm volatile("cp.async.wait_group 14;\n" ::: "memory"); break;
-    }
-}
-#undef DK_CPW
-
-/* Issues the weight pieces of chunk c (rows wrow, NP 16-byte pieces each)
- * into ring slot `slot` of this lane: lane-private, so no barrier is needed. */
-template <typename FM, int NR>
-static __device__ __forceinline__ void dk_issue(uint4 *ring, int slot, const uint8_t *const (&wrow)[NR],
-                                                const bool (&okr)[NR], int c, int c_end, int t, int C,
-                                                const uint8_t *safe) {
-    constexpr int NP = FM::NP;
-#pragma unroll
-    for (int rr = 0; rr < NR; rr++)
-#pragma unroll
-        for (int i = 0; i < NP; i++) {
-            bool ok = okr[rr] && c < c_end && FM::pok(c, t, i, C);
-            dk_cp16<FM::CG>(ring + ((slot * NR + rr) * NP + i) * 32, ok ? (const void *)(wrow[rr] + FM::poff(c, t, i)) : safe,
-                    ok);
-        }
-}
-
-/*
- * The expert kernel for formats whose lane bytes are 16-byte pieces (FM::NP:
- * bf16, f16, Q4_K, Q5_K). Same work split and results as k_dec, but each
- * warp streams its chunks through a lane-private ring of a.NS stages in
- * shared memory (cp.async): NS - 1 chunks of loads stay in flight while one
- * is decoded. Phase 2 issues its first NS - 1 chunks of down weights before
- * waiting on phase 1 (they depend only on the routing), so under PDL they
- * load while phase 1 ends. B fragments (x or h, L2-resident) are loaded one
- * chunk ahead into registers where they fit (NT * S <= 4).
- * Dynamic shared memory: 8 * NS * NR * NP * 512 bytes (the ring; also the
- * slice-reduction buffer once a pass's ring is drained).
- */
-template <typename FM, typename MT, int PH, int NT>
-__global__ void __launch_bounds__(256, FM::QUANT ? FM::MINB : (NT == 1 ? 3 : 2)) k_dec_ring(const moe_dec_args a) {
-    constexpr int NR = PH == MOE_DEC_GATE_UP ? 4 : 2;
-    constexpr int NG = PH == MOE_DEC_GATE_UP ? 2 : 1;
-    constexpr int NP = FM::NP, S = FM::S;
-    /* B fragments: prefetched a chunk ahead (BPF), loaded at the top of each
-     * chunk (BTOP), or per step (neither), by register budget */
-    constexpr bool BPF = NT * S * NG <= 2, BTOP = !BPF && NT * S * NG <= 4;
-    extern __shared__ uint4 dk_ring[];
-    __shared__ dk_route_smem rs;
-    __shared__ int s_last;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-    const int NS = a.NS;
-
-    if (PH != MOE_DEC_DOWN) {
-        dk_grid_wait();
-        dk_grid_launch_dependents();
-    }
-    /* phase 2 reads the routing before its wait: the ids (folded) or k_route's
-     * arrays were complete before phase 1 passed its own wait */
-    dk_route r;
-    dk_route_load(a, rs, r);
-    if (PH != MOE_DEC_DOWN) dk_zero_counters(a);
-    if (PH == MOE_DEC_DOWN && r.n_active == 0) {
-        dk_grid_wait();
-        dk_zero_out(a);
-    }
-    if ((int)blockIdx.y >= r.n_active) return;
-    const int e = r.e;
-    const int KS = a.KS, rg = warp / KS, ks = warp - rg * KS;
-    const int row_base = blockIdx.x * 16 * a.RW;
-    const int r0 = row_base + rg * 16 + g, r1 = r0 + 8;
-    const uint8_t *wrow[NR];
-    bool okr[NR];
-    wrow[0] = a.w0 + (int64_t)e * a.w0_se + (int64_t)r0 * a.w0_sn;
-    wrow[1] = a.w0 + (int64_t)e * a.w0_se + (int64_t)r1 * a.w0_sn;
-    if constexpr (NR == 4) {
-        wrow[NR - 2] = a.w1 + (int64_t)e * a.w1_se + (int64_t)r0 * a.w1_sn;
-        wrow[NR - 1] = a.w1 + (int64_t)e * a.w1_se + (int64_t)r1 * a.w1_sn;
-    }
-#pragma unroll
-    for (int rr = 0; rr < NR; rr++) okr[rr] = (rr & 1 ? r1 : r0) < a.N;
-    const int c_beg = (int)((int64_t)ks * a.n_chunks / KS), c_end = (int)((int64_t)(ks + 1) * a.n_chunks / KS);
-    const int nck = c_end - c_beg;
-    uint4 *ring = dk_ring + (size_t)warp * NS * (NR * NP * 32) + lane;
-
-#pragma unroll 1
-    for (int s = 0; s < NS - 1; s++) {
-        if (s < nck) dk_issue<FM, NR>(ring, s, wrow, okr, c_beg + s, c_end, t, a.C, a.w0);
-        dk_cp_commit();
-    }
-    if (PH == MOE_DEC_DOWN) {
-        dk_grid_wait();
-        dk_grid_launch_dependents();
-    }
-    const int xmode = PH == MOE_DEC_DOWN ? 0 : a.xmode;
-
-    for (int pp = r.p0; pp < r.p1; pp += NT * 8) {
-        if (pp != r.p0) {
-#pragma unroll 1
-            for (int s = 0; s < NS - 1; s++) {
-                if (s < nck) dk_issue<FM, NR>(ring, s, wrow, okr, c_beg + s, c_end, t, a.C, a.w0);
-                dk_cp_commit();
-            }
-        }
-        const int m = min(NT * 8, r.p1 - pp);
-        const char *brow[NT];
-        dk_brows<PH, NT>(a, r.sorted, pp, m, g, brow);
-        float acc[NT][NG][4];
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int gi = 0; gi < NG; gi++)
-#pragma unroll
-                for (int q = 0; q < 4; q++) acc[nt][gi][q] = 0.f;
-        uint4 bc[BPF || BTOP ? NT : 1][BPF || BTOP ? S : 1];
-        if constexpr (BPF) {
-#pragma unroll
-            for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-                for (int s = 0; s < S; s++)
-                    bc[nt][s] = dk_loadb<MT>(brow[nt], c_beg * FM::CW + FM::xcol(t, s), a.C, xmode);
-        }
-        int slot = 0, islot = NS - 1;
-#pragma unroll 1
-        for (int i = 0; i < nck; i++) {
-            const int c = c_beg + i;
-            uint4 bn[BPF ? NT : 1][BPF ? S : 1];
-#pragma unroll
-            for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-                for (int s = 0; s < S; s++) {
-                    if constexpr (BPF)
-                        bn[nt][s] = i + 1 < nck ? dk_loadb<MT>(brow[nt], (c + 1) * FM::CW + FM::xcol(t, s), a.C, xmode)
-                                                : make_uint4(0, 0, 0, 0);
-                    else if constexpr (BTOP)
-                        bc[nt][s] = dk_loadb<MT>(brow[nt], c * FM::CW + FM::xcol(t, s), a.C, xmode);
-                }
-            dk_cp_wait(NS - 2);
-            const uint4 *cur = ring + slot * (NR * NP * 32);
-            /* quant: the scales (piece 0) decoded once per chunk; each step
-             * re-reads from the ring only the pieces it decodes (the rest are
-             * dead loads, removed), which keeps the lane's registers free */
-            typename FM::Dec D[NR];
-            if constexpr (FM::QUANT) {
-#pragma unroll
-                for (int rr = 0; rr < NR; rr++) {
-                    typename FM::Raw R0;
-                    FM::piece(R0, 0) = cur[(rr * NP) * 32];
-                    FM::prep(R0, t, D[rr]);
-                }
-            }
-            if (i + NS - 1 < nck) dk_issue<FM, NR>(ring, islot, wrow, okr, c + NS - 1, c_end, t, a.C, a.w0);
-            dk_cp_commit();
-            slot = slot + 1 == NS ? 0 : slot + 1;
-            islot = islot + 1 == NS ? 0 : islot + 1;
-#pragma unroll
-            for (int s = 0; s < S; s++) {
-                uint4 A[NR];
-#pragma unroll
-                for (int rr = 0; rr < NR; rr++) {
-                    if constexpr (FM::QUANT) {
-                        typename FM::Raw Rs;
-#pragma unroll
-                        for (int p = 0; p < NP; p++) FM::piece(Rs, p) = cur[(rr * NP + p) * 32];
-                        A[rr] = dk_frag<FM, MT>(Rs, D[rr], t, s);
-                    }
-                    else A[rr] = cur[(rr * NP + s) * 32]; /* dense: piece s is step s's fragment */
-                }
-#pragma unroll
-                for (int nt = 0; nt < NT; nt++) {
-                    if (nt * 8 >= m) break;
-                    uint4 b;
-                    if constexpr (BPF || BTOP) b = bc[nt][s];
-                    else b = dk_loadb<MT>(brow[nt], c * FM::CW + FM::xcol(t, s), a.C, xmode);
-#pragma unroll
-                    for (int gi = 0; gi < NG; gi++) {
-                        dk_mma<MT>(acc[nt][gi], A[2 * gi].x, A[2 * gi + 1].x, A[2 * gi].y, A[2 * gi + 1].y, b.x, b.y);
-                        dk_mma<MT>(acc[nt][gi], A[2 * gi].z, A[2 * gi + 1].z, A[2 * gi].w, A[2 * gi + 1].w, b.z, b.w);
-                    }
-                }
-            }
-            if constexpr (BPF) {
-#pragma unroll
-                for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-                    for (int s = 0; s < S; s++) bc[nt][s] = bn[nt][s];
-            }
-        }
-        dk_cp_wait(0);
+        /* slices of C summed in slice order: deterministic */
         if (KS > 1) {
-            __syncthreads(); /* every warp is done with its ring: reuse it for the reduction */
-            dk_ks_reduce<NT, NG>((float *)dk_ring, acc, warp, ks, KS, lane);
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int gi = 0; gi < NG; gi++)
+#pragma unroll
+                    for (int q = 0; q < 4; q++) red[warp][(nt * NG + gi) * 4 + q][lane] = acc[nt][gi][q];
+            __syncthreads();
+            if (ks == 0) {
+                for (int s2 = 1; s2 < KS; s2++)
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                        for (int gi = 0; gi < NG; gi++)
+#pragma unroll
+                            for (int q = 0; q < 4; q++) acc[nt][gi][q] += red[warp + s2][(nt * NG + gi) * 4 + q][lane];
+            }
         }
-        if (ks == 0) dk_epilogue<MT, PH, NT, NG>(a, acc, r.sorted, pp, m, e, r0, r1, t);
+        if (ks == 0) {
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    int row = q < 2 ? r0 : r1, ci = nt * 8 + 2 * t + (q & 1);
+                    if (ci >= m || row >= a.N) continue;
+                    int pair = a.sorted[pp + ci];
+                    if (PH == MOE_DEC_DOWN) {
+                        float v = acc[nt][0][q];
+                        if (a.b0) v += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
+                        a.y[(int64_t)pair * a.N + row] = a.w[pair] * v;
+                    } else {
+                        float gv = 0.f, uv;
+                        if (PH == MOE_DEC_GATE_UP) {
+                            gv = acc[nt][0][q];
+                            if (a.b0) gv += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
+                            uv = acc[nt][NG - 1][q];
+                            if (a.b1) uv += dk_bias(a.b1, a.b1_type, (int64_t)e * a.b1_se + (int64_t)row * a.b1_sn);
+                        } else {
+                            uv = acc[nt][0][q];
+                            if (a.b0) uv += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
+                        }
+                        float hv = dk_act(a.act, gv, uv, a.alpha, a.limit);
+                        ((unsigned short *)a.h)[(int64_t)pair * a.N + row] =
+                            (unsigned short)(dk_pack<MT>(hv, 0.f) & 0xffffu);
+                    }
+                }
+            }
+        }
         if (KS > 1) __syncthreads();
     }
-    if (PH == MOE_DEC_DOWN) dk_combine(a, r.n_active, &s_last);
+
+    if (PH == MOE_DEC_DOWN) {
+        /* the last expert block of this row block sums the slots of every token */
+        __syncthreads();
+        if (tid == 0) {
+            __threadfence();
+            unsigned prev = atomicAdd(a.counters + blockIdx.x, 1u);
+            s_last = prev == (unsigned)(n_active - 1);
+        }
+        __syncthreads();
+        if (s_last) {
+            __threadfence();
+            const int rows = 16 * a.RW;
+            for (int idx = tid; idx < a.T * rows; idx += 256) {
+                int tt = idx / rows, n = row_base + (idx - tt * rows);
+                if (n >= a.N) continue;
+                float s = 0.f;
+                for (int k = 0; k < a.K; k++) {
+                    int id = a.ids[(int64_t)tt * a.K + k];
+                    if ((unsigned)id >= (unsigned)a.E) continue;
+                    s += __ldcg(a.y + ((int64_t)tt * a.K + k) * a.N + n);
+                }
+                dk_store_out(a.out, a.out_type, (int64_t)tt * a.N + n, s);
+            }
+            if (tid == 0) a.counters[blockIdx.x] = 0;
+        }
+    }
 }
 
-/* The kernel of format FM for phase ph and NT = 1 or 4 (nt > 1). */
 template <typename FM, typename MT, int PH, int NT>
-static const void *dk_kernel_one(int ring) {
-    if constexpr (FM::NP > 0 && !(FM::QUANT && PH != MOE_DEC_DOWN && NT > 1)) /* = moe__dec_uses_ring */
-        if (ring) return (const void *)k_dec_ring<FM, MT, PH, NT>;
-    return (const void *)k_dec<FM, MT, PH, NT>;
-}
-template <typename FM, typename MT, int PH>
-static const void *dk_kernel_nt(int nt, int ring) {
-    return nt > 1 ? dk_kernel_one<FM, MT, PH, 4>(ring) : dk_kernel_one<FM, MT, PH, 1>(ring);
-}
-template <typename FM, typename MT>
-static const void *dk_kernel_fmt(int ph, int nt, int ring) {
-    if (ph == MOE_DEC_GATE_UP) return dk_kernel_nt<FM, MT, MOE_DEC_GATE_UP>(nt, ring);
-    if (ph == MOE_DEC_UP) return dk_kernel_nt<FM, MT, MOE_DEC_UP>(nt, ring);
-    return dk_kernel_nt<FM, MT, MOE_DEC_DOWN>(nt, ring);
+static cudaError_t dk_launch_one(const moe_dec_args *a, dim3 grid, cudaStream_t s) {
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(256, 1, 1);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = a->pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, k_dec<FM, MT, PH, NT>, *a);
 }
 
+template <typename FM, typename MT>
+static cudaError_t dk_launch_fmt(int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s) {
+    if (nt <= 1) {
+        if (ph == MOE_DEC_GATE_UP) return dk_launch_one<FM, MT, MOE_DEC_GATE_UP, 1>(a, grid, s);
+        if (ph == MOE_DEC_UP) return dk_launch_one<FM, MT, MOE_DEC_UP, 1>(a, grid, s);
+        return dk_launch_one<FM, MT, MOE_DEC_DOWN, 1>(a, grid, s);
+    }
+    if (ph == MOE_DEC_GATE_UP) return dk_launch_one<FM, MT, MOE_DEC_GATE_UP, 4>(a, grid, s);
+    if (ph == MOE_DEC_UP) return dk_launch_one<FM, MT, MOE_DEC_UP, 4>(a, grid, s);
+    return dk_launch_one<FM, MT, MOE_DEC_DOWN, 4>(a, grid, s);
+}
 #endif /* __CUDACC__ */
 
 #endif

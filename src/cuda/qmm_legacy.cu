@@ -5,15 +5,11 @@
  */
 #include "decode_kernels.h"
 
-static_assert(FmtQ4_0::NP == moe__dec_pieces(MOE_DF_Q4_0) && FmtQ8_0::NP == moe__dec_pieces(MOE_DF_Q8_0) &&
-                  FmtMXFP4::NP == moe__dec_pieces(MOE_DF_MXFP4),
-              "FM::NP");
-
-const void *moe__dec_kernel_qlegacy(int fmt, int ph, int nt, int ring) {
+cudaError_t moe__dec_launch_qlegacy(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s) {
     switch (fmt) {
-    case MOE_DF_Q4_0: return dk_kernel_fmt<FmtQ4_0, __nv_bfloat16>(ph, nt, ring);
-    case MOE_DF_Q8_0: return dk_kernel_fmt<FmtQ8_0, __nv_bfloat16>(ph, nt, ring);
-    case MOE_DF_MXFP4: return dk_kernel_fmt<FmtMXFP4, __nv_bfloat16>(ph, nt, ring);
+    case MOE_DF_Q4_0: return dk_launch_fmt<FmtQ4_0, __nv_bfloat16>(ph, nt, a, grid, s);
+    case MOE_DF_Q8_0: return dk_launch_fmt<FmtQ8_0, __nv_bfloat16>(ph, nt, a, grid, s);
+    case MOE_DF_MXFP4: return dk_launch_fmt<FmtMXFP4, __nv_bfloat16>(ph, nt, a, grid, s);
     }
-    return NULL;
+    return cudaErrorInvalidValue;
 }
