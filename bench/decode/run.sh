@@ -20,8 +20,7 @@ if ! { [ -x $TESTS ] && [ -x $BENCH ] && $TESTS nothing_matches > /dev/null 2>&1
   TESTS=build-gpu/tests/moe-tests; BENCH=build-gpu/bench_decode
 fi
 export MOE_TEST_SEED=${MOE_TEST_SEED:-12345}
-( timeout 100 $TESTS cuda_decode; MOE_DECODE_RING=1 timeout 100 $TESTS cuda_decode
-  timeout 100 $TESTS cuda_quant; MOE_DECODE_RING=1 timeout 100 $TESTS cuda_quant_cases ) > "$OUT/tests.log" 2>&1
+( timeout 100 $TESTS cuda_decode; timeout 100 $TESTS cuda_quant ) > "$OUT/tests.log" 2>&1
 ( timeout 60 compute-sanitizer --tool memcheck $TESTS cuda_decode_bad_ids
   timeout 60 compute-sanitizer --tool racecheck $TESTS cuda_decode_bad_ids
   timeout 40 compute-sanitizer --tool memcheck $TESTS cuda_decode_graph ) > "$OUT/sanitizer.log" 2>&1
