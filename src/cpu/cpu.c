@@ -472,7 +472,9 @@ static void put_row(const impl *im, moe__cpu_xf f, int offset, int layout, const
         im->isa->quant_q8(v, c0, n, C, offset, layout, row);
     } else if (f == MOE__XF_BF16) {
         uint16_t *r = (uint16_t *)row;
-        for (int64_t i = 0; i < n; i++) r[c0 + i] = moe__f32_to_bf16(v[i]);
+        if (im->isa->to_bf16) im->isa->to_bf16(v, r + c0, n);
+        else
+            for (int64_t i = 0; i < n; i++) r[c0 + i] = moe__f32_to_bf16(v[i]);
         if (c0 + n == C)
             for (int64_t i = C; i < cp; i++) r[i] = 0;
     } else {
@@ -510,8 +512,12 @@ static void phase_tokens(job *j, int tid) {
         if (t0 >= j->T) break;
         int64_t t1 = t0 + 8 < j->T ? t0 + 8 : j->T;
         for (int64_t t = t0; t < t1; t++) {
-            for (int64_t c = 0; c < j->D; c++) tmp[c] = load_act(d->act_type, j->a->x, t * j->D + c);
-            put_row(im, im->xf_in, im->off_in, im->lay_in, tmp, 0, j->D, j->D, j->xa + (size_t)t * im->sx);
+            const float *v = (const float *)j->a->x + t * j->D;
+            if (d->act_type != MOE_TYPE_F32) {
+                for (int64_t c = 0; c < j->D; c++) tmp[c] = load_act(d->act_type, j->a->x, t * j->D + c);
+                v = tmp;
+            }
+            put_row(im, im->xf_in, im->off_in, im->lay_in, v, 0, j->D, j->D, j->xa + (size_t)t * im->sx);
             memset(j->acc + t * j->D, 0, (size_t)j->D * 4);
         }
         atomic_fetch_add(&j->done[0], 1);
@@ -562,11 +568,14 @@ static void gate_up_task(job *j, int tid, int64_t e, int64_t i0, int64_t i1) {
             ku(rr, nb, wu + (r - i0) * us, us, xp, C, u + (r - i0), TILE_I_MAX);
         }
         for (int n = 0; n < nb; n++) {
-            for (int64_t i = i0; i < i1; i++) {
-                float gv = gated ? g[n * TILE_I_MAX + (i - i0)] + (bg ? bg[i] : 0.0f) : 0.0f;
-                float uv = u[n * TILE_I_MAX + (i - i0)] + (bu ? bu[i] : 0.0f);
-                hrow[i - i0] = act_apply(d->act, gv, uv, d->alpha, d->limit);
-            }
+            if (!isa->act || !isa->act(d->act, gated ? g + n * TILE_I_MAX : NULL, u + n * TILE_I_MAX,
+                                       gated && bg ? bg + i0 : NULL, bu ? bu + i0 : NULL, hrow, i1 - i0, d->alpha,
+                                       d->limit))
+                for (int64_t i = i0; i < i1; i++) {
+                    float gv = gated ? g[n * TILE_I_MAX + (i - i0)] + (bg ? bg[i] : 0.0f) : 0.0f;
+                    float uv = u[n * TILE_I_MAX + (i - i0)] + (bu ? bu[i] : 0.0f);
+                    hrow[i - i0] = act_apply(d->act, gv, uv, d->alpha, d->limit);
+                }
             put_row(im, im->xf_h, im->off_h, im->lay_h, hrow, i0, i1 - i0, I, j->hq + (size_t)(pb + n) * im->sh);
         }
     }

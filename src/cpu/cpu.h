@@ -112,6 +112,13 @@ typedef struct moe__cpu_isa {
     void (*quant_q8)(const float *x, int64_t c0, int64_t n, int64_t C, int offset, int layout, void *row);
     /* the q8 layout (MOE__Q8_* flags) each q8 kernel reads */
     unsigned char q8_layout[MOE__KK_COUNT];
+    /* Optional (NULL: the scalar loops in cpu.c). h[i] = act(g[i] + bg[i],
+     * u[i] + bu[i]) for i < n (g, bg, bu may be NULL when unused); returns 0
+     * and writes nothing for an activation it does not vectorise. */
+    int (*act)(moe_act act, const float *g, const float *u, const float *bg, const float *bu, float *h, int64_t n,
+               float alpha, float limit);
+    /* y[i] = bf16 of x[i] (round to nearest even, NaN kept quiet), i < n: the same bits as moe__f32_to_bf16 */
+    void (*to_bf16)(const float *x, uint16_t *y, int64_t n);
 } moe__cpu_isa;
 
 extern const moe__cpu_isa moe__cpu_isa_scalar;

@@ -8,6 +8,7 @@
 #include "blocks.h"
 
 #include <immintrin.h>
+#include <math.h>
 
 #define VL 16
 #define RMAX 4
@@ -224,6 +225,151 @@ static inline vi q6k_chunk(const moe_block_q6_k *b, int ch) {
     return _mm512_ternarylogic_epi32(ql, hb, _mm512_set1_epi8(0x0f), 0xEC); /* (ql & 0x0f) | hb */
 }
 
-#define quant_q8_impl moe__cpu_quant_q8_scalar
+/* ---- activations: the q8 quantizer, the activation functions, bf16 ---- */
+
+/* moe__cpu_quant_q8_scalar with 16 lanes: the same bits (amax, d = amax / 127,
+ * lrintf's rounding, the same sums), ~10x fewer instructions. */
+static void quant_q8_avx512(const float *x, int64_t c0, int64_t n, int64_t C, int offset, int layout, void *row) {
+    int64_t cp = moe__cpu_pad64(C);
+    char *p = (char *)row;
+    int8_t *q = (int8_t *)p;
+    int32_t *corr = (int32_t *)(p + cp);
+    float *xs = (float *)(p + 2 * cp), *dx = (float *)(p + 3 * cp), *dxs = (float *)(p + 3 * cp + cp / 8);
+    float *dxs16 = (float *)(p + 3 * cp + cp / 4);
+    const __m512 absm = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff)), fmax = _mm512_set1_ps(3.4028235e38f);
+    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+    const __m256i ones = _mm256_set1_epi8(1), negoff = _mm256_set1_epi32(-offset);
+    float d = 0.0f, id = 0.0f;
+    int finite = 1;
+    for (int64_t b = 0; b < n; b += 32) {
+        const float *v = x + b;
+        int64_t c = moe__cpu_q8_pos(c0 + b, layout), cn = c0 + b;
+        if (!(layout & MOE__Q8_SCALE256) || (b & 255) == 0) {
+            int na = layout & MOE__Q8_SCALE256 ? 256 : 32;
+            __m512 mx = _mm512_setzero_ps();
+            __mmask16 bad = 0;
+            for (int i = 0; i < na; i += 16) {
+                __m512 a = _mm512_and_ps(_mm512_loadu_ps(v + i), absm);
+                bad |= _mm512_cmp_ps_mask(a, fmax, _CMP_NLE_UQ);
+                mx = _mm512_max_ps(mx, a);
+            }
+            float amax = _mm512_reduce_max_ps(mx);
+            finite = !bad;
+            d = finite ? amax / 127.0f : NAN;
+            id = finite && amax > 0 ? 127.0f / amax : 0.0f;
+        }
+        __m512i q0 = _mm512_setzero_si512(), q1 = q0;
+        if (finite) {
+            __m512 s = _mm512_set1_ps(id);
+            q0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(v), s)), lo), hi);
+            q1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(v + 16), s)), lo),
+                                  hi);
+        }
+        __m256i qb = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(q0)),
+                                             _mm512_cvtepi32_epi8(q1), 1);
+        _mm256_storeu_si256((__m256i *)(q + c), qb);
+        __m256i s4 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, qb); /* sums of 4 q */
+        _mm256_storeu_si256((__m256i *)(corr + c / 4), _mm256_mullo_epi32(s4, negoff));
+        _mm256_storeu_ps(xs + c / 4, _mm256_set1_ps(d));
+        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
+        __m128i l4 = _mm256_castsi256_si128(s4);
+        l4 = _mm_add_epi32(l4, _mm_shuffle_epi32(l4, _MM_SHUFFLE(1, 0, 3, 2)));
+        l4 = _mm_add_epi32(l4, _mm_shuffle_epi32(l4, _MM_SHUFFLE(2, 3, 0, 1)));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
+        int sum = _mm_cvtsi128_si32(h), sum16 = _mm_cvtsi128_si32(l4);
+        dx[cn / 32] = d;
+        dxs[cn / 32] = d * (float)sum;
+        dxs16[cn / 16] = d * (float)sum16;
+        dxs16[cn / 16 + 1] = d * (float)(sum - sum16);
+    }
+    if (c0 + n == C && C < cp) {
+        __builtin_memset(q + C, 0, (size_t)(cp - C));
+        __builtin_memset(corr + C / 4, 0, (size_t)(cp - C));
+        __builtin_memset(xs + C / 4, 0, (size_t)(cp - C));
+        __builtin_memset(dx + C / 32, 0, (size_t)(cp - C) / 8);
+        __builtin_memset(dxs + C / 32, 0, (size_t)(cp - C) / 8);
+        __builtin_memset(dxs16 + C / 16, 0, (size_t)(cp - C) / 4);
+    }
+}
+#define quant_q8_impl quant_q8_avx512
+
+/* exp(x): Cody-Waite reduction by ln 2, degree-7 Taylor on |r| <= 0.35
+ * (error < 1e-8 relative before rounding), scaled by 2^n with vscalefps.
+ * Clamped to [-104, 89] (0 and +inf beyond); NaN stays NaN (the max/min
+ * operand order returns x when x is NaN). */
+static inline __m512 exp16(__m512 x) {
+    x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+/* x * sigmoid(a x) = x / (1 + exp(-a x)) */
+static inline __m512 silu16(__m512 x, __m512 a) {
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(_mm512_mul_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), a)))));
+}
+/* 0.5 x (1 + tanh(z)) with z = k (x + 0.044715 x^3) is x sigmoid(2z) = x / (1 + exp(-2z)):
+ * no cancellation where tanh is near -1 */
+static inline __m512 gelu16(__m512 x) {
+    __m512 z = _mm512_mul_ps(_mm512_set1_ps(-2.0f * 0.7978845608f),
+                             _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(0.044715f), x), _mm512_mul_ps(x, x), x));
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(z)));
+}
+static int act_avx512(moe_act act, const float *g, const float *u, const float *bg, const float *bu, float *h,
+                      int64_t n, float alpha, float limit) {
+    if (act == MOE_ACT_GEGLU_ERF) return 0;
+    const __m512 one = _mm512_set1_ps(1.0f), lim = _mm512_set1_ps(limit), nlim = _mm512_set1_ps(-limit),
+                 al = _mm512_set1_ps(alpha);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 uv = _mm512_maskz_loadu_ps(m, u + i), gv = _mm512_setzero_ps(), y;
+        if (bu) uv = _mm512_add_ps(uv, _mm512_maskz_loadu_ps(m, bu + i));
+        if (g) gv = _mm512_maskz_loadu_ps(m, g + i);
+        if (g && bg) gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(m, bg + i));
+        switch (act) {
+        case MOE_ACT_SWIGLU: y = _mm512_mul_ps(silu16(gv, one), uv); break;
+        case MOE_ACT_GEGLU_TANH: y = _mm512_mul_ps(gelu16(gv), uv); break;
+        case MOE_ACT_SWIGLU_OAI:
+            gv = _mm512_min_ps(lim, gv);
+            uv = _mm512_max_ps(nlim, _mm512_min_ps(lim, uv));
+            y = _mm512_mul_ps(silu16(gv, al), _mm512_add_ps(uv, one));
+            break;
+        case MOE_ACT_SILU: y = silu16(uv, one); break;
+        case MOE_ACT_GELU: y = gelu16(uv); break;
+        case MOE_ACT_RELU2:
+            y = _mm512_maskz_mul_ps(~_mm512_cmp_ps_mask(uv, _mm512_setzero_ps(), _CMP_LT_OQ), uv, uv);
+            break;
+        default: return 0;
+        }
+        _mm512_mask_storeu_ps(h + i, m, y);
+    }
+    return 1;
+}
+#define ACT_IMPL act_avx512
+
+/* moe__f32_to_bf16 on 16 lanes */
+static void to_bf16_avx512(const float *x, uint16_t *y, int64_t n) {
+    const __m512i absm = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000),
+                  r = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), qn = _mm512_set1_epi32(0x40);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, x + i));
+        __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, absm), inf);
+        __m512i t = _mm512_add_epi32(u, _mm512_add_epi32(r, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+        t = _mm512_mask_or_epi32(_mm512_srli_epi32(t, 16), nan, _mm512_srli_epi32(u, 16), qn);
+        _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtepi32_epi16(t));
+    }
+}
+#define TO_BF16_IMPL to_bf16_avx512
 
 #include "kernels.inc"
