@@ -256,14 +256,11 @@ def main():
                 for v in (args.sm90_variants.split(",") if b == "cuda-sm90" else ["auto"]):
                     runs.append((b, h, v))
             for b, h, v in runs:
-                for k in ("MOE_SM90_CM", "MOE_SM90_CN", "MOE_SM90_GATHER"):
+                for k in ("MOE_SM90_CM", "MOE_SM90_CN"):
                     os.environ.pop(k, None)
                 label = b
-                if v != "auto":  # CMxCN, optionally g0/g1 (gather off/on), e.g. 1x1g0
-                    cmcn, _, gth = v.partition("g")
-                    os.environ["MOE_SM90_CM"], os.environ["MOE_SM90_CN"] = cmcn.split("x")
-                    if gth:
-                        os.environ["MOE_SM90_GATHER"] = gth
+                if v != "auto":  # CMxCN
+                    os.environ["MOE_SM90_CM"], os.environ["MOE_SM90_CN"] = v.split("x")
                     label = f"{b}[{v}]"
                 ws = C.c_size_t()
                 lib.L.moe_layer_workspace_size(h, T, C.byref(ws))

@@ -52,7 +52,6 @@ typedef struct moe_cuda_gemm {
     const int32_t *n_mtiles;  /* [1] tiles in use */
     const float *w;           /* [T*K] routing weights (mode 2) */
     int max_mtiles;
-    int gather;               /* sm90 GEMM 1: A rows gathered from x by cp.async (else TMA from xp) */
     int cm, cn;               /* sm90 cluster shape: M tiles of 128*cm rows split over cm CTAs; cn n-tiles share A */
 } moe_cuda_gemm;
 

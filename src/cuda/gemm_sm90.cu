@@ -1,21 +1,31 @@
 /*
  * Grouped GEMM for Hopper (backend "cuda-sm90", sm_90a): TMA loads of A and B
- * tiles into a 4-stage shared-memory ring completed on mbarriers, wgmma from
- * shared memory, one producer warpgroup (one thread issues TMA) and two
- * consumer warpgroups (64 rows each), persistent over (m-tile, n-tile) work
- * in grouped raster order. Same two modes and epilogues as gemm_sm80.cu
- * (see common.cuh); must match src/ref/ref.c.
+ * tiles into a 4-stage shared-memory ring completed
+ * on mbarriers, wgmma from shared memory, one producer warpgroup and two
+ * consumer warpgroups (64 rows each, m64n256k16, one wgmma group in flight),
+ * persistent over (m-tile, n-tile) work in grouped raster order. Same two
+ * modes and epilogues as gemm_sm80.cu (see common.cuh); must match
+ * src/ref/ref.c. The activation is a template parameter: a run-time switch
+ * in the unrolled epilogue made 330 KB kernels that thrashed the instruction
+ * cache (NOTES.md, run 3).
  *
  * A rows must be contiguous for TMA, so GEMM 1 reads the permuted copy xp of
- * x made by the scatter step (layer.cu). Weights are read through 3-D tensor
- * maps [E, N, C] made once at layer creation: rows past N (the end of one
- * expert) and columns past C are zero-filled by TMA, never read from the next
- * expert. With gate/up, the B tile is 128 gate rows then the same 128 up rows
- * (two TMA boxes), so a thread holds gate and up of the same output column.
+ * x made by the scatter step (layer.cu); a cp.async row gather in the
+ * producer warpgroup was tried and deadlocked (bench/cuda/lab, NOTES.md run
+ * 5). Weights are read through 3-D tensor maps [E, N, C] made once at layer
+ * creation: rows past N (the end of one expert) and columns past C are
+ * zero-filled by TMA, never read from the next expert. With gate/up, the B
+ * tile is 128 gate rows then the same 128 up rows (two TMA boxes), so a
+ * thread holds gate and up of the same output column.
  *
- * Tile shapes (the table has one entry so far):
- *   BM 128 x BN 256 x BK 64, 4 stages (192 KB): first version, not yet
- *   measured (NOTES.md).
+ * Optional thread-block clusters CM x CN with TMA multicast (MOE_SM90_CM,
+ * MOE_SM90_CN): correct, but measured slower on every preset (run 2, run 4),
+ * so the default is 1 x 1.
+ *
+ * Tile shapes (one entry so far):
+ *   BM 128 x BN 256 x BK 64, 4 stages (192 KB), 1 x 1 cluster: H200,
+ *   bench/cuda/bench_layer.py, all five presets at T = 512, 4096, 16384
+ *   (bench/cuda/README.md).
  */
 #include "common.cuh"
 
@@ -118,14 +128,6 @@ static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
 }
 #endif
 
-#ifdef MOE_SM90A
-template <int CM> static __device__ __forceinline__ uint16_t maskB_of_t(int rm, int rn) {
-    uint16_t m = 0;
-    for (int i = 0; i < CM; i++) m |= (uint16_t)(1u << (i + CM * rn));
-    return m;
-}
-#endif
-
 template <int ACT, typename T, int CM, int CN>
 static __global__ void __launch_bounds__(NTHREADS, 1)
     gemm_sm90(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
@@ -147,16 +149,11 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
      * writes into it has been released by this CTA's consumers, so consumers
      * arrive on the empty barriers of all CTAs in their row and column. */
     constexpr int CS = CM * CN;
-    /* GEMM 1 with gather: the producer warpgroup copies A rows straight from
-     * x with cp.async (no permuted copy), completing on the same full
-     * barrier; B still comes by TMA. Only without A multicast (CN = 1). */
-    const bool gather = MODE == 1 && CN == 1 && g.gather;
     const uint32_t rank = CS > 1 ? cluster_rank() : 0;
     const int rm = (int)rank % CM, rn = (int)rank / CM;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
-            /* gather: 128 producer threads also arrive, through cp.async */
-            mbar_init(bars + 8 * s, gather ? 129 : 1);
+            mbar_init(bars + 8 * s, 1);
             mbar_init(bars + 8 * (STAGES + s), 8 * (CM + CN - 1)); /* 2 consumer warpgroups x 4 warps per CTA */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -169,50 +166,8 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
     const int cid = blockIdx.x / CS, ncl = gridDim.x / CS;
 
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
-        if (gather) {
-            /* thread r copies A row r of the tile: 8 chunks of 16 bytes per
-             * stage, placed in TMA's 128B-swizzle pattern (chunk ^ row % 8) */
-            const int r = threadIdx.x;
-            int stage = 0;
-            uint32_t phase = 0;
-            for (int u = cid; u < total; u += ncl) {
-                int mu, nu;
-                moe_cuda_raster(u, MU, NU, &mu, &nu);
-                const int2 tl = g.tiles[mu];
-                const int e = tl.x, n0 = (nu * CN + rn) * NOUT;
-                const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase, m = tl.y + 128 * rm + r;
-                const bool valid = m < rows;
-                const T *src = (const T *)g.A + (int64_t)(valid ? g.sorted_pair[rbase + m] / g.K : 0) * g.C;
-                for (int kb = 0; kb < kblocks; kb++) {
-                    const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
-                    mbar_wait_cluster(empty, phase ^ 1);
-                    const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
-                    if (r == 0) {
-                        mbar_expect_tx(full, B_BYTES);
-#pragma unroll
-                        for (int j = 0; j < 2; j++) {
-                            if (CM == 2 && j != rm) continue;
-                            const CUtensorMap *tb = GATED && j == 1 ? &tmB1 : &tmB0;
-                            const int row = GATED ? n0 : n0 + 128 * j;
-                            if (CM == 1) tma_3d(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full);
-                            else tma_3d_mc(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full, maskB_of_t<CM>(rm, rn));
-                        }
-                    }
-#pragma unroll
-                    for (int c = 0; c < 8; c++) {
-                        const int k = kb * BK + c * 8;
-                        const bool v = valid && k < g.C;
-                        const int sz = v ? 16 : 0;
-                        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa + r * 128 + ((c ^ (r & 7)) << 4)),
-                                     "l"(src + (v ? k : 0)), "r"(sz)
-                                     : "memory");
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full) : "memory");
-                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
-                }
-            }
-        } else if (threadIdx.x == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
             uint16_t maskA = 0, maskB = 0;
             for (int j = 0; j < CN; j++) maskA |= (uint16_t)(1u << (rm + CM * j));
             for (int i = 0; i < CM; i++) maskB |= (uint16_t)(1u << (i + CM * rn));
@@ -276,8 +231,6 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
             for (int kb = 0; kb < kblocks; kb++) {
                 const uint32_t full = bars + 8 * stage;
                 mbar_wait(full, phase);
-                /* A written by cp.async (generic proxy) is read by wgmma (async proxy) */
-                if (gather) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                 const uint32_t sa = sbase + stage * STAGE_BYTES + cw * (64 * 128), sb = sbase + stage * STAGE_BYTES + A_BYTES;
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll

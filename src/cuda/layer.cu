@@ -504,7 +504,7 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
         /* sm90 cluster shape (NOTES.md): cm = 2 pairs CTAs on 256-row units of
          * one expert, cn = 2 pairs CTAs on neighbouring n-tiles (TMA
          * multicast). MOE_SM90_CM / MOE_SM90_CN override the default 1 x 1. */
-        int cm = 1, cn = 1, gather = 0;
+        int cm = 1, cn = 1;
         if (im->sm90) {
             cm = 1; /* clusters measured slower (NOTES.md, run 2) */
             cn = 1;
@@ -512,12 +512,6 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
             if (ev && (atoi(ev) == 1 || atoi(ev) == 2)) cm = atoi(ev);
             ev = getenv("MOE_SM90_CN");
             if (ev && (atoi(ev) == 1 || atoi(ev) == 2)) cn = atoi(ev);
-            /* GEMM 1's A: gathered rows of x (cp.async in the producer) or
-             * TMA over the permuted copy xp; MOE_SM90_GATHER=0/1 */
-            ev = getenv("MOE_SM90_GATHER");
-            gather = ev && *ev ? atoi(ev) != 0 : 1;
-            if (cn != 1) gather = 0;
-            if (gather) xp = NULL;
         }
         k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, MOE_CUDA_BM * cm, off, tiles, ntl);
         CUCHK(cudaGetLastError());
@@ -530,17 +524,15 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
         fill_gemm1(L, &g1);
         g1.dtype = d->act_type;
         g1.E = (int)E; g1.K = (int)K; g1.TK = (int)TK;
-        g1.A = im->sm90 && !gather ? xp : a->x;
+        g1.A = im->sm90 ? xp : a->x;
         g1.out = h;
         g1.sorted_pair = sorted; g1.exp_off = off; g1.tiles = tiles; g1.n_mtiles = ntl; g1.w = a->w;
         g1.max_mtiles = w.max_mtiles;
         g1.cm = cm;
-        g1.gather = gather;
         g1.cn = cn;
         g2 = g1;
         fill_gemm2(L, &g2);
         g2.A = h;
-        g2.gather = 0;
         g2.out = y;
         if (im->sm90) {
             CUCHK(moe__cuda_gemm_sm90(&g1, &im->tm_b0, &im->tm_b1, im->sm_count, s, why, sizeof why));
