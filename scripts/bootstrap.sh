@@ -44,5 +44,14 @@ if ! "$VENV/bin/python" -c "import numpy, pytest, gguf" >/dev/null 2>&1; then
     timeout 300 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --retries 1 --timeout 20 \
         numpy pytest gguf >/dev/null 2>&1 || echo "bootstrap: pip install failed (no network?); using installed packages"
 fi
-"$VENV/bin/python" -c "import numpy, pytest" >/dev/null 2>&1 || { echo "bootstrap: numpy and pytest are needed" >&2; exit 1; }
+if ! "$VENV/bin/python" -c "import numpy, pytest" >/dev/null 2>&1; then
+    # A python3 that is itself a virtual environment (the GPU machines' torch
+    # venv) does not pass its packages on to .venv: use it directly.
+    if python3 -c "import numpy, pytest" >/dev/null 2>&1; then
+        echo "bootstrap: using $(command -v python3), which has numpy and pytest"
+    else
+        echo "bootstrap: numpy and pytest are needed (pip install numpy pytest gguf)" >&2
+        exit 1
+    fi
+fi
 exit 0

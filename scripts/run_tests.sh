@@ -6,7 +6,11 @@
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-PY=${PY:-.venv/bin/python}
+# The venv made by scripts/bootstrap.sh, or python3 where that has what the tests need.
+if [ -z "${PY:-}" ]; then
+    PY=.venv/bin/python
+    "$PY" -c "import numpy, pytest" >/dev/null 2>&1 || PY=python3
+fi
 passed=0 failed=0 skipped=0
 
 echo "== C tests ($BUILD/tests/moe-tests) =="
