@@ -22,7 +22,7 @@ if command -v pkg-config >/dev/null 2>&1; then
     cc "$src/tests/install/consumer.c" -o "$tmp/consumer_pc" $(pkg-config --cflags --libs libmoe)
     LD_LIBRARY_PATH="$libdir" "$tmp/consumer_pc"
     echo "-- pkg-config --static libmoe"
-    cc "$src/tests/install/consumer.c" -o "$tmp/consumer_static" -Wl,-Bstatic $(pkg-config --cflags --libs-only-L libmoe) -lmoe -Wl,-Bdynamic $(pkg-config --static --libs-only-l libmoe | sed 's/-lmoe//') -lstdc++
+    cc "$src/tests/install/consumer.c" -o "$tmp/consumer_static" -Wl,-Bstatic $(pkg-config --cflags --static --libs-only-L libmoe) -lmoe -Wl,-Bdynamic $(pkg-config --static --libs-only-l libmoe | sed 's/-lmoe//') -lstdc++
     "$tmp/consumer_static"
 else
     echo "-- pkg-config not installed: that half is skipped"

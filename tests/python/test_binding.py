@@ -438,27 +438,37 @@ def test_torch_cpu_tensors(ctx, rng):
 
 
 def test_torch_cuda_tensors(rng):
+    """bf16 torch tensors on the GPU: route on the device, forward on the
+    automatically chosen CUDA backend, compared with numpy on the same bf16
+    values. Skips only where torch has no GPU or libmoe was built without CUDA."""
     torch = _torch()
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA device")
+    E, D, I, K, T = 8, 128, 64, 2, 37
     try:
         ctx = libmoe.Context("cuda")
-        E, D, I, K, T = 4, 64, 32, 2, 5
-        w = {k: torch.from_numpy(v).cuda() for k, v in weights(rng, E, D, I).items()}
-        layer = libmoe.Layer(ctx, E, D, I, K, **w)
+        w = {k: torch.from_numpy(v).to(torch.bfloat16).cuda() for k, v in weights(rng, E, D, I).items()}
+        layer = libmoe.Layer(ctx, E, D, I, K, act_type="bf16", **w)
     except MoeError as e:
-        if e.status in (Status.ERR_NO_DEVICE, Status.ERR_BACKEND_UNAVAILABLE):
+        if e.status == Status.ERR_NO_DEVICE:
             pytest.skip("this libmoe build cannot run on CUDA: %s" % e)
         raise
     x, ids, tw = inputs(rng, T, D, E, K)
+    xb = torch.from_numpy(x).to(torch.bfloat16).cuda()
     logits = torch.from_numpy(rng.standard_normal((T, E)).astype(np.float32)).cuda()
     ids_t, w_t = libmoe.route_topk(ctx, logits, K, renormalize=True)
-    out = layer.forward(torch.from_numpy(x).cuda(), ids_t, w_t)
+    ids_h, w_h = libmoe.route_topk(libmoe.Context("cpu"), logits.cpu(), K, renormalize=True)
     torch.cuda.synchronize()
-    assert out.is_cuda and out.shape == (T, D)
-    want = swiglu_np(x, ids_t.cpu().numpy(), w_t.cpu().numpy(), **{k: v.cpu().numpy() for k, v in w.items()})
-    np.testing.assert_allclose(out.cpu().numpy(), want, rtol=1e-2, atol=1e-2)
+    assert torch.equal(ids_t.cpu(), ids_h) and torch.allclose(w_t.cpu(), w_h, rtol=1e-6, atol=1e-7)
+    out = layer.forward(xb, ids_t, w_t)
+    torch.cuda.synchronize()
+    assert out.is_cuda and out.shape == (T, D) and out.dtype == torch.bfloat16
+    vals = {k: v.float().cpu().double().numpy() for k, v in w.items()}
+    want = swiglu_np(xb.float().cpu().numpy(), ids_t.cpu().numpy(), w_t.cpu().numpy(), **vals)
+    got = out.float().cpu().numpy()
+    err = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert err < 1e-2, (err, layer.backend)
     with pytest.raises(MoeError) as ei:
-        layer.forward(torch.from_numpy(x), ids_t, w_t)  # host x on a CUDA context
+        layer.forward(xb.cpu(), ids_t, w_t)  # host x on a CUDA context
     assert ei.value.status == Status.ERR_MEMORY_SPACE
     ctx.close()
