@@ -1,8 +1,8 @@
 /*
- * The CUDA backends: the shared case table on "cuda-sm80" and "cuda-sm90"
- * against the reference, the device router against the host router, ids out
- * of range (no fault, documented behaviour) and CUDA-graph capture of a
- * forward. Every test says "skipped" where no CUDA device is usable.
+ * The CUDA backends: the shared case table on "cuda-sm80", "cuda-sm90" and
+ * "cuda-jit" against the reference, the device router against the host
+ * router, ids out of range (no fault, documented behaviour) and CUDA-graph
+ * capture of a forward. Every test says "skipped" where no CUDA device is usable.
  */
 #include "cases.h"
 #include "harness.h"
@@ -51,6 +51,8 @@ static void run_cases(const char *backend, int need_sm90) {
 
 TEST(cuda_cases_sm80) { run_cases("cuda-sm80", 0); }
 TEST(cuda_cases_sm90) { run_cases("cuda-sm90", 1); }
+/* the sm90 kernels compiled by NVRTC for each case's shape (skipped without NVRTC) */
+TEST(cuda_cases_jit) { run_cases("cuda-jit", 1); }
 
 /* ---- router ---- */
 

@@ -1,7 +1,8 @@
 /*
- * Shared pieces of the CUDA backends: the per-layer state, the arguments of
- * one grouped GEMM launch, the workspace layout, and small device helpers
- * (activations, conversions). Included by every src/cuda/*.cu file.
+ * Shared pieces of the CUDA backends: the per-layer state, the host entry
+ * points of the GEMMs, and small device helpers; the arguments of one grouped
+ * GEMM launch and the epilogue helpers are in gemm_common.cuh (shared with
+ * the cuda-jit program). Included by every src/cuda/*.cu file.
  */
 #ifndef MOE_CUDA_COMMON_CUH
 #define MOE_CUDA_COMMON_CUH
@@ -14,46 +15,18 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-/* Rows of one M tile: the routing metadata (per-tile work list) is built for
- * this BM, shared by the sm80 and sm90 kernels. */
-#define MOE_CUDA_BM 128
+#include "gemm_common.cuh"
 
-/* X(act) for every epilogue a GEMM kernel is instantiated for: -1 is GEMM 2
- * (down), 0..6 the moe_act values of GEMM 1. */
-#define MOE_CUDA_FOR_ACTS(X) X(-1) X(0) X(1) X(2) X(3) X(4) X(5) X(6)
-
-/* One grouped GEMM over the expert-sorted (token, slot) pairs.
- *   mode 1 (gate/up): h[r, n] = act(A[r] . gate_e[n] + bg, A[r] . up_e[n] + bu)   r in expert-sorted order
- *   mode 2 (down):    y[p, n] = w[p] * (h[r] . down_e[n] + bd)                       p = sorted_pair[r]
- * A rows: mode 1 sm80 gathers x[pair / K]; sm90 reads the permuted copy xp[r];
- * mode 2 reads h[r]. Weights are [E, N, C] with stride_c = 1. */
-typedef struct moe_cuda_gemm {
-    int mode;                 /* 1 or 2 */
-    int gated;                /* mode 1: gate and up (else up only) */
-    int act;                  /* moe_act */
-    float alpha, limit;       /* SWIGLU_OAI */
-    int dtype;                /* MOE_TYPE_BF16 or MOE_TYPE_F16: A, B and output */
-    int E, K;                 /* experts, slots per token */
-    int N, C;                 /* output columns (I or D), reduced dim (D or I) */
-    int TK;                   /* rows (pairs) */
-    const void *A;            /* x [T, D], xp [TK, D] or h [TK, I] */
-    const void *B0, *B1;      /* gate (or up when not gated, or down), up */
-    int64_t b0_se, b0_sn, b1_se, b1_sn; /* element strides */
-    int b_trans;              /* sm80 only: B stored [E, C, N] (stride_n = 1), strides below */
-    int64_t b0_sc, b1_sc;
-    const float *fb0, *fb1;   /* biases as f32 [E, N] copies made at init (roles of B0/B1), NULL = none */
-    const void *bias0, *bias1; /* the caller's biases (unused by the kernels) */
-    int bias0_type, bias1_type;
-    int64_t bias0_se, bias0_sn, bias1_se, bias1_sn;
-    void *out;                /* h [TK, I] (mode 1) or y [TK, D] (mode 2) */
-    const int32_t *sorted_pair; /* [TK] pair index t*K+k in expert order */
-    const int32_t *exp_off;   /* [E+1] first sorted row of each expert */
-    const int2 *tiles;        /* [max_mtiles] (expert, m0) */
-    const int32_t *n_mtiles;  /* [1] tiles in use */
-    const float *w;           /* [T*K] routing weights (mode 2) */
-    int max_mtiles;
-    int cm, cn;               /* sm90 cluster shape: M tiles of 128*cm rows split over cm CTAs; cn n-tiles share A */
-} moe_cuda_gemm;
+/* cuda-jit: the layer's own sm_90a kernels, loaded at init (jit_backend.cu) */
+typedef struct moe_cuda_jit {
+    CUmodule module;
+    CUfunction fn[2];         /* GEMM 1 (gate/up + act), GEMM 2 (down) */
+    int max_clusters[2];      /* clusters of cm x cn CTAs resident at once */
+    int cm, cn;               /* cluster shape, fixed at init */
+    int cache_hit;
+    double ms;                /* NVRTC compile or cache read */
+    char cache_path[512];
+} moe_cuda_jit;
 
 typedef struct moe_cuda_impl {
     int device, sm_count, cc_major, cc_minor;
@@ -62,6 +35,7 @@ typedef struct moe_cuda_impl {
     CUtensorMap tm_b0, tm_b1, tm_down;
     /* biases as f32 [E, N] device copies (NULL when absent), made at init */
     float *fb_gate, *fb_up, *fb_down;
+    moe_cuda_jit *jit;        /* cuda-jit: launched instead of the built-in sm90 kernels; NULL otherwise */
 } moe_cuda_impl;
 
 #ifdef __cplusplus
@@ -74,40 +48,45 @@ cudaError_t moe__cuda_gemm_sm80_prepare(void); /* raises the smem limits; once p
 cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                 int sm_count, cudaStream_t s, char *why, size_t n);
 cudaError_t moe__cuda_gemm_sm90_prepare(void);
+/* The driver functions cuda-jit calls, resolved through the runtime
+ * (cudaGetDriverEntryPointByVersion), so that the library does not link
+ * libcuda and loads where no driver is installed; NULL when unavailable. */
+typedef struct moe_cuda_driver {
+    CUresult (*module_load_data)(CUmodule *, const void *);
+    CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+    CUresult (*module_unload)(CUmodule);
+    CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int);
+    CUresult (*occupancy_max_active_clusters)(int *, CUfunction, const CUlaunchConfig *);
+    CUresult (*launch_kernel_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
+    CUresult (*get_error_name)(CUresult, const char **);
+} moe_cuda_driver;
+const moe_cuda_driver *moe__cuda_driver(void);
+/* cuda-jit: the same launch on a kernel compiled at run time (gemm1/gemm2 of
+ * the JIT program): prepare raises its shared memory limit and counts the
+ * clusters that fit; both return cudaErrorInvalidValue / LaunchFailure with why. */
+cudaError_t moe__cuda_gemm_sm90_jit_prepare(CUfunction f, int cm, int cn, int sm_count, int *max_clusters, char *why,
+                                            size_t n);
+cudaError_t moe__cuda_gemm_sm90_jit(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
+                                    CUfunction f, int max_clusters, cudaStream_t s, char *why, size_t n);
 /* 1 if the sm90 kernels were compiled into this build for the current device. */
 int moe__cuda_sm90_available(void);
 /* Makes a 3-D tensor map over weights [E, N, C] (stride_c = 1) with boxes of
  * 64 x box_rows x 1; 0 on success, else -1 and why. */
 int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtype, int64_t E, int64_t N, int64_t C,
                           int64_t se, int64_t sn, int box_rows, char *why, size_t n);
+/* src/cuda/layer.cu: the pieces of cuda-sm90 that cuda-jit reuses */
+int moe__cuda_probe_device(moe_ctx *ctx, char *why, size_t n, int *major, int *minor);
+int moe__cuda_supports_sm90(const moe_layer *L, char *why, size_t n);
+moe_status moe__cuda_init_sm90(moe_layer *L);
+void moe__cuda_fini(moe_layer *L); /* also unloads impl->jit */
+size_t moe__cuda_workspace_sm90(const moe_layer *L, int64_t T);
+moe_status moe__cuda_forward(moe_layer *L, const moe__fwd *a);
 #ifdef __cplusplus
 }
 #endif
 
 #ifdef __CUDACC__
-/* ---- device helpers ---- */
-
-static __device__ __forceinline__ float moe_cuda_act(int act, float g, float u, float alpha, float limit) {
-    switch (act) {
-    case MOE_ACT_SWIGLU: return g / (1.0f + __expf(-g)) * u;
-    case MOE_ACT_GEGLU_TANH: return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
-    case MOE_ACT_GEGLU_ERF: return 0.5f * g * (1.0f + erff(g * 0.7071067811865476f)) * u;
-    case MOE_ACT_SWIGLU_OAI:
-        /* comparisons, not fminf/fmaxf, so that NaN stays NaN (as the reference) */
-        g = g > limit ? limit : g;
-        u = u > limit ? limit : (u < -limit ? -limit : u);
-        return g / (1.0f + __expf(-alpha * g)) * (u + 1.0f);
-    case MOE_ACT_SILU: return u / (1.0f + __expf(-u));
-    case MOE_ACT_GELU: return 0.5f * u * (1.0f + tanhf(0.7978845608028654f * (u + 0.044715f * u * u * u)));
-    case MOE_ACT_RELU2: return u < 0.f ? 0.f : u * u;
-    }
-    return 0.f;
-}
-
-/* bias[e][col], bias[e][col + 1] of an f32 [E, N] copy (col even, N even) */
-static __device__ __forceinline__ float2 moe_cuda_bias2(const float *b, int e, int N, int col) {
-    return *(const float2 *)(b + (int64_t)e * N + col);
-}
+/* ---- device helpers (more in gemm_common.cuh) ---- */
 
 static __device__ __forceinline__ float moe_cuda_load_bias(const void *p, int type, int64_t i) {
     if (type == MOE_TYPE_BF16) return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
@@ -115,28 +94,6 @@ static __device__ __forceinline__ float moe_cuda_load_bias(const void *p, int ty
     return ((const float *)p)[i];
 }
 
-/* Two floats packed as two 16-bit values of type T (low half first). */
-template <typename T> static __device__ __forceinline__ uint32_t moe_cuda_pack2(float a, float b);
-template <> __device__ __forceinline__ uint32_t moe_cuda_pack2<__nv_bfloat16>(float a, float b) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
-    return *(uint32_t *)&v;
-}
-template <> __device__ __forceinline__ uint32_t moe_cuda_pack2<__half>(float a, float b) {
-    __half2 v = __floats2half2_rn(a, b);
-    return *(uint32_t *)&v;
-}
-
-/* Tile t of the (m-tile, n-tile) grid in grouped raster order: GM m-tiles
- * share a band of n-tiles so that concurrent CTAs reuse A rows and B columns
- * in L2 (an expert's weights are read once per band instead of once per m-tile). */
-static __device__ __forceinline__ void moe_cuda_raster(int t, int MT, int NT, int *mt, int *nt) {
-    const int GM = 16;
-    int group = t / (GM * NT), first = group * GM;
-    int gm = MT - first < GM ? MT - first : GM;
-    int idx = t - first * NT;
-    *mt = first + idx % gm;
-    *nt = idx / gm;
-}
 #endif
 
 #endif

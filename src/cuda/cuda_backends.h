@@ -12,6 +12,9 @@
 extern "C" {
 #endif
 
+/* "cuda-jit": cuda-sm90 with its GEMMs compiled by NVRTC at layer creation,
+ * specialised to the layer's shape (src/cuda/jit_backend.cu). */
+extern const moe__backend moe__backend_cuda_jit;
 /* "cuda-sm90": Hopper (sm_90a), TMA + wgmma, warp-specialised, persistent. */
 extern const moe__backend moe__backend_cuda_sm90;
 /* "cuda-sm80": Ampere and later, cp.async + mma.sync. */
@@ -22,7 +25,9 @@ extern const moe__backend moe__backend_cuda_sm80;
 extern const moe__backend moe__backend_cuda_decode;
 extern const moe__backend moe__backend_cuda_quant;
 
-#define MOE_CUDA_BACKEND_LIST &moe__backend_cuda_decode, &moe__backend_cuda_quant, &moe__backend_cuda_sm90, &moe__backend_cuda_sm80,
+#define MOE_CUDA_BACKEND_LIST                                                                                  \
+    &moe__backend_cuda_decode, &moe__backend_cuda_quant, &moe__backend_cuda_jit, &moe__backend_cuda_sm90,     \
+        &moe__backend_cuda_sm80,
 
 /* moe_route_topk on a CUDA context: the algorithm of src/core/route.c on the
  * device, asynchronous on the context's stream. logits [T, E] f32, ids [T, K]

@@ -28,292 +28,17 @@
  *   (bench/cuda/README.md).
  */
 #include "common.cuh"
+#include "gemm_sm90.cuh"
 
 #include <cudaTypedefs.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "wgmma_gen.cuh"
-
-#define BM MOE_CUDA_BM
-#define BN 256
-#define BK 64
-#define STAGES 4
-#define A_BYTES (BM * BK * 2)
-#define B_BYTES (BN * BK * 2)
-#define STAGE_BYTES (A_BYTES + B_BYTES)
-#define SMEM_BYTES (STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8)
-#define NTHREADS 384
-
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define MOE_SM90A 1
-#endif
-
-#ifdef MOE_SM90A
-static __device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-static __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-static __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    asm volatile("{\n.reg .pred P1;\nLAB_WAIT:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-                 "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}\n" ::"r"(bar),
-                 "r"(parity)
-                 : "memory");
-}
-/* the empty barriers are released by consumers of other CTAs of the cluster */
-static __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-    asm volatile("{\n.reg .pred P1;\nLAB_WAIT:\n"
-                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
-                 "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}\n" ::"r"(bar),
-                 "r"(parity)
-                 : "memory");
-}
-/* arrive on the barrier at the same offset in CTA `cta` of the cluster */
-static __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
-    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-                 "r"(cta)
-                 : "memory");
-}
-static __device__ __forceinline__ uint32_t cluster_rank() {
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-static __device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-static __device__ __forceinline__ void tma_2d_mc(uint32_t dst, const CUtensorMap *tm, int c0, int c1, uint32_t bar,
-                                                 uint16_t mask) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-                 "[%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
-                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
-                 : "memory");
-}
-static __device__ __forceinline__ void tma_3d_mc(uint32_t dst, const CUtensorMap *tm, int c0, int c1, int c2,
-                                                 uint32_t bar, uint16_t mask) {
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-                 "[%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
-                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
-                 : "memory");
-}
-static __device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap *tm, int c0, int c1, uint32_t bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
-                 "[%4];\n" ::"r"(dst),
-                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(bar)
-                 : "memory");
-}
-static __device__ __forceinline__ void tma_3d(uint32_t dst, const CUtensorMap *tm, int c0, int c1, int c2,
-                                              uint32_t bar) {
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, "
-                 "%4}], [%5];\n" ::"r"(dst),
-                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
-                 : "memory");
-}
-/* wgmma descriptor of a K-major tile with 128-byte rows, 128B swizzle, 8-row
- * groups 1024 bytes apart. */
-static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
-    uint64_t d = (uint64_t)((saddr & 0x3FFFF) >> 4);
-    d |= (uint64_t)1 << 16;           /* leading byte offset: unused with swizzle */
-    d |= (uint64_t)(1024 >> 4) << 32; /* stride byte offset */
-    d |= (uint64_t)1 << 62;           /* 128B swizzle */
-    return d;
-}
-#endif
-
 template <int ACT, typename T, int CM, int CN>
 static __global__ void __launch_bounds__(NTHREADS, 1)
     gemm_sm90(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
               const __grid_constant__ CUtensorMap tmB1, const moe_cuda_gemm g) {
-#ifdef MOE_SM90A
-    /* ACT: the activation (compile time: one epilogue's code per kernel, see
-     * NOTES.md run 3), -1 for GEMM 2 (down) */
-    constexpr int MODE = ACT < 0 ? 2 : 1;
-    constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
-    extern __shared__ unsigned char smem_raw[];
-    uint32_t sbase = smem_u32(smem_raw);
-    sbase = (sbase + 1023) & ~1023u;
-    const uint32_t bars = sbase + STAGES * STAGE_BYTES; /* full[STAGES] then empty[STAGES] */
-    const int wg = threadIdx.x / 128;
-    /* Cluster of CM x CN CTAs (rank = rm + CM * rn): CTAs with the same rm
-     * work on the same 128 A rows (same expert) and split the A load, each
-     * multicasting its share; CTAs with the same rn work on the same n-tile
-     * and split the B load. A stage may be refilled only when every CTA that
-     * writes into it has been released by this CTA's consumers, so consumers
-     * arrive on the empty barriers of all CTAs in their row and column. */
-    constexpr int CS = CM * CN;
-    const uint32_t rank = CS > 1 ? cluster_rank() : 0;
-    const int rm = (int)rank % CM, rn = (int)rank / CM;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            mbar_init(bars + 8 * s, 1);
-            mbar_init(bars + 8 * (STAGES + s), 8 * (CM + CN - 1)); /* 2 consumer warpgroups x 4 warps per CTA */
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
-    if (CS > 1) cluster_sync();
-    const int NOUT = GATED ? BN / 2 : BN;
-    const int MU = *g.n_mtiles, NT = (g.N + NOUT - 1) / NOUT, NU = (NT + CN - 1) / CN;
-    const int total = MU * NU, kblocks = (g.C + BK - 1) / BK;
-    const int cid = blockIdx.x / CS, ncl = gridDim.x / CS;
-
-    if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0) {
-            uint16_t maskA = 0, maskB = 0;
-            for (int j = 0; j < CN; j++) maskA |= (uint16_t)(1u << (rm + CM * j));
-            for (int i = 0; i < CM; i++) maskB |= (uint16_t)(1u << (i + CM * rn));
-            int stage = 0;
-            uint32_t phase = 0;
-            for (int u = cid; u < total; u += ncl) {
-                int mu, nu;
-                moe_cuda_raster(u, MU, NU, &mu, &nu);
-                const int2 tl = g.tiles[mu];
-                const int e = tl.x, n0 = (nu * CN + rn) * NOUT;
-                const int arow = g.exp_off[e] + tl.y + 128 * rm + (128 / CN) * rn;
-                for (int kb = 0; kb < kblocks; kb++) {
-                    const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
-                    mbar_wait_cluster(empty, phase ^ 1);
-                    mbar_expect_tx(full, STAGE_BYTES);
-                    const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
-                    const uint32_t da = sa + (128 / CN) * rn * 128;
-                    if (CN == 1) tma_2d(da, &tmA, kb * BK, arow, full);
-                    else tma_2d_mc(da, &tmA, kb * BK, arow, full, maskA);
-#pragma unroll
-                    for (int j = 0; j < 2; j++) {
-                        if (CM == 2 && j != rm) continue;
-                        const CUtensorMap *tb = GATED && j == 1 ? &tmB1 : &tmB0;
-                        const int row = GATED ? n0 : n0 + 128 * j;
-                        if (CM == 1) tma_3d(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full);
-                        else tma_3d_mc(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full, maskB);
-                    }
-                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
-                }
-            }
-        }
-    } else {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-        const int cw = wg - 1, lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3;
-        /* frees a stage in every CTA that multicasts into this one */
-        auto release = [&](uint32_t bar) {
-            if (CS == 1) {
-                mbar_arrive(bar);
-            } else {
-#pragma unroll
-                for (int j = 0; j < CN; j++) mbar_arrive_cluster(bar, (uint32_t)(rm + CM * j));
-#pragma unroll
-                for (int i = 0; i < CM; i++)
-                    if (i != rm) mbar_arrive_cluster(bar, (uint32_t)(i + CM * rn));
-            }
-        };
-        float acc[128];
-#pragma unroll
-        for (int i = 0; i < 128; i++) acc[i] = 0.f;
-        int stage = 0;
-        uint32_t phase = 0;
-        for (int u = cid; u < total; u += ncl) {
-            int mu, nu;
-            moe_cuda_raster(u, MU, NU, &mu, &nu);
-            const int2 tl = g.tiles[mu];
-            const int e = tl.x, m0 = tl.y + 128 * rm, n0 = (nu * CN + rn) * NOUT;
-            const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;
-            /* one k-block of wgmma stays in flight: the stage of k-block
-             * kb-1 is released once kb's wgmmas are issued and kb-1's done */
-            int prev = -1;
-            for (int kb = 0; kb < kblocks; kb++) {
-                const uint32_t full = bars + 8 * stage;
-                mbar_wait(full, phase);
-                const uint32_t sa = sbase + stage * STAGE_BYTES + cw * (64 * 128), sb = sbase + stage * STAGE_BYTES + A_BYTES;
-                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-                for (int kk = 0; kk < BK / 16; kk++)
-                    wgmma_m64n256k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sb + kk * 32), (kb > 0 || kk > 0) ? 1 : 0);
-                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                if (prev >= 0 && lane == 0) release(bars + 8 * (STAGES + prev));
-                prev = stage;
-                if (++stage == STAGES) { stage = 0; phase ^= 1; }
-            }
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#pragma unroll
-            for (int i = 0; i < 128; i++) asm volatile("" : "+f"(acc[i])::"memory");
-            if (prev >= 0 && lane == 0) release(bars + 8 * (STAGES + prev));
-
-            /* ---- epilogue: straight from the accumulators to global ---- */
-            const int qc = (lane & 3) * 2;
-#pragma unroll
-            for (int hh = 0; hh < 2; hh++) {
-                const int m = m0 + cw * 64 + w4 * 16 + (lane >> 2) + hh * 8;
-                if (m >= rows) continue;
-                const int srow = rbase + m;
-                if (MODE == 1) {
-                    T *orow = (T *)g.out + (int64_t)srow * g.N;
-                    if (GATED) {
-#pragma unroll
-                        for (int b = 0; b < 16; b++) {
-                            int col = n0 + b * 8 + qc;
-                            if (col >= g.N) continue;
-                            float g0 = acc[4 * b + 2 * hh], g1 = acc[4 * b + 2 * hh + 1];
-                            float u0 = acc[4 * (b + 16) + 2 * hh], u1 = acc[4 * (b + 16) + 2 * hh + 1];
-                            if (g.fb0) {
-                                float2 b_ = moe_cuda_bias2(g.fb0, e, g.N, col);
-                                g0 += b_.x;
-                                g1 += b_.y;
-                            }
-                            if (g.fb1) {
-                                float2 b_ = moe_cuda_bias2(g.fb1, e, g.N, col);
-                                u0 += b_.x;
-                                u1 += b_.y;
-                            }
-                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(ACT, g0, u0, g.alpha, g.limit),
-                                                                          moe_cuda_act(ACT, g1, u1, g.alpha, g.limit));
-                        }
-                    } else {
-#pragma unroll
-                        for (int b = 0; b < 32; b++) {
-                            int col = n0 + b * 8 + qc;
-                            if (col >= g.N) continue;
-                            float u0 = acc[4 * b + 2 * hh], u1 = acc[4 * b + 2 * hh + 1];
-                            if (g.fb0) {
-                                float2 b_ = moe_cuda_bias2(g.fb0, e, g.N, col);
-                                u0 += b_.x;
-                                u1 += b_.y;
-                            }
-                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, u0, g.alpha, g.limit),
-                                                                          moe_cuda_act(ACT, 0.f, u1, g.alpha, g.limit));
-                        }
-                    }
-                } else {
-                    const int p = g.sorted_pair[srow];
-                    const float wt = g.w[p];
-                    T *orow = (T *)g.out + (int64_t)p * g.N;
-#pragma unroll
-                    for (int b = 0; b < 32; b++) {
-                        int col = n0 + b * 8 + qc;
-                        if (col >= g.N) continue;
-                        float v0 = acc[4 * b + 2 * hh], v1 = acc[4 * b + 2 * hh + 1];
-                        if (g.fb0) {
-                                float2 b_ = moe_cuda_bias2(g.fb0, e, g.N, col);
-                                v0 += b_.x;
-                                v1 += b_.y;
-                            }
-                        *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(wt * v0, wt * v1);
-                    }
-                }
-            }
-        }
-    }
-    /* no CTA leaves while a peer may still multicast into it or arrive on it */
-    if (CS > 1) cluster_sync();
-#endif
+    gemm_sm90_body<ACT, T, CM, CN>(tmA, tmB0, tmB1, g);
 }
 
 /* ---- host side ---- */
@@ -329,6 +54,33 @@ static PFN_cuTensorMapEncodeTiled_v12000 encode_fn(void) {
             fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
     }
     return fn;
+}
+
+extern "C" const moe_cuda_driver *moe__cuda_driver(void) {
+    static moe_cuda_driver d;
+    static int state = 0; /* 0 untried, 1 ok, -1 missing */
+    if (state == 0) {
+        struct { const char *name; void **fn; } t[] = {
+            {"cuModuleLoadData", (void **)&d.module_load_data},
+            {"cuModuleGetFunction", (void **)&d.module_get_function},
+            {"cuModuleUnload", (void **)&d.module_unload},
+            {"cuFuncSetAttribute", (void **)&d.func_set_attribute},
+            {"cuOccupancyMaxActiveClusters", (void **)&d.occupancy_max_active_clusters},
+            {"cuLaunchKernelEx", (void **)&d.launch_kernel_ex},
+            {"cuGetErrorName", (void **)&d.get_error_name},
+        };
+        int ok = 1;
+        for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+            cudaDriverEntryPointQueryResult q;
+            if (cudaGetDriverEntryPointByVersion(t[i].name, t[i].fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+                q != cudaDriverEntryPointSuccess || !*t[i].fn) {
+                cudaGetLastError();
+                ok = 0;
+            }
+        }
+        state = ok ? 1 : -1;
+    }
+    return state > 0 ? &d : NULL;
 }
 
 static int encode(CUtensorMap *tm, const void *data, int dtype, int rank, const cuuint64_t *dims,
@@ -357,12 +109,19 @@ extern "C" int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtyp
     return encode(tm, data, dtype, 3, dims, strides, box, why, n);
 }
 
+/* Clusters to launch: as many as are resident at once (persistent CTAs), but
+ * no more than could have work (the host bound on M tiles x n-tile units). */
+static int64_t grid_clusters(const moe_cuda_gemm *g, int nout, int cn, int max_clusters) {
+    int64_t NU = ((g->N + nout - 1) / nout + cn - 1) / cn;
+    int64_t most = (int64_t)g->max_mtiles * NU;
+    int64_t clusters = max_clusters < most ? max_clusters : most;
+    return clusters < 1 ? 1 : clusters;
+}
+
 template <int ACT, typename T, int CM, int CN>
 static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0, const CUtensorMap *b1,
                           int sm_count, cudaStream_t s) {
     const int NOUT = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI ? BN / 2 : BN, CS = CM * CN;
-    int64_t NU = ((g->N + NOUT - 1) / NOUT + CN - 1) / CN;
-    int64_t most = (int64_t)g->max_mtiles * NU; /* clusters that could have work */
     static int max_clusters = -1;               /* per instance; one device type per process assumed */
     cudaLaunchConfig_t cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -385,8 +144,7 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const 
         }
         max_clusters = n;
     }
-    int64_t clusters = max_clusters < most ? max_clusters : most;
-    if (clusters < 1) clusters = 1;
+    int64_t clusters = grid_clusters(g, NOUT, CN, max_clusters);
     cfg.gridDim = dim3((unsigned)(clusters * CS));
     cudaError_t e = cudaLaunchKernelEx(&cfg, gemm_sm90<ACT, T, CM, CN>, *tmA, *b0, *b1, *g);
     return e != cudaSuccess ? e : cudaGetLastError();
@@ -414,17 +172,78 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tmA, cons
     return cudaErrorInvalidValue;
 }
 
-extern "C" cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
-                                           int sm_count, cudaStream_t s, char *why, size_t n) {
-    /* A: [TK, C] rows in expert order, made per call (the workspace moves);
-     * with CN = 2 each CTA of a pair loads half of the 128 rows */
-    CUtensorMap tmA;
+/* A: [TK, C] rows in expert order, made per call (the workspace moves); with
+ * CN = 2 each CTA of a pair loads half of the 128 rows */
+static int tmap_a(const moe_cuda_gemm *g, CUtensorMap *tmA, char *why, size_t n) {
     cuuint64_t dims[2] = {(cuuint64_t)g->C, (cuuint64_t)g->TK};
     cuuint64_t strides[1] = {(cuuint64_t)g->C * 2};
     cuuint32_t box[2] = {BK, (cuuint32_t)(BM / g->cn)};
-    if (encode(&tmA, g->A, g->dtype, 2, dims, strides, box, why, n)) return cudaErrorInvalidValue;
+    return encode(tmA, g->A, g->dtype, 2, dims, strides, box, why, n);
+}
+
+extern "C" cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
+                                           int sm_count, cudaStream_t s, char *why, size_t n) {
+    CUtensorMap tmA;
+    if (tmap_a(g, &tmA, why, n)) return cudaErrorInvalidValue;
     return g->dtype == MOE_TYPE_BF16 ? dispatch<__nv_bfloat16>(g, &tmA, tmB0, tmB1, sm_count, s)
                                      : dispatch<__half>(g, &tmA, tmB0, tmB1, sm_count, s);
+}
+
+/* ---- cuda-jit: the launch above on the layer's own kernels ---- */
+
+static void jit_config(CUlaunchConfig *cfg, CUlaunchAttribute *at, int cs, unsigned ctas, cudaStream_t s) {
+    memset(cfg, 0, sizeof *cfg);
+    memset(at, 0, sizeof *at);
+    at->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    at->value.clusterDim.x = (unsigned)cs;
+    at->value.clusterDim.y = at->value.clusterDim.z = 1;
+    cfg->gridDimX = ctas;
+    cfg->gridDimY = cfg->gridDimZ = 1;
+    cfg->blockDimX = NTHREADS;
+    cfg->blockDimY = cfg->blockDimZ = 1;
+    cfg->sharedMemBytes = SMEM_BYTES;
+    cfg->hStream = (CUstream)s;
+    cfg->attrs = at;
+    cfg->numAttrs = 1;
+}
+
+static cudaError_t cu_fail(CUresult r, const char *call, cudaError_t as, char *why, size_t n) {
+    const char *name = NULL;
+    moe__cuda_driver()->get_error_name(r, &name);
+    snprintf(why, n, "%s: %s", call, name ? name : "unknown CUresult");
+    return as;
+}
+
+extern "C" cudaError_t moe__cuda_gemm_sm90_jit_prepare(CUfunction f, int cm, int cn, int sm_count, int *max_clusters,
+                                                       char *why, size_t n) {
+    const moe_cuda_driver *cu = moe__cuda_driver();
+    if (!cu) {
+        snprintf(why, n, "the CUDA driver lacks the module and launch functions cuda-jit needs");
+        return cudaErrorInvalidValue;
+    }
+    CUresult r = cu->func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SMEM_BYTES);
+    if (r != CUDA_SUCCESS) return cu_fail(r, "cuFuncSetAttribute(max dynamic shared memory)", cudaErrorInvalidValue, why, n);
+    const int cs = cm * cn;
+    CUlaunchConfig cfg;
+    CUlaunchAttribute at;
+    jit_config(&cfg, &at, cs, (unsigned)(cs * (sm_count / cs)), NULL);
+    int c = 0;
+    if (cu->occupancy_max_active_clusters(&c, f, &cfg) != CUDA_SUCCESS || c < 1) c = sm_count / cs;
+    *max_clusters = c;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t moe__cuda_gemm_sm90_jit(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
+                                               CUfunction f, int max_clusters, cudaStream_t s, char *why, size_t n) {
+    CUtensorMap tmA;
+    if (tmap_a(g, &tmA, why, n)) return cudaErrorInvalidValue;
+    const int nout = g->mode == 1 && g->gated ? BN / 2 : BN, cs = g->cm * g->cn;
+    CUlaunchConfig cfg;
+    CUlaunchAttribute at;
+    jit_config(&cfg, &at, cs, (unsigned)(grid_clusters(g, nout, g->cn, max_clusters) * cs), s);
+    void *args[4] = {&tmA, (void *)tmB0, (void *)tmB1, (void *)g};
+    CUresult r = moe__cuda_driver()->launch_kernel_ex(&cfg, f, args, NULL); /* non-NULL: checked at init */
+    return r == CUDA_SUCCESS ? cudaSuccess : cu_fail(r, "cuLaunchKernelEx", cudaErrorLaunchFailure, why, n);
 }
 
 template <int ACT, typename T> static cudaError_t prepare_c(void) {

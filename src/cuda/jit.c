@@ -198,8 +198,7 @@ moe_status moe__jit_compile(const char *name, const char *src, const char *arch,
     const char *all[64];
     int n = 0;
     all[n++] = arch_opt;
-    all[n++] = "-std=c++17";
-    all[n++] = "--use_fast_math";
+    all[n++] = "-std=c++17"; /* no --use_fast_math: the cuda-jit kernels must round as the nvcc-built ones */
     for (int i = 0; i < n_opts && n < 64; i++) all[n++] = opts[i];
     nvrtcProgram prog;
     nvrtcResult r = nv.create(&prog, src, name, 0, NULL, NULL);

@@ -40,6 +40,25 @@ typedef struct moe__jit_result {
 moe_status moe__jit_compile(const char *name, const char *src, const char *arch, const char *const *opts,
                             int n_opts, moe__jit_result *res, char *err, size_t err_n);
 
+/* The layer-specific part of the cuda-jit program (jit_backend.cu). */
+typedef struct moe__jit_spec {
+    int64_t D, I, E, K;
+    int act;          /* moe_act of GEMM 1 */
+    int gated;        /* GEMM 1 reads gate and up */
+    int dtype;        /* MOE_TYPE_BF16 or MOE_TYPE_F16: x, weights, out */
+    int bias1, bias2; /* biases present: GEMM 1 bit 0 gate (or up when not gated), bit 1 up; GEMM 2 bit 0 down */
+    int cm, cn;       /* sm90 cluster shape (1 or 2 each) */
+} moe__jit_spec;
+
+/* The NVRTC program of the sm_90a kernels specialised to s: a prelude of
+ * constants, the device headers embedded at build time, and two extern "C"
+ * kernels, moe_jit_gemm1 (gate/up + activation) and moe_jit_gemm2 (down).
+ * malloc'd; NULL when out of memory. */
+char *moe__jit_sm90_source(const moe__jit_spec *s);
+
+/* That program compiled for sm_90a, or read from the cache (moe__jit_compile). */
+moe_status moe__jit_sm90_compile(const moe__jit_spec *s, moe__jit_result *res, char *err, size_t err_n);
+
 /* The cache directory in use (created if needed), or NULL when caching is off
  * or no directory is usable. */
 const char *moe__jit_cache_dir(void);

@@ -19,7 +19,8 @@
  * Ids out of range on the device: pairs whose id is outside [0, E) are
  * skipped by every step (not counted, not scattered, never read or written
  * out of bounds) and contribute nothing to out (the combine skips them).
- * Chosen in src/backends.c order: sm90 first, sm80 second.
+ * Chosen in src/backends.c order: sm90 first, sm80 second. cuda-jit
+ * (jit_backend.cu) runs this same forward with its own GEMM kernels (impl->jit).
  */
 #include "common.cuh"
 #include "cuda_backends.h"
@@ -417,8 +418,10 @@ static void fini_cuda(moe_layer *L) {
             if (im->fb_gate) cudaFree(im->fb_gate);
             if (im->fb_up) cudaFree(im->fb_up);
             if (im->fb_down) cudaFree(im->fb_down);
+            if (im->jit && im->jit->module) moe__cuda_driver()->module_unload(im->jit->module);
             dev_leave(&g);
         }
+        free(im->jit);
     }
     free(L->impl);
     L->impl = NULL;
@@ -505,7 +508,10 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
          * one expert, cn = 2 pairs CTAs on neighbouring n-tiles (TMA
          * multicast). MOE_SM90_CM / MOE_SM90_CN override the default 1 x 1. */
         int cm = 1, cn = 1;
-        if (im->sm90) {
+        if (im->jit) {
+            cm = im->jit->cm; /* compiled for one shape, at init */
+            cn = im->jit->cn;
+        } else if (im->sm90) {
             cm = 1; /* clusters measured slower (NOTES.md, run 2) */
             cn = 1;
             const char *ev = getenv("MOE_SM90_CM");
@@ -534,7 +540,12 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
         fill_gemm2(L, &g2);
         g2.A = h;
         g2.out = y;
-        if (im->sm90) {
+        if (im->jit) {
+            CUCHK(moe__cuda_gemm_sm90_jit(&g1, &im->tm_b0, &im->tm_b1, im->jit->fn[0], im->jit->max_clusters[0], s, why,
+                                          sizeof why));
+            CUCHK(moe__cuda_gemm_sm90_jit(&g2, &im->tm_down, &im->tm_down, im->jit->fn[1], im->jit->max_clusters[1], s,
+                                          why, sizeof why));
+        } else if (im->sm90) {
             CUCHK(moe__cuda_gemm_sm90(&g1, &im->tm_b0, &im->tm_b1, im->sm_count, s, why, sizeof why));
             CUCHK(moe__cuda_gemm_sm90(&g2, &im->tm_down, &im->tm_down, im->sm_count, s, why, sizeof why));
         } else {
@@ -575,6 +586,15 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
 }
 
 extern "C" {
+int moe__cuda_probe_device(moe_ctx *ctx, char *why, size_t n, int *major, int *minor) {
+    return probe_common(ctx, why, n, major, minor);
+}
+int moe__cuda_supports_sm90(const moe_layer *L, char *why, size_t n) { return supports_sm90(L, why, n); }
+moe_status moe__cuda_init_sm90(moe_layer *L) { return init_sm90(L); }
+void moe__cuda_fini(moe_layer *L) { fini_cuda(L); }
+size_t moe__cuda_workspace_sm90(const moe_layer *L, int64_t T) { return ws_sm90(L, T); }
+moe_status moe__cuda_forward(moe_layer *L, const moe__fwd *a) { return forward_cuda(L, a); }
+
 const moe__backend moe__backend_cuda_sm90 = {
     "cuda-sm90", MOE_DEVICE_CUDA, probe_sm90, supports_sm90, init_sm90, fini_cuda, ws_sm90, forward_cuda,
     describe_cuda, NULL,

@@ -1,0 +1,138 @@
+/*
+ * The grouped GEMM's arguments (one launch) and the device helpers of its
+ * epilogues: activations, bias loads, packing, raster order. Compiles under
+ * nvcc (included by common.cuh) and under NVRTC, for the cuda-jit backend
+ * (jit_backend.cu): there it is embedded in the library at build time
+ * (cmake/embed_jit.cmake, which blanks the #include lines) and has no host
+ * header, so the __CUDACC_RTC__ branch below stands in for stdint.h, cuda.h
+ * (CUtensorMap) and the bf16/f16 types, and the program's prelude defines
+ * the moe_act values.
+ */
+#ifndef MOE_CUDA_GEMM_COMMON_CUH
+#define MOE_CUDA_GEMM_COMMON_CUH
+
+#ifdef __CUDACC_RTC__
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+/* storage only: the kernels convert through inline PTX (moe_cuda_pack2) */
+struct __nv_bfloat16 { unsigned short x; };
+struct __half { unsigned short x; };
+/* as in cuda.h: 128 opaque bytes, 64-byte aligned */
+typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUtensorMap;
+#else
+#include "core.h"
+
+#include <cuda.h> /* CUtensorMap (a plain struct; the driver is reached through cudaGetDriverEntryPointByVersion) */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#endif
+
+/* Rows of one M tile: the routing metadata (per-tile work list) is built for
+ * this BM, shared by the sm80 and sm90 kernels. */
+#define MOE_CUDA_BM 128
+
+/* X(act) for every epilogue a GEMM kernel is instantiated for: -1 is GEMM 2
+ * (down), 0..6 the moe_act values of GEMM 1. */
+#define MOE_CUDA_FOR_ACTS(X) X(-1) X(0) X(1) X(2) X(3) X(4) X(5) X(6)
+
+/* One grouped GEMM over the expert-sorted (token, slot) pairs.
+ *   mode 1 (gate/up): h[r, n] = act(A[r] . gate_e[n] + bg, A[r] . up_e[n] + bu)   r in expert-sorted order
+ *   mode 2 (down):    y[p, n] = w[p] * (h[r] . down_e[n] + bd)                       p = sorted_pair[r]
+ * A rows: mode 1 sm80 gathers x[pair / K]; sm90 reads the permuted copy xp[r];
+ * mode 2 reads h[r]. Weights are [E, N, C] with stride_c = 1. */
+typedef struct moe_cuda_gemm {
+    int mode;                 /* 1 or 2 */
+    int gated;                /* mode 1: gate and up (else up only) */
+    int act;                  /* moe_act */
+    float alpha, limit;       /* SWIGLU_OAI */
+    int dtype;                /* MOE_TYPE_BF16 or MOE_TYPE_F16: A, B and output */
+    int E, K;                 /* experts, slots per token */
+    int N, C;                 /* output columns (I or D), reduced dim (D or I) */
+    int TK;                   /* rows (pairs) */
+    const void *A;            /* x [T, D], xp [TK, D] or h [TK, I] */
+    const void *B0, *B1;      /* gate (or up when not gated, or down), up */
+    int64_t b0_se, b0_sn, b1_se, b1_sn; /* element strides */
+    int b_trans;              /* sm80 only: B stored [E, C, N] (stride_n = 1), strides below */
+    int64_t b0_sc, b1_sc;
+    const float *fb0, *fb1;   /* biases as f32 [E, N] copies made at init (roles of B0/B1), NULL = none */
+    const void *bias0, *bias1; /* the caller's biases (unused by the kernels) */
+    int bias0_type, bias1_type;
+    int64_t bias0_se, bias0_sn, bias1_se, bias1_sn;
+    void *out;                /* h [TK, I] (mode 1) or y [TK, D] (mode 2) */
+    const int32_t *sorted_pair; /* [TK] pair index t*K+k in expert order */
+    const int32_t *exp_off;   /* [E+1] first sorted row of each expert */
+    const int2 *tiles;        /* [max_mtiles] (expert, m0) */
+    const int32_t *n_mtiles;  /* [1] tiles in use */
+    const float *w;           /* [T*K] routing weights (mode 2) */
+    int max_mtiles;
+    int cm, cn;               /* sm90 cluster shape: M tiles of 128*cm rows split over cm CTAs; cn n-tiles share A */
+} moe_cuda_gemm;
+
+#ifdef __CUDACC__
+/* ---- device helpers ---- */
+
+static __device__ __forceinline__ float moe_cuda_act(int act, float g, float u, float alpha, float limit) {
+    switch (act) {
+    case MOE_ACT_SWIGLU: return g / (1.0f + __expf(-g)) * u;
+    case MOE_ACT_GEGLU_TANH: return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
+    case MOE_ACT_GEGLU_ERF: return 0.5f * g * (1.0f + erff(g * 0.7071067811865476f)) * u;
+    case MOE_ACT_SWIGLU_OAI:
+        /* comparisons, not fminf/fmaxf, so that NaN stays NaN (as the reference) */
+        g = g > limit ? limit : g;
+        u = u > limit ? limit : (u < -limit ? -limit : u);
+        return g / (1.0f + __expf(-alpha * g)) * (u + 1.0f);
+    case MOE_ACT_SILU: return u / (1.0f + __expf(-u));
+    case MOE_ACT_GELU: return 0.5f * u * (1.0f + tanhf(0.7978845608028654f * (u + 0.044715f * u * u * u)));
+    case MOE_ACT_RELU2: return u < 0.f ? 0.f : u * u;
+    }
+    return 0.f;
+}
+
+/* bias[e][col], bias[e][col + 1] of an f32 [E, N] copy (col even, N even) */
+static __device__ __forceinline__ float2 moe_cuda_bias2(const float *b, int e, int N, int col) {
+    return *(const float2 *)(b + (int64_t)e * N + col);
+}
+
+/* Two floats packed as two 16-bit values of type T (low half first). */
+template <typename T> static __device__ __forceinline__ uint32_t moe_cuda_pack2(float a, float b);
+#ifdef __CUDACC_RTC__
+/* the instructions __floats2bfloat162_rn / __floats2half2_rn use on sm_80+ */
+template <> __device__ __forceinline__ uint32_t moe_cuda_pack2<__nv_bfloat16>(float a, float b) {
+    uint32_t v;
+    asm("{ cvt.rn.bf16x2.f32 %0, %2, %1;}\n" : "=r"(v) : "f"(a), "f"(b));
+    return v;
+}
+template <> __device__ __forceinline__ uint32_t moe_cuda_pack2<__half>(float a, float b) {
+    uint32_t v;
+    asm("{ cvt.rn.f16x2.f32 %0, %2, %1; }\n" : "=r"(v) : "f"(a), "f"(b));
+    return v;
+}
+#else
+template <> __device__ __forceinline__ uint32_t moe_cuda_pack2<__nv_bfloat16>(float a, float b) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+    return *(uint32_t *)&v;
+}
+template <> __device__ __forceinline__ uint32_t moe_cuda_pack2<__half>(float a, float b) {
+    __half2 v = __floats2half2_rn(a, b);
+    return *(uint32_t *)&v;
+}
+#endif
+
+/* Tile t of the (m-tile, n-tile) grid in grouped raster order: GM m-tiles
+ * share a band of n-tiles so that concurrent CTAs reuse A rows and B columns
+ * in L2 (an expert's weights are read once per band instead of once per m-tile). */
+static __device__ __forceinline__ void moe_cuda_raster(int t, int MT, int NT, int *mt, int *nt) {
+    const int GM = 16;
+    int group = t / (GM * NT), first = group * GM;
+    int gm = MT - first < GM ? MT - first : GM;
+    int idx = t - first * NT;
+    *mt = first + idx % gm;
+    *nt = idx / gm;
+}
+#endif
+
+#endif

@@ -1,0 +1,326 @@
+/*
+ * Device code of the Hopper grouped GEMM (see gemm_sm90.cu for the design):
+ * tile constants, mbarrier / TMA / wgmma helpers and the kernel body.
+ * Compiles under nvcc (included by gemm_sm90.cu, whose host code launches
+ * it) and under NVRTC (the cuda-jit program, jit_backend.cu, which defines
+ * MOE_JIT and the layer's shape as MOE_JIT_* constants: then the trip counts,
+ * column bounds and bias tests are known to the compiler). The ahead-of-time
+ * kernel is the code below with MOE_JIT undefined.
+ */
+#ifndef MOE_CUDA_GEMM_SM90_CUH
+#define MOE_CUDA_GEMM_SM90_CUH
+
+#include "gemm_common.cuh"
+#include "wgmma_gen.cuh"
+
+#define BM MOE_CUDA_BM
+#define BN 256
+#define BK 64
+#define STAGES 4
+#define A_BYTES (BM * BK * 2)
+#define B_BYTES (BN * BK * 2)
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#define SMEM_BYTES (STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8)
+#define NTHREADS 384
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define MOE_SM90A 1
+#endif
+
+#ifdef MOE_SM90A
+static __device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    asm volatile("{\n.reg .pred P1;\nLAB_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+                 "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+/* the empty barriers are released by consumers of other CTAs of the cluster */
+static __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+    asm volatile("{\n.reg .pred P1;\nLAB_WAIT:\n"
+                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
+                 "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+/* arrive on the barrier at the same offset in CTA `cta` of the cluster */
+static __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+                 "r"(cta)
+                 : "memory");
+}
+static __device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+static __device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+static __device__ __forceinline__ void tma_2d_mc(uint32_t dst, const CUtensorMap *tm, int c0, int c1, uint32_t bar,
+                                                 uint16_t mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                 "[%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+                 : "memory");
+}
+static __device__ __forceinline__ void tma_3d_mc(uint32_t dst, const CUtensorMap *tm, int c0, int c1, int c2,
+                                                 uint32_t bar, uint16_t mask) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                 "[%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
+                 : "memory");
+}
+static __device__ __forceinline__ void tma_2d(uint32_t dst, const CUtensorMap *tm, int c0, int c1, uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+                 "[%4];\n" ::"r"(dst),
+                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+}
+static __device__ __forceinline__ void tma_3d(uint32_t dst, const CUtensorMap *tm, int c0, int c1, int c2,
+                                              uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, "
+                 "%4}], [%5];\n" ::"r"(dst),
+                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+/* wgmma descriptor of a K-major tile with 128-byte rows, 128B swizzle, 8-row
+ * groups 1024 bytes apart. */
+static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
+    uint64_t d = (uint64_t)((saddr & 0x3FFFF) >> 4);
+    d |= (uint64_t)1 << 16;           /* leading byte offset: unused with swizzle */
+    d |= (uint64_t)(1024 >> 4) << 32; /* stride byte offset */
+    d |= (uint64_t)1 << 62;           /* 128B swizzle */
+    return d;
+}
+#endif
+
+/* The layer's shape in the kernel body. Under MOE_JIT (the cuda-jit program)
+ * they are constants: N (output columns) and C (reduced dim) of this GEMM, a
+ * column bound check only when the last n-tile is partial, and only the
+ * biases that exist. Ahead of time they are the fields, spelled exactly as
+ * in the kernel measured and verified before cuda-jit existed (even an
+ * equivalent `true && g.fb0` changes its SASS). */
+#ifdef MOE_JIT
+#define GN (MODE == 1 ? MOE_JIT_I : MOE_JIT_D)
+#define GC (MODE == 1 ? MOE_JIT_D : MOE_JIT_I)
+#define COL_OUT(col) (GN % NOUT != 0 && (col) >= GN)
+#define HAS_FB0 ((((MODE == 1 ? MOE_JIT_BIAS1 : MOE_JIT_BIAS2) & 1) != 0) && g.fb0)
+#define HAS_FB1 (((MOE_JIT_BIAS1 & 2) != 0) && g.fb1)
+#else
+#define GN g.N
+#define GC g.C
+#define COL_OUT(col) (col >= g.N)
+#define HAS_FB0 (g.fb0)
+#define HAS_FB1 (g.fb1)
+#endif
+
+/* The body of the kernel (it is wrapped by gemm_sm90 in gemm_sm90.cu and by
+ * the extern "C" kernels of the cuda-jit program): tmA, tmB0, tmB1 and g are
+ * the kernel's __grid_constant__ parameters, passed by reference so that TMA
+ * reads the descriptors where they are. */
+template <int ACT, typename T, int CM, int CN>
+static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, const CUtensorMap &tmB0,
+                                                      const CUtensorMap &tmB1, const moe_cuda_gemm &g) {
+#ifdef MOE_SM90A
+    /* ACT: the activation (compile time: one epilogue's code per kernel, see
+     * NOTES.md run 3), -1 for GEMM 2 (down) */
+    constexpr int MODE = ACT < 0 ? 2 : 1;
+    constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
+    extern __shared__ unsigned char smem_raw[];
+    uint32_t sbase = smem_u32(smem_raw);
+    sbase = (sbase + 1023) & ~1023u;
+    const uint32_t bars = sbase + STAGES * STAGE_BYTES; /* full[STAGES] then empty[STAGES] */
+    const int wg = threadIdx.x / 128;
+    /* Cluster of CM x CN CTAs (rank = rm + CM * rn): CTAs with the same rm
+     * work on the same 128 A rows (same expert) and split the A load, each
+     * multicasting its share; CTAs with the same rn work on the same n-tile
+     * and split the B load. A stage may be refilled only when every CTA that
+     * writes into it has been released by this CTA's consumers, so consumers
+     * arrive on the empty barriers of all CTAs in their row and column. */
+    constexpr int CS = CM * CN;
+    const uint32_t rank = CS > 1 ? cluster_rank() : 0;
+    const int rm = (int)rank % CM, rn = (int)rank / CM;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(bars + 8 * s, 1);
+            mbar_init(bars + 8 * (STAGES + s), 8 * (CM + CN - 1)); /* 2 consumer warpgroups x 4 warps per CTA */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (CS > 1) cluster_sync();
+    const int NOUT = GATED ? BN / 2 : BN;
+    const int MU = *g.n_mtiles, NT = (GN + NOUT - 1) / NOUT, NU = (NT + CN - 1) / CN;
+    const int total = MU * NU, kblocks = (GC + BK - 1) / BK;
+    const int cid = blockIdx.x / CS, ncl = gridDim.x / CS;
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            uint16_t maskA = 0, maskB = 0;
+            for (int j = 0; j < CN; j++) maskA |= (uint16_t)(1u << (rm + CM * j));
+            for (int i = 0; i < CM; i++) maskB |= (uint16_t)(1u << (i + CM * rn));
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int u = cid; u < total; u += ncl) {
+                int mu, nu;
+                moe_cuda_raster(u, MU, NU, &mu, &nu);
+                const int2 tl = g.tiles[mu];
+                const int e = tl.x, n0 = (nu * CN + rn) * NOUT;
+                const int arow = g.exp_off[e] + tl.y + 128 * rm + (128 / CN) * rn;
+                for (int kb = 0; kb < kblocks; kb++) {
+                    const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
+                    mbar_wait_cluster(empty, phase ^ 1);
+                    mbar_expect_tx(full, STAGE_BYTES);
+                    const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
+                    const uint32_t da = sa + (128 / CN) * rn * 128;
+                    if (CN == 1) tma_2d(da, &tmA, kb * BK, arow, full);
+                    else tma_2d_mc(da, &tmA, kb * BK, arow, full, maskA);
+#pragma unroll
+                    for (int j = 0; j < 2; j++) {
+                        if (CM == 2 && j != rm) continue;
+                        const CUtensorMap *tb = GATED && j == 1 ? &tmB1 : &tmB0;
+                        const int row = GATED ? n0 : n0 + 128 * j;
+                        if (CM == 1) tma_3d(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full);
+                        else tma_3d_mc(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full, maskB);
+                    }
+                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int cw = wg - 1, lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3;
+        /* frees a stage in every CTA that multicasts into this one */
+        auto release = [&](uint32_t bar) {
+            if (CS == 1) {
+                mbar_arrive(bar);
+            } else {
+#pragma unroll
+                for (int j = 0; j < CN; j++) mbar_arrive_cluster(bar, (uint32_t)(rm + CM * j));
+#pragma unroll
+                for (int i = 0; i < CM; i++)
+                    if (i != rm) mbar_arrive_cluster(bar, (uint32_t)(i + CM * rn));
+            }
+        };
+        float acc[128];
+#pragma unroll
+        for (int i = 0; i < 128; i++) acc[i] = 0.f;
+        int stage = 0;
+        uint32_t phase = 0;
+        for (int u = cid; u < total; u += ncl) {
+            int mu, nu;
+            moe_cuda_raster(u, MU, NU, &mu, &nu);
+            const int2 tl = g.tiles[mu];
+            const int e = tl.x, m0 = tl.y + 128 * rm, n0 = (nu * CN + rn) * NOUT;
+            const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;
+            /* one k-block of wgmma stays in flight: the stage of k-block
+             * kb-1 is released once kb's wgmmas are issued and kb-1's done */
+            int prev = -1;
+            for (int kb = 0; kb < kblocks; kb++) {
+                const uint32_t full = bars + 8 * stage;
+                mbar_wait(full, phase);
+                const uint32_t sa = sbase + stage * STAGE_BYTES + cw * (64 * 128), sb = sbase + stage * STAGE_BYTES + A_BYTES;
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; kk++)
+                    wgmma_m64n256k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sb + kk * 32), (kb > 0 || kk > 0) ? 1 : 0);
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                if (prev >= 0 && lane == 0) release(bars + 8 * (STAGES + prev));
+                prev = stage;
+                if (++stage == STAGES) { stage = 0; phase ^= 1; }
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+            for (int i = 0; i < 128; i++) asm volatile("" : "+f"(acc[i])::"memory");
+            if (prev >= 0 && lane == 0) release(bars + 8 * (STAGES + prev));
+
+            /* ---- epilogue: straight from the accumulators to global ---- */
+            const int qc = (lane & 3) * 2;
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                const int m = m0 + cw * 64 + w4 * 16 + (lane >> 2) + hh * 8;
+                if (m >= rows) continue;
+                const int srow = rbase + m;
+                if (MODE == 1) {
+                    T *orow = (T *)g.out + (int64_t)srow * GN;
+                    if (GATED) {
+#pragma unroll
+                        for (int b = 0; b < 16; b++) {
+                            int col = n0 + b * 8 + qc;
+                            if (COL_OUT(col)) continue;
+                            float g0 = acc[4 * b + 2 * hh], g1 = acc[4 * b + 2 * hh + 1];
+                            float u0 = acc[4 * (b + 16) + 2 * hh], u1 = acc[4 * (b + 16) + 2 * hh + 1];
+                            if (HAS_FB0) {
+                                float2 b_ = moe_cuda_bias2(g.fb0, e, GN, col);
+                                g0 += b_.x;
+                                g1 += b_.y;
+                            }
+                            if (HAS_FB1) {
+                                float2 b_ = moe_cuda_bias2(g.fb1, e, GN, col);
+                                u0 += b_.x;
+                                u1 += b_.y;
+                            }
+                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(ACT, g0, u0, g.alpha, g.limit),
+                                                                          moe_cuda_act(ACT, g1, u1, g.alpha, g.limit));
+                        }
+                    } else {
+#pragma unroll
+                        for (int b = 0; b < 32; b++) {
+                            int col = n0 + b * 8 + qc;
+                            if (COL_OUT(col)) continue;
+                            float u0 = acc[4 * b + 2 * hh], u1 = acc[4 * b + 2 * hh + 1];
+                            if (HAS_FB0) {
+                                float2 b_ = moe_cuda_bias2(g.fb0, e, GN, col);
+                                u0 += b_.x;
+                                u1 += b_.y;
+                            }
+                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, u0, g.alpha, g.limit),
+                                                                          moe_cuda_act(ACT, 0.f, u1, g.alpha, g.limit));
+                        }
+                    }
+                } else {
+                    const int p = g.sorted_pair[srow];
+                    const float wt = g.w[p];
+                    T *orow = (T *)g.out + (int64_t)p * GN;
+#pragma unroll
+                    for (int b = 0; b < 32; b++) {
+                        int col = n0 + b * 8 + qc;
+                        if (COL_OUT(col)) continue;
+                        float v0 = acc[4 * b + 2 * hh], v1 = acc[4 * b + 2 * hh + 1];
+                        if (HAS_FB0) {
+                                float2 b_ = moe_cuda_bias2(g.fb0, e, GN, col);
+                                v0 += b_.x;
+                                v1 += b_.y;
+                            }
+                        *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(wt * v0, wt * v1);
+                    }
+                }
+            }
+        }
+    }
+    /* no CTA leaves while a peer may still multicast into it or arrive on it */
+    if (CS > 1) cluster_sync();
+#endif
+}
+
+#undef GN
+#undef GC
+#undef COL_OUT
+#undef HAS_FB0
+#undef HAS_FB1
+
+#endif
