@@ -32,6 +32,7 @@
  * cuda-quant come before the grouped GEMM backends.
  */
 #include "cuda_backends.h"
+#include "device_guard.h"
 #include "decode.h"
 
 #include <cuda_runtime.h>
@@ -181,20 +182,6 @@ static int64_t bytes_of(const moe_tensor *t, int64_t elems) {
     return elems / moe_type_block_size(t->type) * moe_type_block_bytes(t->type);
 }
 
-typedef struct { int prev, changed; } dguard;
-static cudaError_t denter(int dev, dguard *g) {
-    g->changed = 0;
-    cudaError_t e = cudaGetDevice(&g->prev);
-    if (e != cudaSuccess) return e;
-    if (g->prev != dev) {
-        e = cudaSetDevice(dev);
-        g->changed = e == cudaSuccess;
-    }
-    return e;
-}
-static void dleave(dguard *g) {
-    if (g->changed) cudaSetDevice(g->prev);
-}
 
 static int dec_probe(moe_ctx *ctx, char *why, size_t n) {
     int count = 0;
@@ -302,14 +289,14 @@ static moe_status upload(moe_layer *L, dec_impl *im, const moe_tensor *own, int6
 static void dec_fini(moe_layer *L) {
     dec_impl *im = (dec_impl *)L->impl;
     if (!im) return;
-    dguard g;
-    int entered = denter(im->device, &g) == cudaSuccess;
+    moe_cuda_dev_guard g;
+    int entered = moe_cuda_dev_enter(im->device, &g) == cudaSuccess;
     for (int i = 0; i < im->n_owned; i++) cudaFree(im->owned[i]);
     if (im->gemm) {
         im->gemm->backend->fini(im->gemm);
         free(im->gemm);
     }
-    if (entered) dleave(&g);
+    if (entered) moe_cuda_dev_leave(&g);
     free(im);
     L->impl = NULL;
 }
@@ -349,8 +336,8 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
     im->gate = L->gate; im->up = L->up; im->down = L->down;
     im->gate_bias = L->gate_bias; im->up_bias = L->up_bias; im->down_bias = L->down_bias;
     L->impl = im;
-    dguard g;
-    cudaError_t e = denter(im->device, &g);
+    moe_cuda_dev_guard g;
+    cudaError_t e = moe_cuda_dev_enter(im->device, &g);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->sm_count, cudaDevAttrMultiProcessorCount, im->device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_major, cudaDevAttrComputeCapabilityMajor, im->device);
     if (e != cudaSuccess) {
@@ -372,7 +359,7 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
     if (!s) s = upload(L, im, &d->down, D, I, &im->down, &L->down, NULL, NULL);
     if (!s) s = upload(L, im, &d->down_bias, D, 1, &im->down_bias, &L->down_bias, NULL, NULL);
     if (s) {
-        dleave(&g);
+        moe_cuda_dev_leave(&g);
         dec_fini(L);
         return s;
     }
@@ -386,7 +373,7 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
         if (im->max_t < 0) im->max_t = INT64_MAX; /* negative: never hand over */
         if (im->max_t != INT64_MAX) im->gemm = make_gemm_layer(L, im);
     }
-    dleave(&g);
+    moe_cuda_dev_leave(&g);
     return MOE_OK;
 }
 
@@ -513,8 +500,8 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
         return moe__layer_error(L, MOE_ERR_INVALID_ARGUMENT, "workspace must be 16-byte aligned");
     cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
     moe_status st = MOE_OK;
-    dguard g;
-    if (denter(im->device, &g) != cudaSuccess)
+    moe_cuda_dev_guard g;
+    if (moe_cuda_dev_enter(im->device, &g) != cudaSuccess)
         return moe__layer_error(L, MOE_ERR_CUDA, "cudaSetDevice(%d) failed", im->device);
     {
         const int ph1 = L->gated ? MOE_DEC_GATE_UP : MOE_DEC_UP;
@@ -580,7 +567,7 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
         }
     }
 out:
-    dleave(&g);
+    moe_cuda_dev_leave(&g);
     return st;
 }
 

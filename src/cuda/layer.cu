@@ -24,6 +24,7 @@
  */
 #include "common.cuh"
 #include "cuda_backends.h"
+#include "device_guard.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,21 +174,6 @@ static ws_layout ws_plan(const moe_layer *L, int64_t T, int sm90) {
 /* Backend callbacks                                                         */
 /* ------------------------------------------------------------------------ */
 
-/* Runs the body with ctx's device current, restoring the caller's after. */
-typedef struct { int prev, changed; } dev_guard;
-static cudaError_t dev_enter(int dev, dev_guard *g) {
-    g->changed = 0;
-    cudaError_t e = cudaGetDevice(&g->prev);
-    if (e != cudaSuccess) return e;
-    if (g->prev != dev) {
-        e = cudaSetDevice(dev);
-        g->changed = e == cudaSuccess;
-    }
-    return e;
-}
-static void dev_leave(dev_guard *g) {
-    if (g->changed) cudaSetDevice(g->prev);
-}
 
 static int probe_common(moe_ctx *ctx, char *why, size_t n, int *major, int *minor) {
     int count = 0;
@@ -221,13 +207,13 @@ static int probe_sm90(moe_ctx *ctx, char *why, size_t n) {
                  ctx->p.cuda_device, ma, mi);
         return 0;
     }
-    dev_guard g;
-    if (dev_enter(ctx->p.cuda_device, &g) != cudaSuccess) {
+    moe_cuda_dev_guard g;
+    if (moe_cuda_dev_enter(ctx->p.cuda_device, &g) != cudaSuccess) {
         snprintf(why, n, "cudaSetDevice(%d) failed", ctx->p.cuda_device);
         return 0;
     }
     int ok = moe__cuda_sm90_available();
-    dev_leave(&g);
+    moe_cuda_dev_leave(&g);
     if (!ok) {
         snprintf(why, n, "this build has no sm_90a code (CMAKE_CUDA_ARCHITECTURES must include 90a-real)");
         return 0;
@@ -243,13 +229,13 @@ static int probe_sm80(moe_ctx *ctx, char *why, size_t n) {
                  ma, mi);
         return 0;
     }
-    dev_guard g;
-    if (dev_enter(ctx->p.cuda_device, &g) != cudaSuccess) {
+    moe_cuda_dev_guard g;
+    if (moe_cuda_dev_enter(ctx->p.cuda_device, &g) != cudaSuccess) {
         snprintf(why, n, "cudaSetDevice(%d) failed", ctx->p.cuda_device);
         return 0;
     }
     cudaError_t e = moe__cuda_gemm_sm80_prepare();
-    dev_leave(&g);
+    moe_cuda_dev_leave(&g);
     if (e != cudaSuccess) {
         cudaGetLastError();
         snprintf(why, n, "this build has no code for compute capability %d.%d (%s)", ma, mi, cudaGetErrorString(e));
@@ -356,8 +342,8 @@ static moe_status init_common(moe_layer *L, int sm90) {
     if (!im) return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY, "out of memory");
     im->device = L->ctx->p.cuda_device;
     im->sm90 = sm90;
-    dev_guard g;
-    cudaError_t e = dev_enter(im->device, &g);
+    moe_cuda_dev_guard g;
+    cudaError_t e = moe_cuda_dev_enter(im->device, &g);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->sm_count, cudaDevAttrMultiProcessorCount, im->device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_major, cudaDevAttrComputeCapabilityMajor, im->device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_minor, cudaDevAttrComputeCapabilityMinor, im->device);
@@ -371,7 +357,7 @@ static moe_status init_common(moe_layer *L, int sm90) {
         if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     }
     if (e != cudaSuccess) {
-        dev_leave(&g);
+        moe_cuda_dev_leave(&g);
         L->impl = im;
         fini_cuda(L);
         return moe__layer_error(L, MOE_ERR_CUDA, "device %d setup: %s", L->ctx->p.cuda_device, cudaGetErrorString(e));
@@ -396,13 +382,13 @@ static moe_status init_common(moe_layer *L, int sm90) {
             bad |= moe__cuda_weight_tmap(&im->tm_down, L->down.data, dt, d->E, d->D, d->I, L->down.stride_e,
                                          L->down.stride_n, 128, why, sizeof why);
         if (bad) {
-            dev_leave(&g);
+            moe_cuda_dev_leave(&g);
             L->impl = im;
             fini_cuda(L);
             return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "TMA descriptor: %s", why);
         }
     }
-    dev_leave(&g);
+    moe_cuda_dev_leave(&g);
     L->impl = im;
     return MOE_OK;
 }
@@ -413,13 +399,13 @@ static moe_status init_sm80(moe_layer *L) { return init_common(L, 0); }
 static void fini_cuda(moe_layer *L) {
     moe_cuda_impl *im = (moe_cuda_impl *)L->impl;
     if (im) {
-        dev_guard g;
-        if (dev_enter(im->device, &g) == cudaSuccess) {
+        moe_cuda_dev_guard g;
+        if (moe_cuda_dev_enter(im->device, &g) == cudaSuccess) {
             if (im->fb_gate) cudaFree(im->fb_gate);
             if (im->fb_up) cudaFree(im->fb_up);
             if (im->fb_down) cudaFree(im->fb_down);
             if (im->jit && im->jit->module) moe__cuda_driver()->module_unload(im->jit->module);
-            dev_leave(&g);
+            moe_cuda_dev_leave(&g);
         }
         free(im->jit);
     }
@@ -496,9 +482,9 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
     int32_t *sorted = (int32_t *)(ws + w.sorted);
     void *xp = im->sm90 ? ws + w.xp : NULL, *h = ws + w.h, *y = ws + w.y;
     moe_status st = MOE_OK;
-    dev_guard g;
+    moe_cuda_dev_guard g;
     char why[256] = "";
-    if (dev_enter(im->device, &g) != cudaSuccess)
+    if (moe_cuda_dev_enter(im->device, &g) != cudaSuccess)
         return moe__layer_error(L, MOE_ERR_CUDA, "cudaSetDevice(%d) failed", im->device);
     {
         CUCHK(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)(2 * E), s));
@@ -568,7 +554,7 @@ out:
         snprintf(msg, sizeof msg, "%s", L->err);
         moe__layer_error(L, st, "%s (%s)", msg, why);
     }
-    dev_leave(&g);
+    moe_cuda_dev_leave(&g);
     return st;
 }
 
