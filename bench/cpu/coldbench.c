@@ -17,7 +17,8 @@
 static double now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec+1e-9*t.tv_nsec;}
 static int cmpd(const void*a,const void*b){double x=*(double*)a,y=*(double*)b;return x<y?-1:x>y;}
 static uint64_t rs=1; static uint32_t rnd(void){rs=rs*6364136223846793005ull+1442695040888963407ull;return rs>>33;}
-/* usage: cold WTYPE T NFW pf1 pf2 ... */
+/* usage: cold WTYPE T NFW tag1 tag2 ...: each tag is written to moe__cpu_ab (if the library has it) */
+extern int moe__cpu_ab __attribute__((weak));
 int main(int argc,char**argv){
   moe_type wt=MOE_TYPE_Q4_K;
   const char* tn=argv[1];
@@ -42,6 +43,7 @@ int main(int argc,char**argv){
   double *tm=malloc(sizeof(double)*nfw*npf);
   int cnt[16]={0};
   for(int it=0;it<nfw*npf;it++){ int pi=(it/8)%npf;  int b=it%NR;
+    if(&moe__cpu_ab) moe__cpu_ab=pfs[pi];
     double t0=now();
     if(moe_layer_forward(L,T,x,ids+b*T*K,w+b*T*K,out,ws,wsb)) {fprintf(stderr,"fw %s\n",moe_ctx_last_error(ctx));return 1;}
     double t1=now(); tm[pi*nfw+cnt[pi]++ % nfw]=t1-t0; }
