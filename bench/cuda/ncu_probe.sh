@@ -1,7 +1,6 @@
 #!/bin/bash
-# ncu on the GEMM kernels of one forward per shape (after build-gpu exists in
-# the private copy made by run_device.sh). Usage: bash ncu_probe.sh PRESET T BACKEND
-W=/tmp/moe-w; cd $W
+# ncu on the GEMM kernels of one forward per shape, from the repository root
+# after run_device.sh has built build-gpu. Usage: bash ncu_probe.sh PRESET T BACKEND
 ncu --clock-control none --kernel-name regex:'gemm_sm90' --launch-count 4 \
   --metrics gpu__time_duration.sum,sm__pipe_tensor_op_hgmma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,lts__t_sector_hit_rate.pct,sm__throughput.avg.pct_of_peak_sustained_elapsed \
   python3 bench/cuda/bench_layer.py --lib build-gpu/libmoe.so --probe --presets $1 --tokens $2 --backends $3 2>&1 | \

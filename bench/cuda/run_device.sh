@@ -1,14 +1,9 @@
 #!/bin/bash
-# One device call: build (in a private copy without src/cpu, which other work
-# may be mid-edit on), SASS check, CUDA tests, compute-sanitizer on small
+# One device call: build, SASS check, CUDA tests, compute-sanitizer on small
 # cases, the benchmark. Logs and JSON under $OUT (or ./out).
 # Usage: bash bench/cuda/run_device.sh [bench args...]
 set -o pipefail
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-W=/tmp/moe-w; rm -rf $W; mkdir -p $W
-cp -r CMakeLists.txt cmake include src tests tools bench $W/ && rm -rf $W/src/cpu && mkdir -p $W/src/cpu
-for f in $W/tests/test_*.c; do case $f in */test_cuda*) ;; *) rm -f $f ;; esac; done
-cd $W
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee $OUT/gpu.txt
 t0=$(date +%s)
 (cmake -S . -B build-gpu -DMOE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="80-real;90a-real" && cmake --build build-gpu -j16 --target moe moe-tests) > $OUT/build.log 2>&1 || { tail -40 $OUT/build.log; exit 1; }
