@@ -150,7 +150,23 @@ def _stream_ptr(stream):
     raise TypeError("stream: expected a cudaStream_t as an int, or a stream object (torch/cupy), got %r" % (stream,))
 
 
-class Context:
+class _Handle:
+    """A library handle: closed by close(), by a with-block, or when collected."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Context(_Handle):
     """moe_ctx: the device, the CPU threads and the logging layers share.
 
     device: "cpu" or "cuda" (or a Device). cuda_device: the CUDA ordinal.
@@ -231,18 +247,6 @@ class Context:
             layer.close()
         lib().moe_ctx_free(self._h)
         self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         if self._h is None:
@@ -326,7 +330,7 @@ _WEIGHTS = ("gate", "up", "gate_up", "down")
 _BIASES = ("gate_bias", "up_bias", "gate_up_bias", "down_bias")
 
 
-class Layer:
+class Layer(_Handle):
     """moe_layer: one MoE expert layer over BORROWED weights.
 
     Weights (numpy arrays or torch tensors, never copied by the binding; the
@@ -506,18 +510,6 @@ class Layer:
         self._h = None
         self._ws.clear()
         self._weights.clear()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         if self._h is None:
