@@ -133,6 +133,8 @@ MOE_API int64_t moe_type_row_bytes(moe_type t, int64_t n);
  * MXFP4, which cannot hold NaN, saturates Inf to +-6*scale and stores NaN as 0. */
 MOE_API moe_status moe_quantize_row(moe_type t, const float *src, void *dst, int64_t n);
 /* Converts n elements of type t (moe_type_row_bytes(t, n) bytes) to f32. */
+/* Both take no context: their error messages are read with
+ * moe_ctx_last_error(NULL) (per thread). */
 MOE_API moe_status moe_dequantize_row(moe_type t, const void *src, float *dst, int64_t n);
 
 /* ------------------------------------------------------------------------ */
