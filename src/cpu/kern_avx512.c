@@ -372,4 +372,5 @@ static void to_bf16_avx512(const float *x, uint16_t *y, int64_t n) {
 }
 #define TO_BF16_IMPL to_bf16_avx512
 
+#define PF_SPAN_Q8_0 256 /* see kernels.inc */
 #include "kernels.inc"
