@@ -473,16 +473,6 @@ static int xmode_of(moe_type act, int fmt) {
     return act == MOE_TYPE_F16 ? 2 : 3;
 }
 
-#define CK(call)                                                                                              \
-    do {                                                                                                      \
-        cudaError_t e_ = (call);                                                                              \
-        if (e_ != cudaSuccess) {                                                                              \
-            st = moe__layer_error(L, MOE_ERR_CUDA, "%s: %s (%s:%d)", #call, cudaGetErrorString(e_), __FILE__, \
-                                  __LINE__);                                                                  \
-            goto out;                                                                                         \
-        }                                                                                                     \
-    } while (0)
-
 static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
     dec_impl *im = (dec_impl *)L->impl;
     const moe_layer_desc *d = &L->desc;
@@ -522,7 +512,7 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
             char *out = (char *)fa->out + (size_t)(t0 * D) * asz;
             k_route<<<1, 1024, 0, s>>>(ids, (int)w.TK, (int)E, hdr, act_e, act_off, sorted, cnt, w.ncnt,
                                        (uint32_t *)out, (int64_t)((size_t)(Tn * D) * asz / 4));
-            CK(cudaGetLastError());
+            MOE_CUDA_CK(cudaGetLastError());
             int nt = pick_nt(w.TK, E);
 
             moe_dec_args a;
@@ -553,7 +543,7 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
             a1.N = (int)I; a1.C = (int)D; a1.n_chunks = nch1; a1.KS = ks1; a1.RW = 8 / ks1;
             a1.xb = x; a1.ldb = D; a1.xmode = xmode_of(d->act_type, im->fmt1);
             dim3 g1((unsigned)moe__cdiv(I, 16 * a1.RW), (unsigned)w.maxA);
-            CK(launch_phase(im->fmt1, ph1, nt, &a1, g1, s));
+            MOE_CUDA_CK(launch_phase(im->fmt1, ph1, nt, &a1, g1, s));
 
             /* phase 2 */
             moe_dec_args a2 = a;
@@ -563,7 +553,7 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
             a2.N = (int)D; a2.C = (int)I; a2.n_chunks = nch2; a2.KS = ks2; a2.RW = 8 / ks2;
             a2.xb = ws + w.h; a2.ldb = I; a2.xmode = 0;
             dim3 g2((unsigned)moe__cdiv(D, 16 * a2.RW), (unsigned)w.maxA);
-            CK(launch_phase(im->fmt2, MOE_DEC_DOWN, nt, &a2, g2, s));
+            MOE_CUDA_CK(launch_phase(im->fmt2, MOE_DEC_DOWN, nt, &a2, g2, s));
         }
     }
 out:

@@ -457,16 +457,6 @@ static void fill_gemm2(const moe_layer *L, moe_cuda_gemm *g) {
     g->fb0 = g->fb1 = ((const moe_cuda_impl *)L->impl)->fb_down;
 }
 
-#define CUCHK(call)                                                                                           \
-    do {                                                                                                      \
-        cudaError_t e_ = (call);                                                                              \
-        if (e_ != cudaSuccess) {                                                                              \
-            st = moe__layer_error(L, MOE_ERR_CUDA, "%s: %s (%s:%d)", #call, cudaGetErrorString(e_), __FILE__, \
-                                  __LINE__);                                                                  \
-            goto out;                                                                                         \
-        }                                                                                                     \
-    } while (0)
-
 static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
     moe_cuda_impl *im = (moe_cuda_impl *)L->impl;
     const moe_layer_desc *d = &L->desc;
@@ -487,9 +477,9 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
     if (moe_cuda_dev_enter(im->device, &g) != cudaSuccess)
         return moe__layer_error(L, MOE_ERR_CUDA, "cudaSetDevice(%d) failed", im->device);
     {
-        CUCHK(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)(2 * E), s));
+        MOE_CUDA_CK(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)(2 * E), s));
         k_count<<<(unsigned)((TK + 255) / 256), 256, 0, s>>>(a->ids, (int)TK, (int)E, cnt);
-        CUCHK(cudaGetLastError());
+        MOE_CUDA_CK(cudaGetLastError());
         /* sm90 cluster shape (NOTES.md): cm = 2 pairs CTAs on 256-row units of
          * one expert, cn = 2 pairs CTAs on neighbouring n-tiles (TMA
          * multicast). MOE_SM90_CM / MOE_SM90_CN override the default 1 x 1. */
@@ -506,10 +496,10 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
             if (ev && (atoi(ev) == 1 || atoi(ev) == 2)) cn = atoi(ev);
         }
         k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, MOE_CUDA_BM * cm, off, tiles, ntl);
-        CUCHK(cudaGetLastError());
+        MOE_CUDA_CK(cudaGetLastError());
         k_scatter<<<(unsigned)((TK + 7) / 8), 256, 0, s>>>(a->ids, (int)TK, (int)E, (int)K, (int)D, off, cursor,
                                                            sorted, (const uint4 *)a->x, (uint4 *)xp);
-        CUCHK(cudaGetLastError());
+        MOE_CUDA_CK(cudaGetLastError());
 
         moe_cuda_gemm g1, g2;
         memset(&g1, 0, sizeof g1);
@@ -527,16 +517,16 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
         g2.A = h;
         g2.out = y;
         if (im->jit) {
-            CUCHK(moe__cuda_gemm_sm90_jit(&g1, &im->tm_b0, &im->tm_b1, im->jit->fn[0], im->jit->max_clusters[0], s, why,
+            MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&g1, &im->tm_b0, &im->tm_b1, im->jit->fn[0], im->jit->max_clusters[0], s, why,
                                           sizeof why));
-            CUCHK(moe__cuda_gemm_sm90_jit(&g2, &im->tm_down, &im->tm_down, im->jit->fn[1], im->jit->max_clusters[1], s,
+            MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&g2, &im->tm_down, &im->tm_down, im->jit->fn[1], im->jit->max_clusters[1], s,
                                           why, sizeof why));
         } else if (im->sm90) {
-            CUCHK(moe__cuda_gemm_sm90(&g1, &im->tm_b0, &im->tm_b1, im->sm_count, s, why, sizeof why));
-            CUCHK(moe__cuda_gemm_sm90(&g2, &im->tm_down, &im->tm_down, im->sm_count, s, why, sizeof why));
+            MOE_CUDA_CK(moe__cuda_gemm_sm90(&g1, &im->tm_b0, &im->tm_b1, im->sm_count, s, why, sizeof why));
+            MOE_CUDA_CK(moe__cuda_gemm_sm90(&g2, &im->tm_down, &im->tm_down, im->sm_count, s, why, sizeof why));
         } else {
-            CUCHK(moe__cuda_gemm_sm80(&g1, im->sm_count, s));
-            CUCHK(moe__cuda_gemm_sm80(&g2, im->sm_count, s));
+            MOE_CUDA_CK(moe__cuda_gemm_sm80(&g1, im->sm_count, s));
+            MOE_CUDA_CK(moe__cuda_gemm_sm80(&g2, im->sm_count, s));
         }
         int64_t nthreads = T * (D / 8);
         unsigned nb = (unsigned)((nthreads + 255) / 256);
@@ -546,7 +536,7 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
         else
             k_combine<__half><<<nb, 256, 0, s>>>(a->ids, (const uint4 *)y, (int)T, (int)K, (int)E, (int)D,
                                                  (uint4 *)a->out);
-        CUCHK(cudaGetLastError());
+        MOE_CUDA_CK(cudaGetLastError());
     }
 out:
     if (st && why[0]) {
