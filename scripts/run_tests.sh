@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the C runner (the shared case table on every backend this
-# build has, bad input, the API), the other ctest tests (install, README
+# build has, bad input, the API), the dp4a decoder check (CUDA builds), the
+# other ctest tests (install, README
 # example), and the pytest suite (numpy and gguf-py as independent oracles).
 # Ends with one line: "N passed, N failed, N skipped".
 set -u
@@ -24,8 +25,24 @@ else
     echo "moe-tests did not finish (exit $rc)"; failed=$((failed + 1))
 fi
 
+echo "== dp4a weight decoders ($BUILD/moe-qdot-test, no GPU needed; failures and summary below, every line in $BUILD/moe-qdot-test.log) =="
+# Built (and registered with ctest) whenever the CUDA backends are: it must run then.
+if ctest --test-dir "$BUILD" -N -R '^moe-qdot-test$' 2>/dev/null | grep -q 'Total Tests: 1'; then
+    "$BUILD/moe-qdot-test" | tee "$BUILD/moe-qdot-test.log" | grep -v '^ok '
+    rc=${PIPESTATUS[0]}
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$BUILD/moe-qdot-test.log" | tail -1)
+    if [ -n "$line" ]; then
+        read -r p f s <<<"$(echo "$line" | sed -E 's/^([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped.*/\1 \2 \3/')"
+        passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+    else
+        echo "moe-qdot-test did not finish (exit $rc)"; failed=$((failed + 1))
+    fi
+else
+    skipped=$((skipped + 1)); echo "skipped: built without CUDA (moe-qdot-test is a CUDA target)"
+fi
+
 echo "== other ctest tests =="
-ctest --test-dir "$BUILD" -E '^moe-tests$' --output-on-failure | tee "$BUILD/ctest.log"
+ctest --test-dir "$BUILD" -E '^(moe-tests|moe-qdot-test)$' --output-on-failure | tee "$BUILD/ctest.log"
 p=$(grep -cE 'Test +#[0-9]+: .* Passed' "$BUILD/ctest.log")
 f=$(grep -cE 'Test +#[0-9]+: .*(Failed|Exception|Timeout|Not Run)' "$BUILD/ctest.log")
 s=$(grep -cE 'Test +#[0-9]+: .*Skipped' "$BUILD/ctest.log")

@@ -39,8 +39,32 @@ static void run_table(const char *backend) {
     printf("     %s: %d cases passed, %d skipped\n", backend, passed, skipped);
 }
 
+/* The backends' two kernel families, each forced in turn: the streaming
+ * kernels wherever they fit (MOE_DECODE_STREAM=1, every T up to 256 / K) and
+ * the mma kernels (MOE_DECODE_STREAM=0); the default mixes them by T. */
+static void run_table_with(const char *backend, const char *stream) {
+    setenv("MOE_DECODE_STREAM", stream, 1);
+    run_table(backend);
+    unsetenv("MOE_DECODE_STREAM");
+}
+
 TEST(cuda_decode_cases) { run_table("cuda-decode"); }
 TEST(cuda_quant_cases) { run_table("cuda-quant"); }
+TEST(cuda_decode_cases_stream) { run_table_with("cuda-decode", "1"); }
+TEST(cuda_decode_cases_mma) { run_table_with("cuda-decode", "0"); }
+TEST(cuda_quant_cases_stream) { run_table_with("cuda-quant", "1"); }
+/* the streaming kernels as two launches (no cooperative single launch) */
+TEST(cuda_decode_cases_stream_2launch) {
+    setenv("MOE_DECODE_FUSED", "0", 1);
+    run_table_with("cuda-decode", "1");
+    unsetenv("MOE_DECODE_FUSED");
+}
+TEST(cuda_quant_cases_stream_2launch) {
+    setenv("MOE_DECODE_FUSED", "0", 1);
+    run_table_with("cuda-quant", "1");
+    unsetenv("MOE_DECODE_FUSED");
+}
+TEST(cuda_quant_cases_mma) { run_table_with("cuda-quant", "0"); }
 
 /* One case per weight type at many T: small decode batches, a T over the
  * route kernel's tiles, odd T. */
@@ -92,6 +116,29 @@ TEST(cuda_decode_sweep_T) {
     sweep("cuda-decode", q + 1, 1, MOE_TYPE_F16);
 }
 
+/* The same sweeps with each kernel family forced. */
+TEST(cuda_quant_sweep_T_stream_and_mma) {
+    static const moe_type q[] = {MOE_TYPE_Q4_0, MOE_TYPE_Q8_0, MOE_TYPE_Q2_K, MOE_TYPE_Q3_K,
+                                 MOE_TYPE_Q4_K, MOE_TYPE_Q5_K, MOE_TYPE_Q6_K, MOE_TYPE_MXFP4};
+    static const char *modes[] = {"1", "0"};
+    for (int m = 0; m < 2 && !moe_test_failed(); m++) {
+        setenv("MOE_DECODE_STREAM", modes[m], 1);
+        sweep("cuda-quant", q, 8, MOE_TYPE_BF16);
+        unsetenv("MOE_DECODE_STREAM");
+    }
+}
+
+TEST(cuda_decode_sweep_T_stream_and_mma) {
+    static const moe_type q[] = {MOE_TYPE_BF16, MOE_TYPE_F16};
+    static const char *modes[] = {"1", "0"};
+    for (int m = 0; m < 2 && !moe_test_failed(); m++) {
+        setenv("MOE_DECODE_STREAM", modes[m], 1);
+        sweep("cuda-decode", q, 1, MOE_TYPE_F32);
+        if (!moe_test_failed()) sweep("cuda-decode", q + 1, 1, MOE_TYPE_F16);
+        unsetenv("MOE_DECODE_STREAM");
+    }
+}
+
 /* Ids out of range on the device: skipped pairs, nothing out of bounds, the
  * other slots still summed; a token with every id out of range gets 0. */
 TEST(cuda_decode_bad_ids) {
@@ -113,8 +160,18 @@ TEST(cuda_decode_bad_ids) {
     d.down.data = dn; d.down.type = MOE_TYPE_F16; d.down.mem = MOE_MEM_DEVICE;
     d.act_type = MOE_TYPE_F32;
     d.backend = "cuda-decode";
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    static const char *modes[] = {"1", "0"}; /* streaming kernels, then the mma kernels */
+    for (int m = 0; m < 2 && !moe_test_failed(); m++) {
+    setenv("MOE_DECODE_STREAM", modes[m], 1);
     moe_layer *L = NULL;
     CHECK_STATUS(moe_layer_create(ctx, &d, &L), MOE_OK);
+    unsetenv("MOE_DECODE_STREAM");
+    char desc[1024];
+    moe_layer_describe(L, T, desc, sizeof desc);
+    if (major >= 9) /* a forced family must be the one that runs */
+        CHECK_MSG((strstr(desc, "streaming kernels (") != NULL) == (m == 0), "MOE_DECODE_STREAM=%s: %s", modes[m], desc);
     float hx[3 * 64];
     for (int i = 0; i < 3 * 64; i++) hx[i] = 1.0f / 64;
     int32_t hid[6] = {1, 77, -5, 1 << 30, 2, 3}; /* token 1: no valid id */
@@ -137,7 +194,10 @@ TEST(cuda_decode_bad_ids) {
         CHECK_MSG(ho[128 + c] > 23.5f && ho[128 + c] < 24.5f, "token 2 col %d = %g, expected 24", c, (double)ho[128 + c]);
     }
     moe_layer_free(L);
-    cudaFree(g); cudaFree(u); cudaFree(dn); cudaFree(x); cudaFree(out); cudaFree(ids); cudaFree(w); cudaFree(ws);
+    cudaFree(x); cudaFree(out); cudaFree(ids); cudaFree(w); cudaFree(ws);
+    ws = NULL;
+    }
+    cudaFree(g); cudaFree(u); cudaFree(dn);
     free(hw);
     moe_ctx_free(ctx);
 }

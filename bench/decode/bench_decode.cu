@@ -98,6 +98,7 @@ static FILE *jf;
 static double read_bw;
 static int g_reps = 0;
 static char gpu[256];
+static int g_probe;
 static void *flush_buf;
 static size_t flush_bytes;
 static unsigned *flush_sink;
@@ -105,6 +106,11 @@ static const char *only_preset;
 static int64_t only_T;
 
 struct timing { double med, mn; };
+
+static void bench_log(moe_log_level level, const char *msg, void *user) {
+    (void)user;
+    fprintf(stderr, "[libmoe %d] %s\n", (int)level, msg);
+}
 
 /* median forward time (us) of layer L at T with fresh routing; touched gets the experts used */
 static timing time_fwd(moe_layer *L, const preset &P, int64_t T, int reps, int64_t *touched) {
@@ -219,6 +225,7 @@ static void report(const preset &P, moe_type wt, const char *variant, moe_layer 
     printf("%-14s %-6s %-14s T=%4lld  %9.1f us  %7.1f GB/s  %5.1f%% of read  (%lld experts, %.1f MB)\n", P.name,
            moe_type_name(wt), variant, (long long)T, tm.med, gbps, 100.0 * gbps / read_bw, (long long)touched,
            bytes / 1e6);
+    if (T == 1) printf("    %s\n", desc);
     if (jf)
         fprintf(jf,
                 "{\"gpu\": \"%s\", \"preset\": \"%s\", \"wtype\": \"%s\", \"variant\": \"%s\", \"backend\": \"%s\", "
@@ -240,6 +247,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only_preset = argv[++i];
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) only_T = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--probe")) g_probe = 1;
     }
     if (!dense && !quant && !cross) dense = quant = cross = 1;
     if (json) jf = fopen(json, "a");
@@ -270,12 +278,33 @@ int main(int argc, char **argv) {
             if (r && ms < best) best = ms;
         }
         read_bw = n / (best * 1e-3) / 1e9;
+        if (g_probe) { /* the floor for reading X MB in one kernel after an L2 flush */
+            static const double mbs[] = {12.5, 25, 50, 75, 150, 400};
+            for (double mb : mbs) {
+                size_t nb = (size_t)(mb * 1e6) & ~(size_t)15;
+                std::vector<float> ts;
+                for (int r = 0; r < 23; r++) {
+                    k_sum<<<264, 512, 0, 0>>>((const uint4 *)flush_buf, (int64_t)(flush_bytes / 16), flush_sink);
+                    cudaEventRecord(a);
+                    k_sum<<<prop.multiProcessorCount * 8, 512>>>((const uint4 *)p, (int64_t)(nb / 16), o);
+                    cudaEventRecord(b);
+                    CK(cudaEventSynchronize(b));
+                    float ms;
+                    cudaEventElapsedTime(&ms, a, b);
+                    if (r >= 3) ts.push_back(ms * 1e3f);
+                }
+                std::sort(ts.begin(), ts.end());
+                printf("probe: read %.1f MB in one kernel: %.1f us (%.0f GB/s)\n", mb, ts[ts.size() / 2],
+                       nb / (ts[ts.size() / 2] * 1e-6) / 1e9);
+            }
+        }
         cudaFree(p); cudaFree(o);
         printf("GPU %s, %d SMs, L2 %d MB; HBM read %.0f GB/s\n", gpu, prop.multiProcessorCount, prop.l2CacheSize >> 20,
                read_bw);
     }
     moe_ctx_params cp = moe_ctx_default_params();
     cp.device = MOE_DEVICE_CUDA;
+    cp.log = bench_log; /* the library's own lines, at the level MOE_LOG sets */
     moe_ctx *ctx;
     if (moe_ctx_create(&cp, &ctx)) { fprintf(stderr, "ctx\n"); return 1; }
 
@@ -285,20 +314,22 @@ int main(int argc, char **argv) {
             if (only_preset && strcmp(only_preset, P.name)) continue;
             layer_set s = make_layer_weights(P, MOE_TYPE_BF16);
             setenv("MOE_DECODE_MAX_T", "-1", 1); /* our kernels at every T */
+            setenv("MOE_DECODE_STREAM", "1", 1);  /* the streaming kernels wherever they fit */
             moe_layer *L = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
-            setenv("MOE_DECODE_PDL", "0", 1);
-            moe_layer *Lnp = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
-            unsetenv("MOE_DECODE_PDL");
+            setenv("MOE_DECODE_STREAM", "0", 1);  /* the mma kernels (k_dec) */
+            moe_layer *Lk = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
+            unsetenv("MOE_DECODE_STREAM");
             unsetenv("MOE_DECODE_MAX_T");
             for (int64_t T : Ts) {
                 if (only_T && T != only_T) continue;
                 int64_t touched;
+                srand(1000 + (int)T);
                 timing tm = time_fwd(L, P, T, 30, &touched);
-                report(P, MOE_TYPE_BF16, "decode", L, T, tm, touched, s.expert_bytes);
-                if (Lnp && (T == 1 || T == 16)) {
+                report(P, MOE_TYPE_BF16, "stream", L, T, tm, touched, s.expert_bytes);
+                if (Lk) {
                     srand(1000 + (int)T);
-                    tm = time_fwd(Lnp, P, T, 30, &touched);
-                    report(P, MOE_TYPE_BF16, "decode-nopdl", Lnp, T, tm, touched, s.expert_bytes);
+                    tm = time_fwd(Lk, P, T, 30, &touched);
+                    report(P, MOE_TYPE_BF16, "kdec", Lk, T, tm, touched, s.expert_bytes);
                 }
             }
             if (cross) { /* the crossover with the grouped GEMM backend */
@@ -322,7 +353,7 @@ int main(int argc, char **argv) {
                 moe_layer_free(G);
             }
             moe_layer_free(L);
-            moe_layer_free(Lnp);
+            moe_layer_free(Lk);
             cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
         }
     }
@@ -335,14 +366,25 @@ int main(int argc, char **argv) {
                 if (only_preset && strcmp(only_preset, P->name)) continue;
                 if (moe_type_block_size(t) == 256 && (P->D % 256 || P->I % 256)) continue;
                 layer_set s = make_layer_weights(*P, t);
+                setenv("MOE_DECODE_STREAM", "1", 1);
                 moe_layer *L = make_layer(ctx, *P, t, s, "cuda-quant");
+                setenv("MOE_DECODE_STREAM", "0", 1);
+                moe_layer *Lk = make_layer(ctx, *P, t, s, "cuda-quant");
+                unsetenv("MOE_DECODE_STREAM");
                 if (L)
                     for (int64_t T : Ts) {
                         if (only_T && T != only_T) continue;
                         int64_t touched;
+                        srand(2000 + (int)T);
                         timing tm = time_fwd(L, *P, T, 30, &touched);
-                        report(*P, t, "quant", L, T, tm, touched, s.expert_bytes);
+                        report(*P, t, "stream", L, T, tm, touched, s.expert_bytes);
+                        if (Lk) {
+                            srand(2000 + (int)T);
+                            tm = time_fwd(Lk, *P, T, 30, &touched);
+                            report(*P, t, "kdec", Lk, T, tm, touched, s.expert_bytes);
+                        }
                     }
+                moe_layer_free(Lk);
                 moe_layer_free(L);
                 cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
             }

@@ -34,6 +34,7 @@
 #include "cuda_backends.h"
 #include "device_guard.h"
 #include "decode.h"
+#include "decode_stream.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -160,6 +161,13 @@ typedef struct dec_impl {
     int n_owned;
     size_t uploaded;
     moe_layer *gemm;             /* cuda-decode: the grouped GEMM backend's layer state, or NULL */
+    int sv;                      /* the streaming kernels (decode_stream.cuh) take this layer ... */
+    int64_t sv_max_t;            /* ... for T up to this */
+    int sv_smem_block, sv_smem_sm; /* dynamic shared memory one block may take; per SM */
+    int sv_fused;                /* both phases in one cooperative launch where the grid fits (MOE_DECODE_FUSED) */
+    unsigned *sv_gbar;           /* its grid-barrier counters (device, zeroed) */
+    int sv_fused_logged;         /* the first fall-back to two launches was logged */
+    char sv_why[160];            /* why they do not, for describe */
 } dec_impl;
 
 static int fmt_of(moe_type t) {
@@ -292,6 +300,7 @@ static void dec_fini(moe_layer *L) {
     moe_cuda_dev_guard g;
     int entered = moe_cuda_dev_enter(im->device, &g) == cudaSuccess;
     for (int i = 0; i < im->n_owned; i++) cudaFree(im->owned[i]);
+    if (im->sv_gbar) cudaFree(im->sv_gbar);
     if (im->gemm) {
         im->gemm->backend->fini(im->gemm);
         free(im->gemm);
@@ -324,6 +333,8 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
     }
     return NULL;
 }
+
+static void sv_init(moe_layer *L, dec_impl *im);
 
 static moe_status dec_init_common(moe_layer *L, int quant) {
     dec_impl *im = (dec_impl *)calloc(1, sizeof *im);
@@ -373,8 +384,31 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
         if (im->max_t < 0) im->max_t = INT64_MAX; /* negative: never hand over */
         if (im->max_t != INT64_MAX) im->gemm = make_gemm_layer(L, im);
     }
+    sv_init(L, im);
+    const char *sv_env = getenv("MOE_DECODE_STREAM");
+    if (!im->sv && sv_env && sv_env[0] == '1')
+        moe__log(L->ctx, MOE_LOG_WARN, "%s: MOE_DECODE_STREAM=1 but the streaming kernels cannot run this layer: %s",
+                 L->backend->name, im->sv_why);
     moe_cuda_dev_leave(&g);
     return MOE_OK;
+}
+
+/* Shared-memory bytes a stage of rows may take (several rows when they are short). */
+#define SV_STAGE_TARGET (16 * 1024)
+/* Default upper bound on pairs per expert T*K/E for the streaming kernels (they
+ * stream every active expert's rows once per 4 tokens routed to it). */
+#define SV_PAIRS_PER_EXPERT_MAX 2
+
+/* Can the streaming kernels read tensor t ([E, N, C], a view)? Their bulk copies
+ * start at the 16-byte boundary below a row and end at the one above it. */
+static int sv_weight_ok(const moe_tensor *t, int64_t E, int64_t N, int64_t C, int dense, int last_in_alloc) {
+    if ((uintptr_t)t->data & 15) return 0;
+    int64_t se = bytes_of(t, t->stride_e), sn = bytes_of(t, t->stride_n);
+    if (dense && ((se | sn) & 15)) return 0;
+    if (!last_in_alloc) return 1;
+    size_t end = (uintptr_t)t->data + extent(t, E, N, C);
+    (void)se;
+    return (end & 15) == 0;
 }
 
 static moe_status dec_init(moe_layer *L) { return dec_init_common(L, 0); }
@@ -437,10 +471,16 @@ static dws dws_plan(const moe_layer *L, const dec_impl *im, int64_t Tc) {
 }
 
 static int use_gemm(const dec_impl *im, int64_t T) { return im->gemm && T > im->max_t; }
+static int use_sv(const dec_impl *im, int64_t T) { return im->sv && T <= im->sv_max_t; }
+
+static size_t sv_workspace(const moe_layer *L, const dec_impl *im, int64_t T) {
+    return al256((size_t)(T * L->desc.K * L->desc.I) * (im->quant ? 4 : 2));
+}
 
 static size_t dec_workspace(const moe_layer *L, int64_t T) {
     const dec_impl *im = (const dec_impl *)L->impl;
     if (use_gemm(im, T)) return im->gemm->backend->workspace(im->gemm, T);
+    if (use_sv(im, T)) return sv_workspace(L, im, T);
     int64_t Tc = T < im->chunk_t ? T : im->chunk_t;
     return dws_plan(L, im, Tc).total;
 }
@@ -473,6 +513,232 @@ static int xmode_of(moe_type act, int fmt) {
     return act == MOE_TYPE_F16 ? 2 : 3;
 }
 
+/* Rows per stage, rows per block and ring depth of one streaming launch over
+ * ncols block columns (active experts or tokens): about one wave of blocks at
+ * two (else one) per SM. 0 when its shared memory does not fit. */
+static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
+    a->pitch = ((a->row_bytes + 15) & ~15) + (a->dense ? 0 : 16);
+    /* tuning knobs for measurements (bench/decode): stage bytes, blocks per SM, ring depth */
+    static int stage_target = -1, bps_max = 2, ns_max = 6, smem_cap = 1 << 30;
+    if (stage_target < 0) {
+        const char *v;
+        if ((v = getenv("MOE_SV_SMEM")) && atoi(v) > 0) smem_cap = atoi(v);
+        stage_target = (v = getenv("MOE_SV_STAGE")) && atoi(v) > 0 ? atoi(v) : SV_STAGE_TARGET;
+        if ((v = getenv("MOE_SV_BPS")) && atoi(v) > 0) bps_max = atoi(v);
+        if ((v = getenv("MOE_SV_NS")) && atoi(v) > 1) ns_max = atoi(v);
+    }
+    int srs = 1;
+    if (a->dense) {
+        /* 8 rows per stage (the N side of one mma), rows cut in NC chunks of KC
+         * columns (a multiple of 128: 8 warps x 16) to fit the stage */
+        int st = stage_target > SV_STAGE_TARGET ? stage_target : 2 * SV_STAGE_TARGET;
+        if (getenv("MOE_SV_STAGE")) st = stage_target;
+        srs = 8;
+        a->NC = (int)moe__cdiv((int64_t)8 * 2 * a->C, st);
+        if (a->NC < 1) a->NC = 1;
+        a->KC = (int)moe__cdiv(moe__cdiv(a->C, a->NC), 128) * 128;
+        a->NC = (int)moe__cdiv(a->C, a->KC);
+        a->KCb = 2 * a->KC;
+        a->pitch = a->KCb + 16; /* rows 16 B apart modulo 128: ldmatrix without bank conflicts */
+    } else {
+        while (srs < 32 && 2 * srs * a->pitch <= stage_target) srs *= 2;
+        a->KC = a->C;
+        a->KCb = a->row_bytes;
+        a->NC = 1;
+    }
+    if (!a->dense) { /* no more rows per stage than a block gets (else too few blocks) */
+        int64_t rt = moe__cdiv((int64_t)a->N * ncols, (int64_t)im->sm_count * bps_max);
+        while (srs > 1 && srs > rt) srs >>= 1;
+    }
+    a->SRS = srs;
+    const int stage = srs * a->pitch;
+    for (int bps = bps_max; bps >= 1; bps--) {
+        int64_t R = moe__cdiv((int64_t)a->N * ncols, (int64_t)im->sm_count * bps);
+        /* the per-(row, part, token) partial sums stay under 16 KB: more blocks instead */
+        const int64_t parts = (a->phase == MOE_DEC_DOWN ? a->K : (a->phase == MOE_DEC_GATE_UP ? 2 : 1) * a->NT) *
+                              (a->dense ? 8 : srs >= 8 ? 1 : 8 / srs);
+        const int64_t rcap = 16384 / (4 * parts);
+        if (R > rcap) R = rcap;
+        R = moe__cdiv(R, srs) * srs;
+        int64_t rmax = moe__cdiv(a->N, srs) * srs;
+        a->R = (int)(R < rmax ? R : rmax);
+        a->NS = 0;
+        /* 1 KB per block is the runtime's, 64 B for the static variables */
+        int per = im->sv_smem_sm / bps - 1024 - 64;
+        if (per > im->sv_smem_block) per = im->sv_smem_block;
+        if (per > smem_cap) per = smem_cap;
+        int budget = per - moe__sv_smem_bytes(a);
+        int ns = budget / stage;
+        if (ns >= 2) {
+            a->NS = ns > ns_max ? ns_max : ns;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The two launches of one chunk of Tn tokens (Tn * K <= MOE_SV_MAXP); with
+ * plan_only, only checks that both fit. */
+static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const int32_t *ids, const float *wts,
+                            const void *x, void *out, void *hbuf, cudaStream_t s, int plan_only) {
+    const moe_layer_desc *d = &L->desc;
+    const int64_t TK = Tn * d->K, maxA = TK < d->E ? TK : d->E;
+    moe_sv_args a;
+    memset(&a, 0, sizeof a);
+    a.dense = !im->quant;
+    a.act = d->act;
+    a.alpha = d->alpha;
+    a.limit = d->limit;
+    a.ids = ids;
+    a.w = wts;
+    a.T = (int)Tn; a.K = (int)d->K; a.E = (int)d->E;
+
+    moe_sv_args a1 = a;
+    const moe_tensor *g0 = L->gated ? &im->gate : &im->up;
+    a1.phase = L->gated ? MOE_DEC_GATE_UP : MOE_DEC_UP;
+    a1.w0 = (const uint8_t *)g0->data; a1.w0_se = bytes_of(g0, g0->stride_e); a1.w0_sn = bytes_of(g0, g0->stride_n);
+    a1.w1 = (const uint8_t *)im->up.data; a1.w1_se = bytes_of(&im->up, im->up.stride_e); a1.w1_sn = bytes_of(&im->up, im->up.stride_n);
+    const moe_tensor *bb0 = L->gated ? &im->gate_bias : &im->up_bias;
+    if (bb0->data) { a1.b0 = bb0->data; a1.b0_type = bb0->type; a1.b0_se = bb0->stride_e; a1.b0_sn = bb0->stride_n; }
+    if (L->gated && im->up_bias.data) {
+        a1.b1 = im->up_bias.data; a1.b1_type = im->up_bias.type; a1.b1_se = im->up_bias.stride_e; a1.b1_sn = im->up_bias.stride_n;
+    }
+    a1.row_bytes = (int)bytes_of(&im->up, d->D);
+    a1.N = (int)d->I; a1.C = (int)d->D;
+    a1.NT = Tn > 1 ? 4 : 1; /* an expert's tokens in one pass: a second pass would double the slowest block */
+    a1.x = x; a1.x_type = d->act_type;
+    a1.hout = hbuf;
+
+    moe_sv_args a2 = a;
+    a2.phase = MOE_DEC_DOWN;
+    a2.w0 = (const uint8_t *)im->down.data; a2.w0_se = bytes_of(&im->down, im->down.stride_e);
+    a2.w0_sn = bytes_of(&im->down, im->down.stride_n);
+    if (im->down_bias.data) {
+        a2.b0 = im->down_bias.data; a2.b0_type = im->down_bias.type; a2.b0_se = im->down_bias.stride_e;
+        a2.b0_sn = im->down_bias.stride_n;
+    }
+    a2.row_bytes = (int)bytes_of(&im->down, d->I);
+    a2.N = (int)d->D; a2.C = (int)d->I;
+    a2.NT = 1;
+    a2.h = hbuf;
+    a2.out = out; a2.out_type = d->act_type;
+    a2.pdl = im->pdl;
+
+    if (!sv_plan(im, &a1, maxA) || !sv_plan(im, &a2, Tn)) return cudaErrorInvalidConfiguration;
+    if (plan_only) return cudaSuccess;
+    if (im->sv_fused) {
+        /* one launch: a block per phase 1 item and per phase 2 item, all resident */
+        const int64_t n1 = TK * moe__cdiv(a1.N, a1.R), n2 = Tn * moe__cdiv(a2.N, a2.R);
+        const int64_t grid = n1 > n2 ? n1 : n2;
+        moe_sv_args f1 = a1, f2 = a2;
+        f1.NS = f2.NS = 0;
+        const int fixed = moe__sv_fused_smem_bytes(&f1, &f2);
+        const int s1 = a1.SRS * a1.pitch, s2 = a2.SRS * a2.pitch, slot = s1 > s2 ? s1 : s2;
+        int per = im->sv_smem_sm / 2 - 1024 - 64;
+        if (per > im->sv_smem_block) per = im->sv_smem_block;
+        int ns = (per - fixed) / slot;
+        if (ns > 6) ns = 6;
+        cudaError_t e = cudaErrorCooperativeLaunchTooLarge;
+        int resident = -1;
+        if (ns >= 2 && grid <= 2 * (int64_t)im->sm_count) {
+            f1.NS = f2.NS = ns;
+            e = moe__sv_fused_launch(im->fmt1, &f1, &f2, im->sv_gbar, (int)grid, s, &resident);
+            if (e == cudaSuccess) return e;
+            cudaGetLastError();
+        }
+        if (!im->sv_fused_logged) {
+            im->sv_fused_logged = 1;
+            moe__log(L->ctx, MOE_LOG_INFO,
+                     "%s: T = %lld runs as two launches: the single launch (%lld blocks, %d resident at once, "
+                     "%d B of shared memory, ring of %d): %s",
+                     L->backend->name, (long long)Tn, (long long)grid, resident, fixed + (ns > 0 ? ns : 0) * slot, ns,
+                     cudaGetErrorString(e));
+        }
+    }
+    dim3 g1((unsigned)TK, (unsigned)moe__cdiv(a1.N, a1.R)), g2((unsigned)Tn, (unsigned)moe__cdiv(a2.N, a2.R));
+    cudaError_t e = moe__sv_launch(im->fmt1, &a1, g1, s);
+    if (e == cudaSuccess) e = moe__sv_launch(im->fmt2, &a2, g2, s);
+    return e;
+}
+
+static void sv_init(moe_layer *L, dec_impl *im) {
+    const moe_layer_desc *d = &L->desc;
+    const int dense = !im->quant;
+    const char *env = getenv("MOE_DECODE_STREAM");
+    im->sv = 0;
+    if (env && env[0] == '0') {
+        snprintf(im->sv_why, sizeof im->sv_why, "off (MOE_DECODE_STREAM=0)");
+        return;
+    }
+    if (im->cc_major < 9) {
+        snprintf(im->sv_why, sizeof im->sv_why, "needs sm_90 (bulk copies), device is sm_%d0", im->cc_major);
+        return;
+    }
+    int fused = d->layout != MOE_GATE_UP_SEPARATE;
+    int ok = sv_weight_ok(&im->up, d->E, d->I, d->D, dense, 1) && sv_weight_ok(&im->down, d->E, d->D, d->I, dense, 1) &&
+             (!L->gated || sv_weight_ok(&im->gate, d->E, d->I, d->D, dense, !fused));
+    if (!ok) {
+        snprintf(im->sv_why, sizeof im->sv_why, "weights not 16-byte aligned (start, end or row strides)");
+        return;
+    }
+    if (dense && (d->D % 16 || d->I % 16)) {
+        snprintf(im->sv_why, sizeof im->sv_why, "D = %lld, I = %lld: need multiples of 16 (mma k steps)",
+                 (long long)d->D, (long long)d->I);
+        return;
+    }
+    cudaError_t e = moe__sv_prepare(&im->sv_smem_block);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&im->sv_smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, im->device);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(im->sv_why, sizeof im->sv_why, "kernels not usable on this device (%s)", cudaGetErrorString(e));
+        return;
+    }
+    const char *mt = getenv("MOE_DECODE_STREAM_MAX_T");
+    int64_t lim = MOE_SV_MAXP / d->K;
+    int64_t def = SV_PAIRS_PER_EXPERT_MAX * d->E / d->K;
+    if (def < 1) def = 1;
+    im->sv_max_t = mt && *mt ? strtoll(mt, NULL, 10) : (env && env[0] == '1' ? lim : def);
+    if (im->sv_max_t > lim) im->sv_max_t = lim;
+    /* both launches must fit in shared memory: the largest T that does */
+    if (sv_chunk(L, im, 1, NULL, NULL, NULL, NULL, NULL, 0, 1) != cudaSuccess) {
+        snprintf(im->sv_why, sizeof im->sv_why, "rows or activations too large for shared memory");
+        return;
+    }
+    while (im->sv_max_t > 1 && sv_chunk(L, im, im->sv_max_t, NULL, NULL, NULL, NULL, NULL, 0, 1) != cudaSuccess)
+        im->sv_max_t--;
+    const char *fe = getenv("MOE_DECODE_FUSED");
+    im->sv_fused = !(fe && fe[0] == '0') && im->fmt1 == im->fmt2;
+    if (im->sv_fused) {
+        if (cudaMalloc((void **)&im->sv_gbar, 2 * sizeof(unsigned)) != cudaSuccess ||
+            cudaMemset(im->sv_gbar, 0, 2 * sizeof(unsigned)) != cudaSuccess) {
+            cudaGetLastError();
+            im->sv_fused = 0;
+        }
+    }
+    im->sv = 1;
+}
+
+static moe_status sv_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
+    const moe_layer_desc *d = &L->desc;
+    const size_t asz = moe__act_size(d->act_type);
+    cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
+    moe_status st = MOE_OK;
+    moe_cuda_dev_guard g;
+    if (moe_cuda_dev_enter(im->device, &g) != cudaSuccess)
+        return moe__layer_error(L, MOE_ERR_CUDA, "cudaSetDevice(%d) failed", im->device);
+    const int64_t chunk = MOE_SV_MAXP / d->K;
+    for (int64_t t0 = 0; t0 < fa->T; t0 += chunk) {
+        int64_t Tn = fa->T - t0 < chunk ? fa->T - t0 : chunk;
+        MOE_CUDA_CK(sv_chunk(L, im, Tn, fa->ids + t0 * d->K, fa->w + t0 * d->K,
+                             (const char *)fa->x + (size_t)(t0 * d->D) * asz, (char *)fa->out + (size_t)(t0 * d->D) * asz,
+                             fa->ws, s, 0));
+    }
+out:
+    moe_cuda_dev_leave(&g);
+    return st;
+}
+
 static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
     dec_impl *im = (dec_impl *)L->impl;
     const moe_layer_desc *d = &L->desc;
@@ -488,6 +754,7 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
                                 L->backend->name);
     if (((uintptr_t)fa->ws) & 15)
         return moe__layer_error(L, MOE_ERR_INVALID_ARGUMENT, "workspace must be 16-byte aligned");
+    if (use_sv(im, T)) return sv_forward(L, im, fa);
     cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
     moe_status st = MOE_OK;
     moe_cuda_dev_guard g;
@@ -571,10 +838,28 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                  (long long)im->max_t, im->gemm->backend->name, inner);
         return;
     }
-    int64_t Tc = T < im->chunk_t ? T : im->chunk_t;
-    int64_t TK = Tc * d->K;
     char up[96] = "";
     if (im->uploaded) snprintf(up, sizeof up, ", %.1f MB of host weights copied to the device at init", im->uploaded / 1e6);
+    if (use_sv(im, T)) {
+        int64_t Tn = T < MOE_SV_MAXP / d->K ? T : MOE_SV_MAXP / d->K;
+        snprintf(buf, n,
+                 "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): streaming kernels "
+                 "(bulk copies of whole rows into a shared-memory ring, 1 producer + 8 consumer warps): "
+                 "gate/up %s per (expert, row tile) with routing read in place, then down + weighted slot-order "
+                 "sum per (token, row tile), %s; %s; deterministic%s%s",
+                 L->backend->name, (long long)T, T > Tn ? " (in chunks of tokens)" : "", moe_type_name(L->up.type),
+                 moe_type_name(L->down.type), moe_act_name(d->act), moe_type_name(d->act_type), im->device,
+                 im->cc_major, im->sm_count, L->gated ? "fused" : "up only",
+                 im->sv_fused ? "both phases in one cooperative launch when every block fits at once (a grid-wide "
+                                "barrier; the down rows stream in meanwhile), else two launches"
+                              : "two launches (programmatic dependent launch)",
+                 im->quant ? "activations quantised to 8-bit blocks of 32 in shared memory, dp4a dot products"
+                           : "f32 dot products",
+                 up, im->quant ? ", no repacking (GGUF blocks read in place)" : "");
+        return;
+    }
+    int64_t Tc = T < im->chunk_t ? T : im->chunk_t;
+    int64_t TK = Tc * d->K;
     snprintf(buf, n,
              "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): route (1 block, bitonic), "
              "gate/up (%s) and down kernels with weights decoded to %s in registers + mma.sync m16n8k16, "
@@ -585,6 +870,8 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
              im->fmt1 == MOE_DF_F16 ? "f16" : "bf16", pick_nt(TK, d->E),
              im->pdl ? "programmatic dependent launch" : "plain launches", up,
              im->quant ? ", no repacking (GGUF blocks read in place)" : "");
+    if (im->sv_why[0] && n > strlen(buf) + 40)
+        snprintf(buf + strlen(buf), n - strlen(buf), "; streaming kernels: %s", im->sv_why);
 }
 
 extern "C" {

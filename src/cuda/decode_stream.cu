@@ -1,0 +1,123 @@
+/*
+ * Instances of the streaming small-batch kernels (decode_stream.cuh) for every
+ * weight format, and their launch.
+ */
+#include "decode_stream.cuh"
+
+int moe__sv_smem_bytes(const moe_sv_args *a) {
+    int r, ac, ri, total;
+    sv_layout(a, &r, &ac, &ri, &total);
+    return total;
+}
+
+template <int F, int PH, int NT> static cudaError_t sv_one(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(MOE_SV_THREADS);
+    cfg.dynamicSmemBytes = (size_t)moe__sv_smem_bytes(a);
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = a->pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, k_sv<F, PH, NT>, *a);
+}
+
+template <int F, int PH> static cudaError_t sv_nt(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
+    if (PH == MOE_DEC_DOWN || a->NT <= 1) return sv_one<F, PH, 1>(a, grid, s);
+    return sv_one<F, PH, 4>(a, grid, s);
+}
+
+template <int F> static cudaError_t sv_fmt(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
+    if (a->phase == MOE_DEC_GATE_UP) return sv_nt<F, MOE_DEC_GATE_UP>(a, grid, s);
+    if (a->phase == MOE_DEC_UP) return sv_nt<F, MOE_DEC_UP>(a, grid, s);
+    return sv_nt<F, MOE_DEC_DOWN>(a, grid, s);
+}
+
+template <int F, int PH1, int NT> static void *sv_fused_fn(void) { return (void *)k_svf<F, PH1, NT>; }
+
+template <int F> static void *sv_fused_pick(int ph1, int nt) {
+    if (ph1 == MOE_DEC_GATE_UP) return nt <= 1 ? sv_fused_fn<F, MOE_DEC_GATE_UP, 1>() : sv_fused_fn<F, MOE_DEC_GATE_UP, 4>();
+    return nt <= 1 ? sv_fused_fn<F, MOE_DEC_UP, 1>() : sv_fused_fn<F, MOE_DEC_UP, 4>();
+}
+
+#define SV_FORMATS(X) X(MOE_DF_BF16) X(MOE_DF_F16) X(MOE_DF_Q4_0) X(MOE_DF_Q8_0) X(MOE_DF_MXFP4) \
+    X(MOE_DF_Q2_K) X(MOE_DF_Q3_K) X(MOE_DF_Q4_K) X(MOE_DF_Q5_K) X(MOE_DF_Q6_K)
+
+cudaError_t moe__sv_launch(int fmt, const moe_sv_args *a, dim3 grid, cudaStream_t s) {
+    switch (fmt) {
+#define X(f) case f: return sv_fmt<f>(a, grid, s);
+        SV_FORMATS(X)
+#undef X
+    }
+    return cudaErrorInvalidValue;
+}
+
+template <int F> static cudaError_t sv_prep_fmt(int optin, int *max_dyn) {
+    cudaError_t e = cudaSuccess;
+    void *fns[] = {(void *)k_sv<F, MOE_DEC_GATE_UP, 1>,   (void *)k_sv<F, MOE_DEC_GATE_UP, 4>,
+                   (void *)k_sv<F, MOE_DEC_UP, 1>,        (void *)k_sv<F, MOE_DEC_UP, 4>,
+                   (void *)k_sv<F, MOE_DEC_DOWN, 1>,      (void *)k_svf<F, MOE_DEC_GATE_UP, 1>,
+                   (void *)k_svf<F, MOE_DEC_GATE_UP, 4>,  (void *)k_svf<F, MOE_DEC_UP, 1>,
+                   (void *)k_svf<F, MOE_DEC_UP, 4>};
+    for (int i = 0; i < 9 && e == cudaSuccess; i++) {
+        cudaFuncAttributes fa;
+        e = cudaFuncGetAttributes(&fa, fns[i]);
+        if (e != cudaSuccess) break;
+        int dyn = optin - (int)fa.sharedSizeBytes;
+        if (dyn < *max_dyn) *max_dyn = dyn;
+        e = cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, dyn);
+    }
+    return e;
+}
+
+cudaError_t moe__sv_prepare(int *max_dyn) {
+    int dev = 0, optin = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    *max_dyn = optin;
+#define X(f) if (e == cudaSuccess) e = sv_prep_fmt<f>(optin, max_dyn);
+    SV_FORMATS(X)
+#undef X
+    return e;
+}
+
+int moe__sv_fused_smem_bytes(const moe_sv_args *a1, const moe_sv_args *a2) { return sv_layout_fused(a1, a2).total; }
+
+static void *sv_fused_lookup(int fmt, int ph1, int nt) {
+    switch (fmt) {
+#define X(f) case f: return sv_fused_pick<f>(ph1, nt);
+        SV_FORMATS(X)
+#undef X
+    }
+    return NULL;
+}
+
+cudaError_t moe__sv_fused_launch(int fmt, const moe_sv_args *a1, const moe_sv_args *a2, unsigned *gb, int grid,
+                                 cudaStream_t s, int *resident) {
+    void *fn = sv_fused_lookup(fmt, a1->phase, a1->NT);
+    if (!fn) return cudaErrorInvalidValue;
+    const int smem = moe__sv_fused_smem_bytes(a1, a2);
+    int per_sm = 0, dev = 0, sms = 0;
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, MOE_SV_THREADS, (size_t)smem);
+    if (e == cudaSuccess) e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+    *resident = per_sm * sms;
+    if (grid > per_sm * sms) return cudaErrorCooperativeLaunchTooLarge;
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = dim3((unsigned)grid);
+    cfg.blockDim = dim3(MOE_SV_THREADS);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeCooperative;
+    at[0].val.cooperative = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    void *args[] = {(void *)a1, (void *)a2, (void *)&gb};
+    return cudaLaunchKernelExC(&cfg, fn, args);
+}

@@ -1,0 +1,669 @@
+/*
+ * The streaming small-batch kernels ("stream" path of cuda-decode and
+ * cuda-quant, sm_90): weight rows reach shared memory through bulk copies
+ * (cp.async.bulk, one per row, completed on mbarriers) issued by one producer
+ * warp into a ring of NS stages, while eight consumer warps take dot products
+ * out of the stage before. The copies need no address arithmetic per lane and
+ * keep NS - 1 stages (tens of KB per block) in flight, which is what a
+ * weight-streaming kernel needs to approach the read bandwidth at T = 1.
+ *
+ * Two launches per forward, no routing kernel:
+ *   phase 1  grid (T*K pairs, row tiles): the block of pair p runs when p is
+ *            the first pair of its expert e; it collects every pair routed to
+ *            e (ids read in place), stages the tokens' x (bf16/f16, or 8-bit
+ *            blocks for the quantized formats), streams rows [r0, r0 + R) of
+ *            gate and up, and writes h[pair, r] = act(gate x + bg, up x + bu)
+ *            (mma type for dense weights, f32 for quantized ones).
+ *   phase 2  grid (T tokens, row tiles), programmatic dependent launch: the
+ *            producer streams the down rows of the token's K experts before
+ *            phase 1 has finished (they depend on ids only); the consumers
+ *            wait for h, then out[t, r] = sum over valid slots k, in slot
+ *            order, of w[t,k] * (down_e h[t,k] + bd). No atomics: bitwise
+ *            deterministic; a token with no valid id gets out = 0.
+ * Rows of a stage: SRS whole rows of one tensor (and one expert). Consumer
+ * warp w takes row w (SRS >= 8: rows w, w + 8, ...) or, when SRS < 8, part
+ * w % P of row w / P (P = 8 / SRS column parts); each (row, part, token) sum
+ * goes to shared memory once, and the epilogue adds the parts in order.
+ * Quantized rows are copied from their 16-byte-aligned start (rows of
+ * Q8_0 etc. need not be aligned); the consumer starts at the offset.
+ */
+#ifndef MOE_CUDA_DECODE_STREAM_CUH
+#define MOE_CUDA_DECODE_STREAM_CUH
+
+#include "decode_kernels.h"
+#include "decode_stream.h"
+#include "qdot.cuh"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define SV_ON 1
+#endif
+
+#ifdef SV_ON
+static __device__ __forceinline__ uint32_t sv_smem(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void sv_bar_init(uint32_t bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void sv_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void sv_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+static __device__ __forceinline__ void sv_wait(uint32_t bar, uint32_t parity) {
+    asm volatile("{\n.reg .pred P1;\nSV_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+                 "@P1 bra SV_DONE;\nbra SV_WAIT;\nSV_DONE:\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+/* bytes (a multiple of 16) from 16-byte-aligned global src to shared dst */
+static __device__ __forceinline__ void sv_bulk(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+/* the eight consumer warps only */
+static __device__ __forceinline__ void sv_consumer_sync(void) { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+#endif
+
+/* 8 values of the dense type (bf16 or f16) packed in a uint4, to f32 */
+template <int F> static __device__ __forceinline__ void sv_unpack8(uint4 v, float f[8]) {
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        if (F == MOE_DF_BF16) {
+            f[2 * i] = __uint_as_float(w[i] << 16);
+            f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+        } else {
+            float2 p = __half22float2(*(const __half2 *)&w[i]);
+            f[2 * i] = p.x;
+            f[2 * i + 1] = p.y;
+        }
+    }
+}
+
+/* One activation. h written by other blocks of the same launch (k_svf) is
+ * read after the grid barrier by an SM that has not loaded those lines
+ * before, so plain (L1-allocating) loads see it. */
+static __device__ __forceinline__ float sv_load_act(const void *p, int type, int64_t i) {
+    if (type == MOE_TYPE_BF16) return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    if (type == MOE_TYPE_F16) return __half2float(((const __half *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+/* Bytes of one staged activation row of C elements: dense (mma type) or
+ * 8-bit blocks (C int8, C/32 f32 scales, C/16 int sums). */
+static __host__ __device__ __forceinline__ int sv_act_stride(int dense, int C) {
+    return dense ? ((2 * C + 15) & ~15) : ((C + C / 8 + C / 4 + 15) & ~15);
+}
+
+/* Stages activation row `row` (n elements of type `type`, or f32 h) into
+ * shared memory slot dst, as the mma type (dense) or as 8-bit blocks. Called
+ * by the 256 consumer threads together. */
+template <int F>
+static __device__ __forceinline__ void sv_stage_act(uint8_t *dst, const void *src, int type, int64_t row, int C,
+                                                    int tid) {
+    constexpr bool DENSE = F <= MOE_DF_F16;
+    if (DENSE) {
+        for (int c = tid; c < C / 8; c += 256) {
+            uint4 v;
+            if ((F == MOE_DF_BF16 && type == MOE_TYPE_BF16) || (F == MOE_DF_F16 && type == MOE_TYPE_F16)) {
+                v = *(const uint4 *)((const uint8_t *)src + ((size_t)row * C + 8 * c) * 2);
+            } else {
+                float f[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++) f[i] = sv_load_act(src, type, row * C + 8 * c + i);
+                typedef typename std::conditional<F == MOE_DF_F16, __half, __nv_bfloat16>::type MT;
+                v = make_uint4(dk_pack<MT>(f[0], f[1]), dk_pack<MT>(f[2], f[3]), dk_pack<MT>(f[4], f[5]),
+                               dk_pack<MT>(f[6], f[7]));
+            }
+            *(uint4 *)(dst + 16 * c) = v;
+        }
+    } else {
+        int32_t *q = (int32_t *)dst;
+        float *d = (float *)(dst + C);
+        int *s16 = (int *)(dst + C + C / 8);
+        for (int u = tid; u < C / 32; u += 256) {
+            float f[32];
+            if (type == MOE_TYPE_F32) { /* 8 x 16 B: the row starts 16-byte aligned, C % 32 == 0 */
+                const float4 *p4 = (const float4 *)((const float *)src + row * C + 32 * u);
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    float4 v = p4[i];
+                    f[4 * i] = v.x; f[4 * i + 1] = v.y; f[4 * i + 2] = v.z; f[4 * i + 3] = v.w;
+                }
+            } else {
+                const uint4 *p4 = (const uint4 *)((const uint16_t *)src + row * C + 32 * u);
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    uint4 v = p4[i];
+                    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        if (type == MOE_TYPE_BF16) {
+                            f[8 * i + 2 * q] = __uint_as_float(w[q] << 16);
+                            f[8 * i + 2 * q + 1] = __uint_as_float(w[q] & 0xffff0000u);
+                        } else {
+                            float2 h2 = __half22float2(*(const __half2 *)&w[q]);
+                            f[8 * i + 2 * q] = h2.x;
+                            f[8 * i + 2 * q + 1] = h2.y;
+                        }
+                    }
+                }
+            }
+            int32_t qq[8];
+            float dd;
+            int ss[2];
+            moe_qx_quantize32(f, qq, &dd, ss);
+#pragma unroll
+            for (int i = 0; i < 8; i++) q[8 * u + i] = qq[i];
+            d[u] = dd;
+            s16[2 * u] = ss[0];
+            s16[2 * u + 1] = ss[1];
+        }
+    }
+}
+
+/* One weight row (in shared memory) against NT staged activation rows, columns
+ * of part pp of P; sums per token in acc (not reduced across lanes). */
+template <int F, int NT>
+static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, int act_stride, int nt, int C,
+                                                  int pp, int P, int lane, float acc[NT]) {
+    constexpr bool DENSE = F <= MOE_DF_F16;
+    if (DENSE) {
+        const int nch = C / 8, per = (nch + P - 1) / P, cb = pp * per, ce = min(nch, cb + per);
+#pragma unroll 2
+        for (int c = cb + lane; c < ce; c += 32) {
+            float wv[8];
+            sv_unpack8<F>(*(const uint4 *)(row + 16 * c), wv);
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                if (j < nt) {
+                    float xv[8];
+                    sv_unpack8<F>(*(const uint4 *)(act + j * act_stride + 16 * c), xv);
+                    float s = acc[j];
+#pragma unroll
+                    for (int i = 0; i < 8; i++) s = fmaf(wv[i], xv[i], s);
+                    acc[j] = s;
+                }
+            }
+        }
+    } else {
+        const int nu = C / 32, per = (nu + P - 1) / P, ub = pp * per, ue = min(nu, ub + per);
+        for (int u = ub + lane; u < ue; u += 32) {
+            moe_qunit w;
+            if (F == MOE_DF_Q4_0) moe_qunit_q4_0(row, u, &w);
+            else if (F == MOE_DF_Q8_0) moe_qunit_q8_0(row, u, &w);
+            else if (F == MOE_DF_MXFP4) moe_qunit_mxfp4(row, u, &w);
+            else if (F == MOE_DF_Q2_K) moe_qunit_q2_k(row, u, &w);
+            else if (F == MOE_DF_Q3_K) moe_qunit_q3_k(row, u, &w);
+            else if (F == MOE_DF_Q4_K) moe_qunit_q4_k(row, u, &w);
+            else if (F == MOE_DF_Q5_K) moe_qunit_q5_k(row, u, &w);
+            else moe_qunit_q6_k(row, u, &w);
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                if (j < nt) {
+                    const uint8_t *xa = act + j * act_stride;
+                    const int4 *xq = (const int4 *)(xa + 32 * u);
+                    int4 q0 = xq[0], q1 = xq[1];
+                    const int32_t xv[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+                    const float xd = ((const float *)(xa + C))[u];
+                    const int2 xs = ((const int2 *)(xa + C + C / 8))[u];
+                    const int s16[2] = {xs.x, xs.y};
+                    acc[j] += moe_qunit_dot(&w, xv, xd, s16);
+                }
+            }
+        }
+    }
+}
+
+template <int NT> static __device__ __forceinline__ void sv_warp_sum(float acc[NT]) {
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+        float v = acc[j];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        acc[j] = v;
+    }
+}
+
+#ifdef SV_ON
+/* B fragments of mma.m16n8k16 for 8 weight rows x 16 columns: row r of the
+ * pair from lanes 8j + r (j = 0: columns 0-7, 1: columns 8-15). */
+static __device__ __forceinline__ void sv_ldsm_x2(uint32_t addr, uint32_t &b0, uint32_t &b1) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(b0), "=r"(b1) : "r"(addr));
+}
+#endif
+
+/* Dense stage: the 8 rows of a unit, columns [kc0, kc0 + klen) of the chunk,
+ * against tokens 0..nt-1 (rows of the A operand), k range of warp w; acc is
+ * the m16n8 accumulator (token g = lane / 4, rows 2t, 2t + 1 with t = lane % 4). */
+template <int F>
+static __device__ __forceinline__ void sv_mma_stage(const uint8_t *st, int pitch, const uint8_t *act, int act_stride,
+                                                    int nt, int kc0, int klen, int KW, int warp, int lane, float acc[4]) {
+#ifdef SV_ON
+    typedef typename std::conditional<F == MOE_DF_F16, __half, __nv_bfloat16>::type MT;
+    const int g = lane >> 2, t = lane & 3;
+    const int kb = warp * KW, ke = min(kb + KW, klen);
+    const uint32_t brow = sv_smem(st + (lane & 7) * pitch + ((lane >> 3) & 1) * 16);
+    const uint8_t *arow = act + g * act_stride + (size_t)(kc0 + 2 * t) * 2;
+    const bool ga = g < nt;
+#pragma unroll 4
+    for (int k = kb; k < ke; k += 16) {
+        uint32_t b0, b1;
+        sv_ldsm_x2(brow + 2 * k, b0, b1);
+        uint32_t a0 = 0, a2 = 0;
+        if (ga) {
+            a0 = *(const uint32_t *)(arow + 2 * k);
+            a2 = *(const uint32_t *)(arow + 2 * k + 16);
+        }
+        dk_mma<MT>(acc, a0, 0u, a2, 0u, b0, b1);
+    }
+#endif
+}
+
+/* Shared-memory layout of one block (host and device agree through this). */
+static __host__ __device__ __forceinline__ void sv_layout(const moe_sv_args *a, int *red_off, int *act_off,
+                                                          int *ring_off, int *total) {
+    const int P = a->dense ? 8 : a->SRS >= 8 ? 1 : 8 / a->SRS;
+    const int G = a->phase == MOE_DEC_GATE_UP ? 2 : 1;
+    int red = a->phase == MOE_DEC_DOWN ? a->R * a->K * P : a->R * G * P * a->NT;
+    int nact = a->phase == MOE_DEC_DOWN ? a->K : a->NT;
+    int o = 128 + 4 * MOE_SV_MAXP; /* barriers, pair / slot list */
+    *red_off = o;
+    o += (4 * red + 15) & ~15;
+    *act_off = o;
+    o += nact * sv_act_stride(a->dense, a->C);
+    o = (o + 127) & ~127;
+    *ring_off = o;
+    o += a->NS * a->SRS * a->pitch;
+    *total = o;
+}
+
+/* Partial sums of one phase (floats) and its staged activation rows (bytes). */
+static __host__ __device__ __forceinline__ int sv_red_count(const moe_sv_args *a) {
+    const int P = a->dense ? 8 : a->SRS >= 8 ? 1 : 8 / a->SRS;
+    const int G = a->phase == MOE_DEC_GATE_UP ? 2 : 1;
+    return a->phase == MOE_DEC_DOWN ? a->R * a->K * P : a->R * G * P * a->NT;
+}
+static __host__ __device__ __forceinline__ int sv_act_bytes(const moe_sv_args *a) {
+    return (a->phase == MOE_DEC_DOWN ? a->K : a->NT) * sv_act_stride(a->dense, a->C);
+}
+
+/* The fused kernel (both phases in one launch): barriers, two pair/slot
+ * lists, both phases' partial sums and activations, and one ring of NS
+ * slots of the larger stage. */
+typedef struct sv_fused_layout {
+    int list2, red1, red2, act1, act2, ring, slot, total;
+} sv_fused_layout;
+static __host__ __device__ __forceinline__ sv_fused_layout sv_layout_fused(const moe_sv_args *a1, const moe_sv_args *a2) {
+    sv_fused_layout L;
+    int o = 128 + 4 * MOE_SV_MAXP;
+    L.list2 = o;
+    o += 4 * MOE_SV_MAXP;
+    L.red1 = o;
+    o += (4 * sv_red_count(a1) + 15) & ~15;
+    L.red2 = o;
+    o += (4 * sv_red_count(a2) + 15) & ~15;
+    L.act1 = o;
+    o += sv_act_bytes(a1);
+    L.act2 = o;
+    o += sv_act_bytes(a2);
+    o = (o + 127) & ~127;
+    L.ring = o;
+    const int s1 = a1->SRS * a1->pitch, s2 = a2->SRS * a2->pitch;
+    L.slot = s1 > s2 ? s1 : s2;
+    o += a1->NS * L.slot;
+    L.total = o;
+    return L;
+}
+
+
+/* The work of one block in one phase. */
+typedef struct sv_job {
+    int on;                   /* the block has work in this phase */
+    int e1, t2;               /* phase 1: the expert; phase 2: the token */
+    int n;                    /* pairs routed to e1, or valid slots of t2 */
+    int r0, nrows, nrb, npass, per_pass;
+    const int *list;          /* shared memory: the pairs, or the valid slots in order */
+} sv_job;
+
+/* Phase 1 routing of pair p, called by every thread: the block works when
+ * p's id is in range and p is the first pair of its expert; warp 0 lists the
+ * pairs of that expert in *list (count in *s_n, read after a barrier). */
+static __device__ __forceinline__ sv_job sv_route1(const moe_sv_args &a, int p, int tile, int *list, int *s_n) {
+    sv_job j;
+    memset(&j, 0, sizeof j);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, TK = a.T * a.K;
+    j.list = list;
+    j.r0 = tile * a.R;
+    j.e1 = p < TK ? a.ids[p] : -1;
+    int ok = (unsigned)j.e1 < (unsigned)a.E;
+    int dup = 0;
+    if (ok)
+        for (int q = tid; q < p; q += blockDim.x) dup |= a.ids[q] == j.e1;
+    dup = __syncthreads_or(dup);
+    j.on = ok && !dup;
+    if (j.on && warp == 0) {
+        int n = 0;
+        for (int b = p; b < TK; b += 32) {
+            int q = b + lane;
+            bool m = q < TK && a.ids[q] == j.e1;
+            unsigned bal = __ballot_sync(0xffffffffu, m);
+            if (m) list[n + __popc(bal & ((1u << lane) - 1))] = q;
+            n += __popc(bal);
+        }
+        if (lane == 0) *s_n = n;
+    }
+    return j;
+}
+
+/* Phase 2 routing of token t (warp 0 writes the list): the valid slots in order. */
+static __device__ __forceinline__ sv_job sv_route2(const moe_sv_args &a, int t, int tile, int *list, int *s_n) {
+    sv_job j;
+    memset(&j, 0, sizeof j);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, K = a.K;
+    j.list = list;
+    j.r0 = tile * a.R;
+    j.t2 = t;
+    j.on = t < a.T;
+    if (j.on && warp == 0) {
+        int n = 0;
+        for (int b = 0; b < K; b += 32) {
+            int k = b + lane;
+            bool m = k < K && (unsigned)a.ids[t * K + k] < (unsigned)a.E;
+            unsigned bal = __ballot_sync(0xffffffffu, m);
+            if (m) list[n + __popc(bal & ((1u << lane) - 1))] = k;
+            n += __popc(bal);
+        }
+        if (lane == 0) *s_n = n;
+    }
+    return j;
+}
+
+/* After the barrier that publishes *s_n: the job's extent. */
+template <int PH, int NT> static __device__ __forceinline__ void sv_job_finish(const moe_sv_args &a, sv_job &j, int n) {
+    constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
+    if (!j.on) return;
+    j.n = n;
+    j.nrows = min(a.R, a.N - j.r0);
+    j.nrb = (j.nrows + a.SRS - 1) / a.SRS;
+    j.npass = PH == MOE_DEC_DOWN ? 1 : (n + NT - 1) / NT;
+    j.per_pass = (PH == MOE_DEC_DOWN ? n * j.nrb : j.nrb * G) * a.NC;
+}
+
+#ifdef SV_ON
+/* Producer (one lane): the bulk copies of every stage of job j, through the
+ * ring position gs (continued across jobs). */
+template <int PH>
+static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv_job &j, uint8_t *ring, int slot_bytes,
+                                                  uint64_t *bars, int NS, int &gs) {
+    constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
+    const int K = a.K, SRS = a.SRS, NC = a.NC, total = j.npass * j.per_pass;
+    for (int i = 0; i < total; i++, gs++) {
+        const int slot = gs % NS;
+        if (gs >= NS) sv_wait(sv_smem(&bars[NS + slot]), ((gs / NS) - 1) & 1);
+        const int s = i % j.per_pass, unit = s / NC, c = s - unit * NC;
+        int e, rb, g;
+        if (PH == MOE_DEC_DOWN) {
+            e = a.ids[j.t2 * K + j.list[unit / j.nrb]];
+            rb = unit % j.nrb;
+            g = 0;
+        } else {
+            e = j.e1;
+            rb = unit / G;
+            g = unit % G;
+        }
+        const uint8_t *wb = g ? a.w1 : a.w0;
+        const int64_t se = g ? a.w1_se : a.w0_se, sn = g ? a.w1_sn : a.w0_sn;
+        const int rr0 = rb * SRS, rr1 = min(j.nrows, rr0 + SRS);
+        const int cb = c * a.KCb, cl = min(a.KCb, a.row_bytes - cb);
+        uint32_t bytes = 0;
+        for (int r = rr0; r < rr1; r++) {
+            uintptr_t ad = (uintptr_t)(wb + (int64_t)e * se + (int64_t)(j.r0 + r) * sn) + cb;
+            bytes += (uint32_t)(((ad + cl + 15) & ~(uintptr_t)15) - (ad & ~(uintptr_t)15));
+        }
+        const uint32_t fb = sv_smem(&bars[slot]);
+        sv_expect_tx(fb, bytes);
+        uint8_t *dst = ring + (size_t)slot * slot_bytes;
+        for (int r = rr0; r < rr1; r++) {
+            uintptr_t ad = (uintptr_t)(wb + (int64_t)e * se + (int64_t)(j.r0 + r) * sn) + cb;
+            uintptr_t lo = ad & ~(uintptr_t)15, hi = (ad + cl + 15) & ~(uintptr_t)15;
+            sv_bulk(sv_smem(dst + (r - rr0) * a.pitch), (const void *)lo, (uint32_t)(hi - lo), fb);
+        }
+    }
+}
+
+/* Consumers (the 8 warps): job j's activations, stages and epilogue. Phase 2
+ * expects h to be visible (the caller waits for it). */
+template <int F, int PH, int NT>
+static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv_job &j, uint8_t *acts, float *red,
+                                                  const uint8_t *ring, int slot_bytes, uint64_t *bars, int NS, int &gs) {
+    constexpr bool DENSE = F <= MOE_DF_F16;
+    constexpr bool DOWN = PH == MOE_DEC_DOWN;
+    constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int K = a.K, SRS = a.SRS, C = a.C, NC = a.NC, n = j.n, nrows = j.nrows, r0 = j.r0;
+    const int P = DENSE ? 8 : SRS >= 8 ? 1 : 8 / SRS;
+    const int astride = sv_act_stride(DENSE, C);
+    if (DOWN && n == 0) { /* no valid id: out = 0 */
+        for (int ri = tid; ri < nrows; ri += 256) dk_store_out(a.out, a.out_type, (int64_t)j.t2 * a.N + r0 + ri, 0.f);
+        return;
+    }
+    if (DOWN)
+        for (int kk = 0; kk < n; kk++)
+            sv_stage_act<F>(acts + kk * astride, a.h, DENSE ? (F == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16) : MOE_TYPE_F32,
+                            (int64_t)j.t2 * K + j.list[kk], C, tid);
+    for (int pass = 0; pass < j.npass; pass++) {
+        const int nt = DOWN ? 1 : min(NT, n - pass * NT);
+        if (!DOWN) {
+            if (pass) sv_consumer_sync(); /* the previous pass is done with acts and red */
+            for (int q = 0; q < nt; q++) sv_stage_act<F>(acts + q * astride, a.x, a.x_type, j.list[pass * NT + q] / K, C, tid);
+        }
+        sv_consumer_sync();
+        float macc[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int s = 0; s < j.per_pass; s++, gs++) {
+            const int slot = gs % NS;
+            sv_wait(sv_smem(&bars[slot]), (gs / NS) & 1);
+            const int unit = s / NC, c = s - unit * NC;
+            int rb, g, kk = 0, e;
+            if (DOWN) {
+                kk = unit / j.nrb;
+                rb = unit % j.nrb;
+                g = 0;
+                e = a.ids[j.t2 * K + j.list[kk]];
+            } else {
+                rb = unit / G;
+                g = unit % G;
+                e = j.e1;
+            }
+            const uint8_t *st = ring + (size_t)slot * slot_bytes;
+            if (DENSE) {
+                /* tensor cores: tokens x 8 rows per mma, k split over the 8 warps */
+                const int kc0 = c * a.KC;
+                if (c == 0) macc[0] = macc[1] = macc[2] = macc[3] = 0.f;
+                if (DOWN) sv_mma_stage<F>(st, a.pitch, acts + kk * astride, astride, 1, kc0, min(a.KC, C - kc0), a.KC / 8, warp, lane, macc);
+                else sv_mma_stage<F>(st, a.pitch, acts, astride, nt, kc0, min(a.KC, C - kc0), a.KC / 8, warp, lane, macc);
+                if (c == NC - 1) {
+                    const int tg = lane >> 2, ri = rb * SRS + 2 * (lane & 3);
+                    if (tg < nt) {
+#pragma unroll
+                        for (int q = 0; q < 2; q++) {
+                            if (ri + q >= nrows) continue;
+                            if (DOWN) red[((ri + q) * K + kk) * 8 + warp] = macc[q];
+                            else red[(((ri + q) * G + g) * 8 + warp) * NT + tg] = macc[q];
+                        }
+                    }
+                }
+            } else {
+                const uint8_t *wb = g ? a.w1 : a.w0;
+                const int64_t se = g ? a.w1_se : a.w0_se, sn = g ? a.w1_sn : a.w0_sn;
+                const int nrw = SRS >= 8 ? SRS / 8 : 1;
+                for (int m = 0; m < nrw; m++) {
+                    const int i = SRS >= 8 ? warp + 8 * m : warp / P, pp = SRS >= 8 ? 0 : warp % P;
+                    const int ri = rb * SRS + i;
+                    if (ri >= nrows) continue;
+                    const uintptr_t ad = (uintptr_t)(wb + (int64_t)e * se + (int64_t)(r0 + ri) * sn);
+                    const uint8_t *row = st + i * a.pitch + (ad & 15);
+                    float acc[NT];
+#pragma unroll
+                    for (int q = 0; q < NT; q++) acc[q] = 0.f;
+                    if (DOWN) sv_row_dot<F, NT>(row, acts + kk * astride, astride, 1, C, pp, P, lane, acc);
+                    else sv_row_dot<F, NT>(row, acts, astride, nt, C, pp, P, lane, acc);
+                    sv_warp_sum<NT>(acc);
+                    if (lane == 0) {
+                        if (DOWN) {
+                            red[(ri * K + kk) * P + pp] = acc[0];
+                        } else {
+#pragma unroll
+                            for (int q = 0; q < NT; q++)
+                                if (q < nt) red[((ri * G + g) * P + pp) * NT + q] = acc[q];
+                        }
+                    }
+                }
+            }
+            __syncwarp();
+            if (lane == 0) sv_arrive(sv_smem(&bars[NS + slot]));
+        }
+        sv_consumer_sync();
+        /* epilogue */
+        if (DOWN) {
+            for (int ri = tid; ri < nrows; ri += 256) {
+                const int r = r0 + ri;
+                float sum = 0.f;
+                for (int kk = 0; kk < n; kk++) {
+                    const int k = j.list[kk], e = a.ids[j.t2 * K + k];
+                    float v = 0.f;
+                    for (int pp = 0; pp < P; pp++) v += red[(ri * K + kk) * P + pp];
+                    if (a.b0) v += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)r * a.b0_sn);
+                    sum += a.w[j.t2 * K + k] * v;
+                }
+                dk_store_out(a.out, a.out_type, (int64_t)j.t2 * a.N + r, sum);
+            }
+        } else {
+            for (int idx = tid; idx < nrows * nt; idx += 256) {
+                const int ri = idx / nt, q = idx - ri * nt, r = r0 + ri;
+                float v[2] = {0.f, 0.f};
+#pragma unroll
+                for (int g = 0; g < G; g++)
+                    for (int pp = 0; pp < P; pp++) v[g] += red[((ri * G + g) * P + pp) * NT + q];
+                float gv, uv;
+                if (G == 2) {
+                    gv = v[0] + (a.b0 ? dk_bias(a.b0, a.b0_type, (int64_t)j.e1 * a.b0_se + (int64_t)r * a.b0_sn) : 0.f);
+                    uv = v[1] + (a.b1 ? dk_bias(a.b1, a.b1_type, (int64_t)j.e1 * a.b1_se + (int64_t)r * a.b1_sn) : 0.f);
+                } else {
+                    gv = 0.f;
+                    uv = v[0] + (a.b0 ? dk_bias(a.b0, a.b0_type, (int64_t)j.e1 * a.b0_se + (int64_t)r * a.b0_sn) : 0.f);
+                }
+                const float hv = dk_act(a.act, gv, uv, a.alpha, a.limit);
+                const int64_t hi = (int64_t)j.list[pass * NT + q] * a.N + r;
+                if constexpr (F == MOE_DF_F16) ((__half *)a.hout)[hi] = __float2half_rn(hv);
+                else if constexpr (F == MOE_DF_BF16) ((__nv_bfloat16 *)a.hout)[hi] = __float2bfloat16_rn(hv);
+                else ((float *)a.hout)[hi] = hv;
+            }
+        }
+    }
+}
+
+static __device__ __forceinline__ void sv_init_bars(uint64_t *bars, int NS) {
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < NS; i++) {
+            sv_bar_init(sv_smem(&bars[i]), 1);
+            sv_bar_init(sv_smem(&bars[NS + i]), 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+}
+
+/* Every block of the (cooperative) launch has written its h: gb[0] counts
+ * arrivals; called by the 256 consumer threads. */
+static __device__ __forceinline__ void sv_grid_sync(unsigned *gb) {
+    sv_consumer_sync();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(&gb[0], 1u);
+        unsigned v;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(gb) : "memory");
+        } while (v < gridDim.x);
+        __threadfence();
+        /* the last block to pass resets both counters for the next launch */
+        if (atomicAdd(&gb[1], 1u) == gridDim.x - 1) {
+            gb[1] = 0;
+            gb[0] = 0;
+            __threadfence();
+        }
+    }
+    sv_consumer_sync();
+}
+#endif
+
+/* One phase per launch: grid (pairs or tokens, row tiles). */
+template <int F, int PH, int NT>
+__global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
+#ifdef SV_ON
+    constexpr bool DOWN = PH == MOE_DEC_DOWN;
+    extern __shared__ __align__(128) uint8_t sm[];
+    __shared__ int s_n;
+    int red_off, act_off, ring_off, total;
+    sv_layout(&a, &red_off, &act_off, &ring_off, &total);
+    uint64_t *bars = (uint64_t *)sm; /* full [0, NS), empty [NS, 2 NS) */
+    int *list = (int *)(sm + 128);
+    const int NS = a.NS, slot_bytes = a.SRS * a.pitch;
+    sv_job j;
+    if (!DOWN) {
+        dk_grid_wait();
+        dk_grid_launch_dependents();
+        j = sv_route1(a, blockIdx.x, blockIdx.y, list, &s_n);
+        if (!j.on) return;
+    } else {
+        j = sv_route2(a, blockIdx.x, blockIdx.y, list, &s_n);
+    }
+    sv_init_bars(bars, NS);
+    __syncthreads();
+    sv_job_finish<PH, NT>(a, j, s_n);
+    int gs = 0;
+    if (threadIdx.x >= 256) {
+        if (threadIdx.x == 256) sv_produce<PH>(a, j, sm + ring_off, slot_bytes, bars, NS, gs);
+        return;
+    }
+    if (DOWN) dk_grid_wait(); /* h comes from phase 1 */
+    sv_consume<F, PH, NT>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs);
+#endif
+}
+
+/* Both phases in one cooperative launch of gridDim.x blocks (all resident):
+ * block b takes phase 1 item b (pair b % TK, row tile b / TK) and phase 2 item
+ * b (token b % T, row tile b / T). Its producer streams the phase 2 rows as
+ * soon as the phase 1 stages are issued, so they arrive while the other
+ * blocks finish phase 1 and the grid-wide barrier (gb) completes. */
+template <int F, int PH1, int NT>
+__global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1, const moe_sv_args a2, unsigned *gb) {
+#ifdef SV_ON
+    extern __shared__ __align__(128) uint8_t sm[];
+    __shared__ int s_n1, s_n2;
+    const sv_fused_layout L = sv_layout_fused(&a1, &a2);
+    uint64_t *bars = (uint64_t *)sm;
+    const int NS = a1.NS, b = blockIdx.x, TK = a1.T * a1.K;
+    const int n1 = TK * ((a1.N + a1.R - 1) / a1.R), n2 = a2.T * ((a2.N + a2.R - 1) / a2.R);
+    sv_job j1 = sv_route1(a1, b < n1 ? b % TK : TK, b / TK, (int *)(sm + 128), &s_n1);
+    sv_job j2 = sv_route2(a2, b < n2 ? b % a2.T : a2.T, b / a2.T, (int *)(sm + L.list2), &s_n2);
+    sv_init_bars(bars, NS);
+    __syncthreads();
+    sv_job_finish<PH1, NT>(a1, j1, s_n1);
+    sv_job_finish<MOE_DEC_DOWN, 1>(a2, j2, s_n2);
+    int gs = 0;
+    if (threadIdx.x >= 256) {
+        if (threadIdx.x == 256) {
+            if (j1.on) sv_produce<PH1>(a1, j1, sm + L.ring, L.slot, bars, NS, gs);
+            if (j2.on) sv_produce<MOE_DEC_DOWN>(a2, j2, sm + L.ring, L.slot, bars, NS, gs);
+        }
+        return;
+    }
+    if (j1.on) sv_consume<F, PH1, NT>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs);
+    sv_grid_sync(gb);
+    if (j2.on) sv_consume<F, MOE_DEC_DOWN, 1>(a2, j2, sm + L.act2, (float *)(sm + L.red2), sm + L.ring, L.slot, bars, NS, gs);
+#endif
+}
+
+#endif

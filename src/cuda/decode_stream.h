@@ -1,0 +1,65 @@
+/*
+ * Host interface of the streaming small-batch kernels (decode_stream.cuh):
+ * the arguments of one launch and the entry point decode.cu calls.
+ */
+#ifndef MOE_CUDA_DECODE_STREAM_H
+#define MOE_CUDA_DECODE_STREAM_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#define MOE_SV_THREADS 288 /* 8 consumer warps + 1 producer warp */
+#define MOE_SV_MAXP 256    /* (token, slot) pairs of one stream forward at most */
+
+typedef struct moe_sv_args {
+    int phase;                /* MOE_DEC_GATE_UP, MOE_DEC_UP or MOE_DEC_DOWN */
+    int dense;                /* bf16/f16 weights (else GGUF blocks) */
+    /* weights [E, N, C]; w1 = up in phase GATE_UP; byte strides */
+    const uint8_t *w0, *w1;
+    int64_t w0_se, w0_sn, w1_se, w1_sn;
+    int row_bytes;            /* bytes of one row */
+    int pitch;                /* shared-memory bytes per staged row (multiple of 16) */
+    int N, C;                 /* rows, reduced dimension */
+    int R, SRS, NS, NT;       /* rows per block, rows per stage, stages, tokens per pass (phase 1) */
+    int KC, KCb, NC;          /* columns (bytes) per stage of a row, chunks per row (dense; GGUF: whole rows) */
+    /* biases [E, N] (element strides), NULL = none */
+    const void *b0, *b1;
+    int b0_type, b1_type;
+    int64_t b0_se, b0_sn, b1_se, b1_sn;
+    int act;
+    float alpha, limit;
+    const void *x;            /* phase 1: x [T, C] of x_type */
+    int x_type;
+    const void *h;            /* phase 2: h [T*K, C] (mma type, or f32 for GGUF weights) */
+    void *hout;               /* phase 1: h [T*K, N] */
+    const int32_t *ids;       /* [T, K] */
+    const float *w;           /* [T, K] */
+    int T, K, E;
+    void *out;                /* phase 2: out [T, N] of out_type */
+    int out_type;
+    int pdl;                  /* phase 2 launched with programmatic dependent launch */
+} moe_sv_args;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Shared-memory bytes of one block of a launch with these arguments. */
+int moe__sv_smem_bytes(const moe_sv_args *a);
+/* Launches phase a->phase of format fmt on grid (pairs or tokens, row tiles). */
+cudaError_t moe__sv_launch(int fmt, const moe_sv_args *a, dim3 grid, cudaStream_t s);
+/* Both phases in one cooperative launch (k_svf) of `grid` blocks: a1 phase 1,
+ * a2 phase 2 (their R, SRS, pitch planned as for two launches; a1->NS is the
+ * ring depth of the fused layout); gb: two zeroed counters owned by the layer
+ * (the kernel leaves them zeroed). cudaErrorCooperativeLaunchTooLarge when
+ * the grid cannot be resident at once (*resident: blocks that can). */
+int moe__sv_fused_smem_bytes(const moe_sv_args *a1, const moe_sv_args *a2);
+cudaError_t moe__sv_fused_launch(int fmt, const moe_sv_args *a1, const moe_sv_args *a2, unsigned *gb, int grid,
+                                 cudaStream_t s, int *resident);
+/* Raises the dynamic shared-memory limit of every instance to the device's
+ * opt-in maximum (current device); max_dyn gets the smallest such limit. */
+cudaError_t moe__sv_prepare(int *max_dyn);
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,419 @@
+/*
+ * Weight decoders for integer (dp4a) dot products against activations
+ * quantised to int8 per 32 elements (ggml's Q8_1 rounding). Called by the
+ * decode kernel of src/cuda/decode_stream.cuh on rows staged in shared
+ * memory; host and device code (tests/test_qdot.cu checks them on the host
+ * against src/quant, bit for bit).
+ *
+ * A unit is 32 consecutive elements of a row: q[32] as int8 (packed four to
+ * an int32, element 4i in the lowest byte) and a scale and min per half, so
+ * that element j is sc[j/16] * q[j] - mn[j/16], equal to moe_dequantize_row
+ * when evaluated without fused multiply-add (__fmul_rn, then __fsub_rn).
+ *
+ * Alignment contract: `row` (the first byte of the row's first block) is
+ * aligned to 16 for Q4_K/Q5_K, 4 for Q2_K, 2 for Q4_0/Q8_0/Q3_K/Q6_K and 1
+ * for MXFP4; no decoder loads a wider type than that.
+ */
+#ifndef MOE_CUDA_QDOT_CUH
+#define MOE_CUDA_QDOT_CUH
+
+#include "blocks.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#define MOE__QFN static __host__ __device__ __forceinline__
+#else
+#define MOE__QFN static inline
+#endif
+#ifdef __CUDA_ARCH__
+#define MOE__QUNROLL _Pragma("unroll")
+#else
+#define MOE__QUNROLL
+#endif
+
+/* Host builds may define MOE_QDOT_LOAD_HOOK(p, n) to see every load (the
+ * test checks alignment and bounds with it); it is never used on the device. */
+#ifndef MOE_QDOT_LOAD_HOOK
+#define MOE_QDOT_LOAD_HOOK(p, n) ((void)0)
+#endif
+
+typedef struct moe_qunit {
+    int32_t q[8]; /* elements 4i..4i+3 as int8, element 4i in the lowest byte */
+    float sc[2];  /* per half of 16 */
+    float mn[2];
+} moe_qunit;
+
+/* ---- loads, conversions and the byte instructions, with host versions ---- */
+
+MOE__QFN uint32_t moe__qld8(const uint8_t *p) {
+#ifndef __CUDA_ARCH__
+    MOE_QDOT_LOAD_HOOK(p, 1);
+#endif
+    return *p;
+}
+
+MOE__QFN uint32_t moe__qld16(const uint8_t *p) {
+#ifdef __CUDA_ARCH__
+    return *(const uint16_t *)p;
+#else
+    MOE_QDOT_LOAD_HOOK(p, 2);
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+#endif
+}
+
+MOE__QFN uint32_t moe__qld32(const uint8_t *p) {
+#ifdef __CUDA_ARCH__
+    return *(const uint32_t *)p;
+#else
+    MOE_QDOT_LOAD_HOOK(p, 4);
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+#endif
+}
+
+MOE__QFN void moe__qld128(const uint8_t *p, uint32_t w[4]) {
+#ifdef __CUDA_ARCH__
+    const uint4 v = *(const uint4 *)p;
+    w[0] = v.x; w[1] = v.y; w[2] = v.z; w[3] = v.w;
+#else
+    MOE_QDOT_LOAD_HOOK(p, 16);
+    memcpy(w, p, 16);
+#endif
+}
+
+/* Two 16-bit loads as one word (p 2-aligned). */
+MOE__QFN uint32_t moe__qld16x2(const uint8_t *p) { return moe__qld16(p) | moe__qld16(p + 2) << 16; }
+
+MOE__QFN float moe__qu2f(uint32_t u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+#endif
+}
+
+MOE__QFN uint32_t moe__qf2u(float f) {
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+#endif
+}
+
+/* fp16 bits -> f32, exact (subnormals, Inf, NaN payload as moe__f16_to_f32). */
+MOE__QFN float moe__qh2f(uint32_t h) {
+#ifdef __CUDA_ARCH__
+    return __half2float(__ushort_as_half((unsigned short)h));
+#else
+    const uint32_t e = (h & 0x7fffu) << 13;
+    /* Rebias by multiplying with 2^112: exact, and it normalises subnormals. */
+    uint32_t u = moe__qf2u(moe__qu2f(e) * moe__qu2f(0x77800000u));
+    if ((h & 0x7c00u) == 0x7c00u) u = e | 0x7f800000u;
+    return moe__qu2f(u | (h & 0x8000u) << 16);
+#endif
+}
+
+/* __byte_perm: byte n of the result is byte (s >> 4n) & 7 of y:x. */
+MOE__QFN uint32_t moe__byte_perm(uint32_t x, uint32_t y, uint32_t s) {
+#ifdef __CUDA_ARCH__
+    return __byte_perm(x, y, s);
+#else
+    const uint64_t t = (uint64_t)y << 32 | x;
+    uint32_t r = 0;
+    for (int n = 0; n < 4; n++) r |= (uint32_t)(t >> (8 * ((s >> (4 * n)) & 7)) & 0xffu) << (8 * n);
+    return r;
+#endif
+}
+
+/* Rotate right by n & 31 (one SHF.R.W on the device). */
+MOE__QFN uint32_t moe__qrotr(uint32_t x, int n) {
+#ifdef __CUDA_ARCH__
+    return __funnelshift_r(x, x, (unsigned)n);
+#else
+    n &= 31;
+    return n ? x >> n | x << (32 - n) : x;
+#endif
+}
+
+/* Each byte replaced by its bit 7 copied into all eight bits (prmt.b32's
+ * sign-replicate mode, which __byte_perm does not expose). */
+MOE__QFN uint32_t moe__qsignx4(uint32_t x) {
+#ifdef __CUDA_ARCH__
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %1, 0xBA98;" : "=r"(r) : "r"(x));
+    return r;
+#else
+    return ((x >> 7) & 0x01010101u) * 0xFFu;
+#endif
+}
+
+/* (a & m) | (~b & ~m): one LOP3 (the compiler makes two of it when m is a
+ * constant, not seeing that ~m is one too). */
+MOE__QFN uint32_t moe__qmerge_not(uint32_t m, uint32_t a, uint32_t b) {
+#ifdef __CUDA_ARCH__
+    uint32_t r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xD1;" : "=r"(r) : "r"(a), "r"(m), "r"(b));
+    return r;
+#else
+    return (a & m) | (~b & ~m);
+#endif
+}
+
+/* __dp4a: c + the sum of the four signed byte products of a and b. */
+MOE__QFN int moe__dp4a(int a, int b, int c) {
+#ifdef __CUDA_ARCH__
+    return __dp4a(a, b, c);
+#else
+    for (int i = 0; i < 4; i++) {
+        const int x = (int)((((uint32_t)a >> (8 * i)) & 0xffu) ^ 0x80u) - 0x80;
+        const int y = (int)((((uint32_t)b >> (8 * i)) & 0xffu) ^ 0x80u) - 0x80;
+        c += x * y;
+    }
+    return c;
+#endif
+}
+
+/* Per byte: x - 8 (x in [0, 15]) and x - 32 (x in [0, 63]) as int8, without
+ * borrows between bytes: x + 120 (or 96) stays below 256, and flipping bit 7
+ * then gives x - 8 (or x - 32) modulo 256. */
+MOE__QFN uint32_t moe__qsub8x4(uint32_t x) { return (x + 0x78787878u) ^ 0x80808080u; }
+MOE__QFN uint32_t moe__qsub32x4(uint32_t x) { return (x + 0x60606060u) ^ 0x80808080u; }
+
+/* ---- the 32-element formats: unit u is block u ---- */
+
+/* Q4_0: q = nibble - 8, sc = d. Per unit (sm_90a SASS): 9 u16 loads, ~35 ALU. */
+MOE__QFN void moe_qunit_q4_0(const uint8_t *row, int u, moe_qunit *w) {
+    const uint8_t *p = row + 18 * u;
+    const float d = moe__qh2f(moe__qld16(p));
+    MOE__QUNROLL
+    for (int i = 0; i < 4; i++) {
+        const uint32_t v = moe__qld16x2(p + 2 + 4 * i);
+        w->q[i] = (int32_t)moe__qsub8x4(v & 0x0F0F0F0Fu);
+        w->q[i + 4] = (int32_t)moe__qsub8x4((v >> 4) & 0x0F0F0F0Fu);
+    }
+    w->sc[0] = w->sc[1] = d;
+    w->mn[0] = w->mn[1] = 0.f;
+}
+
+/* Q8_0: q as stored, sc = d. Per unit: 17 u16 loads, ~11 ALU (8 merges). */
+MOE__QFN void moe_qunit_q8_0(const uint8_t *row, int u, moe_qunit *w) {
+    const uint8_t *p = row + 34 * u;
+    const float d = moe__qh2f(moe__qld16(p));
+    MOE__QUNROLL
+    for (int i = 0; i < 8; i++) w->q[i] = (int32_t)moe__qld16x2(p + 2 + 4 * i);
+    w->sc[0] = w->sc[1] = d;
+    w->mn[0] = w->mn[1] = 0.f;
+}
+
+/* MXFP4: the 16 doubled e2m1 values of blocks.h as int8, four to a word
+ * (MOE_MXFP4_KVALUES; tests/test_qdot.cu checks every code). */
+#define MOE__MXFP4_K0 0x03020100u /* codes 0-3:   0  1  2  3 */
+#define MOE__MXFP4_K1 0x0C080604u /* codes 4-7:   4  6  8 12 */
+#define MOE__MXFP4_K2 0xFDFEFF00u /* codes 8-11:  0 -1 -2 -3 */
+#define MOE__MXFP4_K3 0xF4F8FAFCu /* codes 12-15: -4 -6 -8 -12 */
+
+/* The values of the four codes in the low 16 bits of c, in nibble order:
+ * a lookup in each half of the table (bits 0-2 of each code), then a choice
+ * between the two by bit 3. */
+MOE__QFN uint32_t moe__mxfp4_lookup4(uint32_t c) {
+    const uint32_t lo = moe__byte_perm(MOE__MXFP4_K0, MOE__MXFP4_K1, c);
+    const uint32_t hi = moe__byte_perm(MOE__MXFP4_K2, MOE__MXFP4_K3, c);
+    return moe__byte_perm(lo, hi, 0x3210u | ((c >> 1) & 0x4444u));
+}
+
+/* MXFP4: q = kvalue, sc = 2^(e-128). Bytes only (1-aligned). Per unit: 17
+ * byte loads, ~95 ALU (8 merges, 8 lookups of 4 codes at 8 each, 8 byte
+ * permutes for the element order): the dearest format. */
+MOE__QFN void moe_qunit_mxfp4(const uint8_t *row, int u, moe_qunit *w) {
+    const uint8_t *p = row + 17 * u;
+    const float d = moe__qu2f(moe__e8m0_half_bits((uint8_t)moe__qld8(p)));
+    MOE__QUNROLL
+    for (int i = 0; i < 4; i++) {
+        const uint8_t *b = p + 1 + 4 * i;
+        /* qs[4i], qs[4i+1] -> values of lo0 hi0 lo1 hi1; then qs[4i+2], qs[4i+3] */
+        const uint32_t v0 = moe__mxfp4_lookup4(moe__qld8(b) | moe__qld8(b + 1) << 8);
+        const uint32_t v1 = moe__mxfp4_lookup4(moe__qld8(b + 2) | moe__qld8(b + 3) << 8);
+        w->q[i] = (int32_t)moe__byte_perm(v0, v1, 0x6420u);     /* low nibbles: elements 4i.. */
+        w->q[i + 4] = (int32_t)moe__byte_perm(v0, v1, 0x7531u); /* high: elements 16 + 4i.. */
+    }
+    w->sc[0] = w->sc[1] = d;
+    w->mn[0] = w->mn[1] = 0.f;
+}
+
+/* ---- the K-quants: unit u is 32-element piece k = u % 8 of block u / 8.
+ * In the 2-bit layouts (Q2_K, Q3_K, Q6_K) piece k = 4h + s is field s of
+ * bytes 32h .. 32h + 31 (blocks.h). ---- */
+
+/* Q2_K: q = 2-bit value, sc = d * scale, mn = dmin * min (sub-blocks 2k,
+ * 2k + 1). Per unit: 10 u32/u16 loads, ~43 ALU (2 per word, the rest scales). */
+MOE__QFN void moe_qunit_q2_k(const uint8_t *row, int u, moe_qunit *w) {
+    const uint8_t *p = row + 84 * (u >> 3);
+    const int k = u & 7, sh = 2 * (k & 3);
+    const uint32_t dd = moe__qld32(p + 80); /* d | dmin << 16 */
+    const uint32_t s = moe__qld16(p + 2 * k);
+    const float d = moe__qh2f(dd & 0xffffu), dmin = moe__qh2f(dd >> 16);
+    const uint8_t *qs = p + 16 + 32 * (k >> 2);
+    MOE__QUNROLL
+    for (int i = 0; i < 8; i++) w->q[i] = (int32_t)((moe__qld32(qs + 4 * i) >> sh) & 0x03030303u);
+    w->sc[0] = d * (float)(s & 0xF);
+    w->mn[0] = dmin * (float)((s >> 4) & 0xF);
+    w->sc[1] = d * (float)((s >> 8) & 0xF);
+    w->mn[1] = dmin * (float)(s >> 12);
+}
+
+/* Q3_K: q = low 2 bits - (hmask bit clear ? 4 : 0), in [-4, 3]; sc = d *
+ * (6-bit scale - 32). Per unit: 35 u16 loads, ~79 ALU (16 merges, 4 per word). */
+MOE__QFN void moe_qunit_q3_k(const uint8_t *row, int u, moe_qunit *w) {
+    const uint8_t *p = row + 110 * (u >> 3);
+    const int k = u & 7, sh = 2 * (k & 3);
+    const uint8_t *qs = p + 32 + 32 * (k >> 2);
+    MOE__QUNROLL
+    for (int i = 0; i < 8; i++) {
+        /* 0xFF in the bytes whose hmask bit k is set (moved to bit 7) */
+        const uint32_t set = moe__qsignx4(moe__qld16x2(p + 4 * i) << (7 - k));
+        /* the low two bits, and 0xFC where the bit is clear: lo - 4 as int8 */
+        w->q[i] = (int32_t)moe__qmerge_not(0x03030303u, moe__qld16x2(qs + 4 * i) >> sh, set);
+    }
+    /* Sub-blocks 2k, 2k+1: low nibbles in scales[2k % 8 + {0, 1}] (>> 4 for
+     * k >= 4), top two bits in scales[8 + 2(k % 2) + {0, 1}] >> 2(k / 2). */
+    const uint32_t a = moe__qld16(p + 96 + ((2 * k) & 7)) >> (4 * (k >> 2));
+    const uint32_t b = moe__qld16(p + 104 + 2 * (k & 1)) >> (2 * (k >> 1));
+    const float d = moe__qh2f(moe__qld16(p + 108));
+    w->sc[0] = d * (float)((int)((a & 0xF) | (b & 3) << 4) - 32);
+    w->sc[1] = d * (float)((int)(((a >> 8) & 0xF) | ((b >> 8) & 3) << 4) - 32);
+    w->mn[0] = w->mn[1] = 0.f;
+}
+
+/* Q4_K / Q5_K: the 6-bit scale and min of sub-block k from the first 16
+ * bytes of the block (h[0] = d | dmin << 16, h[1..3] = scales[0..11]), as
+ * moe__q4k_scale_min. */
+MOE__QFN void moe__q4k_unit_scales(const uint32_t h[4], int k, moe_qunit *w) {
+    const int sh = 8 * (k & 3);
+    const uint32_t s0 = h[1] >> sh, s1 = h[2] >> sh, s2 = h[3] >> sh;
+    const uint32_t hi = 0u - (uint32_t)(k >> 2); /* all ones for k >= 4: a select without a branch */
+    const uint32_t sc = ((s0 & 63) & ~hi) | (((s2 & 0xF) | (s0 >> 2 & 0x30)) & hi);
+    const uint32_t m = ((s1 & 63) & ~hi) | ((((s2 >> 4) & 0xF) | (s1 >> 2 & 0x30)) & hi);
+    const float d = moe__qh2f(h[0] & 0xffffu), dmin = moe__qh2f(h[0] >> 16);
+    w->sc[0] = w->sc[1] = d * (float)sc;
+    w->mn[0] = w->mn[1] = dmin * (float)m;
+}
+
+/* Q4_K: q = nibble k % 2 of qs[32(k / 2) + l]. Per unit: 3 x 16-byte loads,
+ * ~51 ALU (2 per word, the rest scales). */
+MOE__QFN void moe_qunit_q4_k(const uint8_t *row, int u, moe_qunit *w) {
+    const uint8_t *p = row + 144 * (u >> 3);
+    const int k = u & 7, sh = 4 * (k & 1);
+    uint32_t h[4], q[8];
+    moe__qld128(p, h);
+    moe__qld128(p + 16 + 32 * (k >> 1), q);
+    moe__qld128(p + 32 + 32 * (k >> 1), q + 4);
+    MOE__QUNROLL
+    for (int i = 0; i < 8; i++) w->q[i] = (int32_t)((q[i] >> sh) & 0x0F0F0F0Fu);
+    moe__q4k_unit_scales(h, k, w);
+}
+
+/* Q5_K: as Q4_K plus bit k of qh[l] as bit 4 (a rotation brings bit k of
+ * each byte to bit 4 of the same byte). Per unit: 5 x 16-byte loads, ~68 ALU
+ * (4 per word). */
+MOE__QFN void moe_qunit_q5_k(const uint8_t *row, int u, moe_qunit *w) {
+    const uint8_t *p = row + 176 * (u >> 3);
+    const int k = u & 7, sh = 4 * (k & 1);
+    uint32_t h[4], qh[8], q[8];
+    moe__qld128(p, h);
+    moe__qld128(p + 16, qh);
+    moe__qld128(p + 32, qh + 4);
+    moe__qld128(p + 48 + 32 * (k >> 1), q);
+    moe__qld128(p + 64 + 32 * (k >> 1), q + 4);
+    MOE__QUNROLL
+    for (int i = 0; i < 8; i++)
+        w->q[i] = (int32_t)(((q[i] >> sh) & 0x0F0F0F0Fu) | (moe__qrotr(qh[i], k - 4) & 0x10101010u));
+    moe__q4k_unit_scales(h, k, w);
+}
+
+/* Q6_K: q = (low nibble | 2 high bits << 4) - 32, sc = d * scale (int8).
+ * Per unit: 34 u16 loads, ~87 ALU (16 merges, 6 per word). */
+MOE__QFN void moe_qunit_q6_k(const uint8_t *row, int u, moe_qunit *w) {
+    const uint8_t *p = row + 210 * (u >> 3);
+    const int k = u & 7, h = k >> 2, s = k & 3;
+    const uint8_t *ql = p + 64 * h + 32 * (s & 1), *qh = p + 128 + 32 * h;
+    const int shl = 4 * (s >> 1), shh = 2 * s - 4;
+    MOE__QUNROLL
+    for (int i = 0; i < 8; i++) {
+        const uint32_t lo = (moe__qld16x2(ql + 4 * i) >> shl) & 0x0F0F0F0Fu;
+        const uint32_t hi = moe__qrotr(moe__qld16x2(qh + 4 * i), shh) & 0x30303030u;
+        w->q[i] = (int32_t)moe__qsub32x4(lo | hi);
+    }
+    const uint32_t sc = moe__qld16(p + 192 + 2 * k);
+    const float d = moe__qh2f(moe__qld16(p + 208));
+    w->sc[0] = d * (float)((int)((sc & 0xffu) ^ 0x80u) - 0x80);
+    w->sc[1] = d * (float)((int)((sc >> 8) ^ 0x80u) - 0x80);
+    w->mn[0] = w->mn[1] = 0.f;
+}
+
+/* ---- activations and the dot product ---- */
+
+/* 32 floats -> int8 q (packed as moe_qunit.q), scale d and the sums of q
+ * over each half, as ggml's quantize_row_q8_1_ref and moe__quantize_row_q8_32
+ * (bit for bit): d = amax / 127, q = roundf(x * (1 / d)) clamped to
+ * [-127, 127], q = 0 when d = 0. A block holding a NaN or an Inf gives
+ * d = NaN and q = 0, as the CPU activation quantisers do. */
+MOE__QFN void moe_qx_quantize32(const float *x, int32_t q[8], float *d, int s16[2]) {
+    /* |x| as bits: their integer order is the float order, Inf and NaN
+     * above every finite value; so one max finds amax and non-finite input. */
+    uint32_t amax_bits = 0;
+    MOE__QUNROLL
+    for (int j = 0; j < 32; j++) {
+        const uint32_t a = moe__qf2u(x[j]) & 0x7fffffffu;
+        amax_bits = a > amax_bits ? a : amax_bits;
+    }
+    if (amax_bits >= 0x7f800000u) {
+        *d = moe__qu2f(0x7fc00000u);
+        MOE__QUNROLL
+        for (int i = 0; i < 8; i++) q[i] = 0;
+        s16[0] = s16[1] = 0;
+        return;
+    }
+    const float dd = moe__qu2f(amax_bits) / 127.f;
+    const float id = dd != 0.f ? 1.f / dd : 0.f;
+    int sum[2] = {0, 0};
+    MOE__QUNROLL
+    for (int i = 0; i < 8; i++) {
+        uint32_t packed = 0;
+        MOE__QUNROLL
+        for (int b = 0; b < 4; b++) {
+            /* fmaxf first: NaN (0 * Inf when 1/d overflowed) -> -127 as the CPU's */
+            const int v = (int)roundf(fminf(fmaxf(x[4 * i + b] * id, -127.f), 127.f));
+            sum[i >> 2] += v;
+            packed |= ((uint32_t)v & 0xffu) << (8 * b);
+        }
+        q[i] = (int32_t)packed;
+    }
+    *d = dd;
+    s16[0] = sum[0];
+    s16[1] = sum[1];
+}
+
+/* d * (sc0 * S0 + sc1 * S1 - mn0 * s16[0] - mn1 * s16[1]), S0 / S1 the int8
+ * dot products of the two halves (4 dp4a each). */
+MOE__QFN float moe_qunit_dot(const moe_qunit *w, const int32_t xq[8], float d, const int s16[2]) {
+    int s0 = 0, s1 = 0;
+    MOE__QUNROLL
+    for (int i = 0; i < 4; i++) {
+        s0 = moe__dp4a(w->q[i], xq[i], s0);
+        s1 = moe__dp4a(w->q[i + 4], xq[i + 4], s1);
+    }
+    return d * (w->sc[0] * (float)s0 + w->sc[1] * (float)s1 - w->mn[0] * (float)s16[0] - w->mn[1] * (float)s16[1]);
+}
+
+#endif
