@@ -53,9 +53,10 @@ TEST(cuda_quant_cases) { run_table("cuda-quant"); }
 TEST(cuda_decode_cases_stream) { run_table_with("cuda-decode", "1"); }
 TEST(cuda_decode_cases_mma) { run_table_with("cuda-decode", "0"); }
 TEST(cuda_quant_cases_stream) { run_table_with("cuda-quant", "1"); }
-/* the streaming kernels as two launches (no cooperative single launch) */
-TEST(cuda_decode_cases_stream_2launch) {
-    setenv("MOE_DECODE_FUSED", "0", 1);
+/* the streaming kernels as one cooperative launch (dense default: two) and,
+ * for GGUF blocks, as two launches (their default: one where it fits) */
+TEST(cuda_decode_cases_stream_1launch) {
+    setenv("MOE_DECODE_FUSED", "1", 1);
     run_table_with("cuda-decode", "1");
     unsetenv("MOE_DECODE_FUSED");
 }

@@ -1,9 +1,7 @@
 #!/bin/bash
-# One device call for the streaming kernels (decode_stream.cuh): the decode and
-# quant tests (both kernel families forced in turn), the dp4a decoders on the
-# device, compute-sanitizer, then the benchmark (stream vs mma kernels, same
-# run); logs and JSON under $OUT, short table last.
-#   OUT=bench/decode/out bash bench/decode/run_stream.sh
+# The device calls behind bench/decode/README.md (streaming kernels, session 2):
+#   PART=tests OUT=bench/decode/out bash bench/decode/run_stream.sh   # every C test, dp4a decoders, sanitizers
+#   PART=bench OUT=bench/decode/out bash bench/decode/run_stream.sh   # read probe, decode benchmark, torch
 # Uses binaries carried in build-devbin/ (built on the dev machine for sm_90a)
 # when they run, else builds into build-gpu/.
 OUT=${OUT:-bench/decode/out}
@@ -19,14 +17,21 @@ if ! { [ -x $TESTS ] && [ -x $BENCH ] && $TESTS nothing_matches > /dev/null 2>&1
   TESTS=build-gpu/tests/moe-tests; QDOT=build-gpu/tests/moe-qdot-test; BENCH=build-gpu/bench_decode
 fi
 export MOE_TEST_SEED=${MOE_TEST_SEED:-12345}
-( timeout 60 $QDOT | grep -v '^ok '; timeout 240 $TESTS cuda_decode; timeout 240 $TESTS cuda_quant ) > "$OUT/tests.log" 2>&1
-if [ -z "$NO_SAN" ]; then
-( timeout 60 compute-sanitizer --tool memcheck $TESTS cuda_decode_bad_ids
-  timeout 60 compute-sanitizer --tool racecheck $TESTS cuda_decode_bad_ids
-  timeout 60 compute-sanitizer --tool synccheck $TESTS cuda_decode_bad_ids
-  timeout 60 compute-sanitizer --tool memcheck $TESTS cuda_decode_graph ) > "$OUT/sanitizer.log" 2>&1
+if [ "${PART:-tests}" = tests ]; then
+  ( timeout 60 $QDOT | grep -v '^ok '; timeout 400 $TESTS ) > "$OUT/tests.log" 2>&1
+  ( timeout 60 compute-sanitizer --tool memcheck $TESTS cuda_decode_bad_ids
+    timeout 60 compute-sanitizer --tool racecheck $TESTS cuda_decode_bad_ids
+    timeout 60 compute-sanitizer --tool synccheck $TESTS cuda_decode_bad_ids
+    timeout 60 compute-sanitizer --tool memcheck $TESTS cuda_decode_graph
+    MOE_DECODE_FUSED=1 timeout 60 compute-sanitizer --tool racecheck $TESTS cuda_decode_bad_ids
+    timeout 120 compute-sanitizer --tool memcheck $TESTS cuda_quant_cases_stream ) > "$OUT/sanitizer.log" 2>&1
+  echo "== tests"; grep -E "^FAIL|FAILED|passed, |^skip" "$OUT/tests.log" | head -40
+  echo "== sanitizer"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, " "$OUT/sanitizer.log"
+else
+  timeout 60 $BENCH --probe --dense --only none > "$OUT/probe.log" 2>&1
+  timeout 330 $BENCH --dense --quant --reps ${REPS:-20} --json "$OUT/decode.jsonl" > "$OUT/bench.log" 2>&1
+  [ -z "$NO_TORCH" ] && PYTHONUNBUFFERED=1 timeout 150 python3 bench/decode/torch_moe.py --reps 20 --json "$OUT/torch.jsonl" > "$OUT/torch.log" 2>&1
+  echo "== probe"; grep -E "probe|HBM" "$OUT/probe.log"
+  echo "== bench"; grep -E " us " "$OUT/bench.log" | sed 's/ GB\/s.*of read/ GB\/s/; s/  */ /g' | head -200
+  echo "== torch"; tail -40 "$OUT/torch.log"
 fi
-timeout ${BENCH_TIMEOUT:-240} $BENCH $BENCH_ARGS --reps ${REPS:-20} --json "$OUT/decode.jsonl" > "$OUT/bench.log" 2>&1
-echo "== tests"; grep -E "FAIL|passed|fail|^skip" "$OUT/tests.log" | head -30
-echo "== sanitizer"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/sanitizer.log" 2>/dev/null
-echo "== bench"; grep -E "^GPU| us " "$OUT/bench.log" | sed 's/ GB\/s.*of read/ GB\/s/; s/  */ /g' | head -150

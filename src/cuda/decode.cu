@@ -395,14 +395,15 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
 
 /* Shared-memory bytes a stage of rows may take (several rows when they are short). */
 #define SV_STAGE_TARGET (16 * 1024)
-/* Default upper bound on pairs per expert T*K/E for the streaming kernels (they
- * stream every active expert's rows once per 4 tokens routed to it). */
-#define SV_PAIRS_PER_EXPERT_MAX 2
 
 /* Can the streaming kernels read tensor t ([E, N, C], a view)? Their bulk copies
  * start at the 16-byte boundary below a row and end at the one above it. */
-static int sv_weight_ok(const moe_tensor *t, int64_t E, int64_t N, int64_t C, int dense, int last_in_alloc) {
-    if ((uintptr_t)t->data & 15) return 0;
+static int sv_weight_ok(const moe_tensor *t, int64_t E, int64_t N, int64_t C, int dense, int last_in_alloc,
+                        const void *alloc_start) {
+    /* GGUF rows may start anywhere: the copy starts at the 16-byte boundary below,
+     * which must not precede the allocation (the up view of a fused gate_up
+     * tensor starts one row in) */
+    if (((uintptr_t)t->data & 15) && (dense || ((uintptr_t)alloc_start & 15))) return 0;
     int64_t se = bytes_of(t, t->stride_e), sn = bytes_of(t, t->stride_n);
     if (dense && ((se | sn) & 15)) return 0;
     if (!last_in_alloc) return 1;
@@ -675,8 +676,10 @@ static void sv_init(moe_layer *L, dec_impl *im) {
         return;
     }
     int fused = d->layout != MOE_GATE_UP_SEPARATE;
-    int ok = sv_weight_ok(&im->up, d->E, d->I, d->D, dense, 1) && sv_weight_ok(&im->down, d->E, d->D, d->I, dense, 1) &&
-             (!L->gated || sv_weight_ok(&im->gate, d->E, d->I, d->D, dense, !fused));
+    const void *up_alloc = fused && L->gated ? im->gate.data : im->up.data;
+    int ok = sv_weight_ok(&im->up, d->E, d->I, d->D, dense, 1, up_alloc) &&
+             sv_weight_ok(&im->down, d->E, d->D, d->I, dense, 1, im->down.data) &&
+             (!L->gated || sv_weight_ok(&im->gate, d->E, d->I, d->D, dense, !fused, im->gate.data));
     if (!ok) {
         snprintf(im->sv_why, sizeof im->sv_why, "weights not 16-byte aligned (start, end or row strides)");
         return;
@@ -696,7 +699,9 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     }
     const char *mt = getenv("MOE_DECODE_STREAM_MAX_T");
     int64_t lim = MOE_SV_MAXP / d->K;
-    int64_t def = SV_PAIRS_PER_EXPERT_MAX * d->E / d->K;
+    /* measured (bench/decode/README.md): dense, faster than the mma kernels at T = 1
+     * only; GGUF blocks, up to T*K = E/2 pairs (qwen3: T <= 8) */
+    int64_t def = dense ? 1 : d->E / (2 * d->K);
     if (def < 1) def = 1;
     im->sv_max_t = mt && *mt ? strtoll(mt, NULL, 10) : (env && env[0] == '1' ? lim : def);
     if (im->sv_max_t > lim) im->sv_max_t = lim;
@@ -707,8 +712,10 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     }
     while (im->sv_max_t > 1 && sv_chunk(L, im, im->sv_max_t, NULL, NULL, NULL, NULL, NULL, 0, 1) != cudaSuccess)
         im->sv_max_t--;
+    /* one cooperative launch: 1-2 us faster at T = 1 for GGUF blocks, 1-3 us slower
+     * for dense rows (its ring is shallower) on an H200; MOE_DECODE_FUSED=0/1 overrides */
     const char *fe = getenv("MOE_DECODE_FUSED");
-    im->sv_fused = !(fe && fe[0] == '0') && im->fmt1 == im->fmt2;
+    im->sv_fused = (fe && *fe ? fe[0] != '0' : !dense) && im->fmt1 == im->fmt2;
     if (im->sv_fused) {
         if (cudaMalloc((void **)&im->sv_gbar, 2 * sizeof(unsigned)) != cudaSuccess ||
             cudaMemset(im->sv_gbar, 0, 2 * sizeof(unsigned)) != cudaSuccess) {
