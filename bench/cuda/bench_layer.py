@@ -196,6 +196,9 @@ def main():
     ap.add_argument("--sm90-variants", default="auto",
                     help="cluster shapes CMxCN for cuda-sm90 to time, e.g. auto,1x1,1x2,2x2 (MOE_SM90_CM/CN)")
     ap.add_argument("--probe", action="store_true", help="one forward per shape, nothing timed (for ncu)")
+    ap.add_argument("--ab", type=int, default=0,
+                    help="A/B mode: ROUNDS rounds per shape, the backends interleaved (order alternating), "
+                         "each round a median of --reps; reports the paired ratios to the first backend")
     args = ap.parse_args()
     torch.manual_seed(0)
     lib = Lib(args.lib)
@@ -232,6 +235,39 @@ def main():
             touched = int(torch.unique(ids).numel())
             nbytes = touched * 3 * D * I * 2 + 2 * T * D * 2
             roof_us = max(flops / (peak_tf * 1e12), nbytes / (peak_bw * 1e12)) * 1e6
+            if args.ab:
+                fwds = {}
+                for b, h in layers.items():
+                    ws = C.c_size_t()
+                    lib.L.moe_layer_workspace_size(h, T, C.byref(ws))
+                    wbuf = torch.empty(ws.value, dtype=torch.uint8, device="cuda")
+                    out = torch.empty_like(x)
+                    fwds[b] = (lambda h=h, wbuf=wbuf, out=out, n=ws.value: lib.L.moe_layer_forward(
+                        h, T, x.data_ptr(), ids.data_ptr(), tw.data_ptr(), out.data_ptr(), wbuf.data_ptr(), n), out)
+                    if fwds[b][0]() != 0:
+                        print(f"  {name} T={T} {b}: forward failed", flush=True)
+                        fwds.pop(b)
+                torch.cuda.synchronize()
+                names = list(fwds)
+                if len(names) >= 2:
+                    same = torch.equal(fwds[names[0]][1], fwds[names[1]][1])
+                    meds = {b: [] for b in names}
+                    for r in range(args.ab):
+                        for b in (names if r % 2 == 0 else names[::-1]):
+                            meds[b].append(bench(fwds[b][0], args.reps, flush)[0])
+                    base = names[0]
+                    for b in names[1:]:
+                        ratios = sorted(m / n for m, n in zip(meds[b], meds[base]))
+                        r = dict(preset=name, T=T, ab=True, base=base, backend=b, rounds=args.ab, reps=args.reps,
+                                 base_us=statistics.median(meds[base]), us=statistics.median(meds[b]),
+                                 base_rounds=meds[base], rounds_us=meds[b], ratio_median=statistics.median(ratios),
+                                 ratio_min=ratios[0], ratio_max=ratios[-1], outputs_equal=same)
+                        rows.append(r)
+                        print(f"  AB {name:14s} T={T:6d} {base} {r['base_us']:9.1f} us  {b} {r['us']:9.1f} us  "
+                              f"ratio median {r['ratio_median']:.3f} [{ratios[0]:.3f}, {ratios[-1]:.3f}] "
+                              f"same output {same}", flush=True)
+                del fwds
+                continue
             if args.probe:
                 for b, h in layers.items():
                     ws = C.c_size_t()
@@ -299,6 +335,10 @@ def main():
     print(f"\n| preset | T | backend | us | TFLOP/s | roofline | torch us | vs torch | route+combine | err |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        if r.get("ab"):
+            print(f"| {r['preset']} | {r['T']} | {r['backend']} vs {r['base']} | {r['us']:.0f} vs {r['base_us']:.0f} | "
+                  f"ratio {r['ratio_median']:.3f} [{r['ratio_min']:.3f}, {r['ratio_max']:.3f}] | | | | | |")
+            continue
         print(f"| {r['preset']} | {r['T']} | {r['backend']} | {r['us']:.0f} | {r['tflops']:.0f} | "
               f"{r['roofline_frac']*100:.0f}% | {r['torch_us']:.0f} | {r['speedup_vs_torch']:.2f}x | "
               f"{r['route_combine_share']*100:.1f}% | {r['rel_err_vs_torch']:.1e} |")

@@ -17,7 +17,7 @@
  *
  * cuda-decode above a token threshold (MOE_DECODE_MAX_T, default
  * DEC_PAIRS_PER_EXPERT_MAX * E / K) hands the forward to the grouped GEMM backend
- * (cuda-sm90, else cuda-sm80) through a second layer state made at init, when
+ * (cuda-jit, else cuda-sm90, else cuda-sm80) through a second layer state made at init, when
  * that backend takes the layer; otherwise it runs its own kernels in chunks
  * for every T. cuda-quant runs its own kernels for every T.
  *
@@ -312,8 +312,10 @@ static void dec_fini(moe_layer *L) {
 
 /* cuda-decode: the grouped GEMM backend's state for this layer, or NULL. */
 static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
-    const moe__backend *cands[] = {&moe__backend_cuda_sm90, &moe__backend_cuda_sm80};
-    for (int i = 0; i < 2; i++) {
+    /* cuda-jit first: its kernels are the sm90 ones specialised to the layer, at
+     * least as fast on every preset (bench/jit/README.md, A/B rounds) */
+    const moe__backend *cands[] = {&moe__backend_cuda_jit, &moe__backend_cuda_sm90, &moe__backend_cuda_sm80};
+    for (int i = 0; i < 3; i++) {
         const moe__backend *b = cands[i];
         moe_layer *G = (moe_layer *)calloc(1, sizeof *G);
         if (!G) return NULL;
