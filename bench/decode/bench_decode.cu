@@ -237,7 +237,7 @@ static void report(const preset &P, moe_type wt, const char *variant, moe_layer 
 }
 
 int main(int argc, char **argv) {
-    int dense = 0, quant = 0, cross = 0;
+    int dense = 0, quant = 0, cross = 0, prefill = 0;
     const char *json = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
@@ -248,8 +248,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) only_T = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--probe")) g_probe = 1;
+        else if (!strcmp(argv[i], "--prefill")) prefill = 1;
     }
-    if (!dense && !quant && !cross) dense = quant = cross = 1;
+    if (!dense && !quant && !cross && !prefill) dense = quant = cross = 1;
     if (json) jf = fopen(json, "a");
     srand(1);
     cudaDeviceProp prop;
@@ -388,6 +389,39 @@ int main(int argc, char **argv) {
                 moe_layer_free(L);
                 cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
             }
+    }
+    if (prefill) { /* GGUF weights at prefill sizes against bf16 weights, default backends */
+        static const moe_type pt[] = {MOE_TYPE_BF16, MOE_TYPE_Q4_K, MOE_TYPE_Q8_0};
+        static const int64_t Ts[] = {512, 4096};
+        const preset *pp[] = {&presets[0], &presets[1], &presets[2]};
+        for (const preset *P : pp) {
+            if (only_preset && strcmp(only_preset, P->name)) continue;
+            double dense_us[2] = {0, 0};
+            for (moe_type t : pt) {
+                layer_set s = make_layer_weights(*P, t);
+                moe_layer *L = make_layer(ctx, *P, t, s, NULL);
+                if (L)
+                    for (int i = 0; i < 2; i++) {
+                        int64_t T = Ts[i], touched;
+                        srand(3000 + (int)T);
+                        timing tm = time_fwd(L, *P, T, 10, &touched);
+                        double tf = 6.0 * T * P->K * P->D * P->I / (tm.med * 1e-6) / 1e12;
+                        if (t == MOE_TYPE_BF16) dense_us[i] = tm.med;
+                        printf("prefill %-14s %-6s T=%5lld  %9.1f us  %6.1f TFLOP/s  %.2fx the bf16 time  (%s)\n", P->name,
+                               moe_type_name(t), (long long)T, tm.med, tf, tm.med / dense_us[i], moe_layer_backend(L));
+                        if (jf)
+                            fprintf(jf,
+                                    "{\"gpu\": \"%s\", \"preset\": \"%s\", \"wtype\": \"%s\", \"variant\": \"prefill\", "
+                                    "\"backend\": \"%s\", \"T\": %lld, \"median_us\": %.2f, \"tflops\": %.1f, "
+                                    "\"ratio_to_bf16\": %.3f}\n",
+                                    gpu, P->name, moe_type_name(t), moe_layer_backend(L), (long long)T, tm.med, tf,
+                                    tm.med / dense_us[i]);
+                        fflush(stdout);
+                    }
+                moe_layer_free(L);
+                cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
+            }
+        }
     }
     moe_ctx_free(ctx);
     if (jf) fclose(jf);

@@ -43,10 +43,14 @@
 
 /* cuda-decode hands a forward to the grouped GEMM backend (when it takes the
  * layer) once the average pairs per expert T*K/E exceed this. Measured on an
- * H200 (bench/decode/README.md, run 2): the crossover sat at 8-16 pairs per
- * expert for mixtral (T 32..64), 16 for qwen3 (T 256) and gpt-oss-20b
- * (T 128..256), above 16 for deepseek-v3 and gpt-oss-120b (T >= 512). */
-#define DEC_PAIRS_PER_EXPERT_MAX 16
+ * H200 in session 2 (bench/decode/results_h200_cross_s2.jsonl, mma decode
+ * kernels vs cuda-sm90): the decode kernels win at <= 2 pairs per expert on every
+ * preset, the GEMM at >= 8; at 4 the GEMM wins for qwen3 (329 vs 393 us),
+ * deepseek-v3 and mixtral, the decode kernels for gpt-oss-20b/120b (426 vs 496,
+ * 1577 vs 1638). The session 1 value, 16, left 1.5-3x on the table at 8-16
+ * pairs (qwen3 T=256: 761 vs 361 us). cuda-jit, now first in the hand-over,
+ * is 0-8% faster than cuda-sm90. */
+#define DEC_PAIRS_PER_EXPERT_MAX 3
 
 /* ------------------------------------------------------------------------ */
 /* Routing kernel                                                            */
