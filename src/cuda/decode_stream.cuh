@@ -97,56 +97,59 @@ static __host__ __device__ __forceinline__ int sv_act_stride(int dense, int C) {
     return dense ? ((2 * C + 15) & ~15) : ((C + C / 8 + C / 4 + 15) & ~15);
 }
 
-/* Stages activation row `row` (n elements of type `type`, or f32 h) into
- * shared memory slot dst, as the mma type (dense) or as 8-bit blocks. Called
- * by the 256 consumer threads together. */
+/* Stages nr activation rows into shared memory (row i at dst + i * dstride) as
+ * the mma type (dense) or as 8-bit blocks, all rows in one parallel loop of
+ * the 256 consumer threads (a loop per row would pay an L2 round trip each).
+ * Row i is list[first + i] / K of x (phase 1: pair -> token) or t * K +
+ * list[first + i] of h (phase 2: the token's valid slots). */
 template <int F>
-static __device__ __forceinline__ void sv_stage_act(uint8_t *dst, const void *src, int type, int64_t row, int C,
-                                                    int tid) {
+static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, const void *src, int type,
+                                                     const int *list, int first, int nr, int down, int K, int t, int C,
+                                                     int tid) {
     constexpr bool DENSE = F <= MOE_DF_F16;
-    if (DENSE) {
-        for (int c = tid; c < C / 8; c += 256) {
+    const int per = DENSE ? C / 8 : C / 32;
+    for (int idx = tid; idx < nr * per; idx += 256) {
+        const int i = idx / per, c = idx - i * per;
+        const int64_t row = down ? (int64_t)t * K + list[first + i] : list[first + i] / K;
+        uint8_t *d = dst + (size_t)i * dstride;
+        if (DENSE) {
             uint4 v;
             if ((F == MOE_DF_BF16 && type == MOE_TYPE_BF16) || (F == MOE_DF_F16 && type == MOE_TYPE_F16)) {
                 v = *(const uint4 *)((const uint8_t *)src + ((size_t)row * C + 8 * c) * 2);
             } else {
                 float f[8];
 #pragma unroll
-                for (int i = 0; i < 8; i++) f[i] = sv_load_act(src, type, row * C + 8 * c + i);
+                for (int q = 0; q < 8; q++) f[q] = sv_load_act(src, type, row * C + 8 * c + q);
                 typedef typename std::conditional<F == MOE_DF_F16, __half, __nv_bfloat16>::type MT;
                 v = make_uint4(dk_pack<MT>(f[0], f[1]), dk_pack<MT>(f[2], f[3]), dk_pack<MT>(f[4], f[5]),
                                dk_pack<MT>(f[6], f[7]));
             }
-            *(uint4 *)(dst + 16 * c) = v;
-        }
-    } else {
-        int32_t *q = (int32_t *)dst;
-        float *d = (float *)(dst + C);
-        int *s16 = (int *)(dst + C + C / 8);
-        for (int u = tid; u < C / 32; u += 256) {
+            *(uint4 *)(d + 16 * c) = v;
+        } else {
+            const int u = c;
             float f[32];
             if (type == MOE_TYPE_F32) { /* 8 x 16 B: the row starts 16-byte aligned, C % 32 == 0 */
                 const float4 *p4 = (const float4 *)((const float *)src + row * C + 32 * u);
 #pragma unroll
-                for (int i = 0; i < 8; i++) {
-                    float4 v = p4[i];
-                    f[4 * i] = v.x; f[4 * i + 1] = v.y; f[4 * i + 2] = v.z; f[4 * i + 3] = v.w;
+                for (int q = 0; q < 8; q++) {
+                    float4 v = p4[q];
+                    f[4 * q] = v.x; f[4 * q + 1] = v.y; f[4 * q + 2] = v.z; f[4 * q + 3] = v.w;
                 }
             } else {
                 const uint4 *p4 = (const uint4 *)((const uint16_t *)src + row * C + 32 * u);
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    uint4 v = p4[i];
+                for (int q = 0; q < 4; q++) {
+                    uint4 v = p4[q];
                     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-                    for (int q = 0; q < 4; q++) {
+                    for (int r = 0; r < 4; r++) {
                         if (type == MOE_TYPE_BF16) {
-                            f[8 * i + 2 * q] = __uint_as_float(w[q] << 16);
-                            f[8 * i + 2 * q + 1] = __uint_as_float(w[q] & 0xffff0000u);
+                            f[8 * q + 2 * r] = __uint_as_float(w[r] << 16);
+                            f[8 * q + 2 * r + 1] = __uint_as_float(w[r] & 0xffff0000u);
                         } else {
-                            float2 h2 = __half22float2(*(const __half2 *)&w[q]);
-                            f[8 * i + 2 * q] = h2.x;
-                            f[8 * i + 2 * q + 1] = h2.y;
+                            float2 h2 = __half22float2(*(const __half2 *)&w[r]);
+                            f[8 * q + 2 * r] = h2.x;
+                            f[8 * q + 2 * r + 1] = h2.y;
                         }
                     }
                 }
@@ -155,11 +158,12 @@ static __device__ __forceinline__ void sv_stage_act(uint8_t *dst, const void *sr
             float dd;
             int ss[2];
             moe_qx_quantize32(f, qq, &dd, ss);
+            int32_t *qd = (int32_t *)d;
 #pragma unroll
-            for (int i = 0; i < 8; i++) q[8 * u + i] = qq[i];
-            d[u] = dd;
-            s16[2 * u] = ss[0];
-            s16[2 * u + 1] = ss[1];
+            for (int q = 0; q < 8; q++) qd[8 * u + q] = qq[q];
+            ((float *)(d + C))[u] = dd;
+            ((int *)(d + C + C / 8))[2 * u] = ss[0];
+            ((int *)(d + C + C / 8))[2 * u + 1] = ss[1];
         }
     }
 }
@@ -451,14 +455,13 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
         return;
     }
     if (DOWN)
-        for (int kk = 0; kk < n; kk++)
-            sv_stage_act<F>(acts + kk * astride, a.h, DENSE ? (F == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16) : MOE_TYPE_F32,
-                            (int64_t)j.t2 * K + j.list[kk], C, tid);
+        sv_stage_acts<F>(acts, astride, a.h, DENSE ? (F == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16) : MOE_TYPE_F32,
+                         j.list, 0, n, 1, K, j.t2, C, tid);
     for (int pass = 0; pass < j.npass; pass++) {
         const int nt = DOWN ? 1 : min(NT, n - pass * NT);
         if (!DOWN) {
             if (pass) sv_consumer_sync(); /* the previous pass is done with acts and red */
-            for (int q = 0; q < nt; q++) sv_stage_act<F>(acts + q * astride, a.x, a.x_type, j.list[pass * NT + q] / K, C, tid);
+            sv_stage_acts<F>(acts, astride, a.x, a.x_type, j.list, pass * NT, nt, 0, K, 0, C, tid);
         }
         sv_consumer_sync();
         float macc[4] = {0.f, 0.f, 0.f, 0.f};
