@@ -779,10 +779,13 @@ static void cpu_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     char xin[48], xh[48];
     xf_describe(im->xf_in, im->lay_in, xin, sizeof xin);
     xf_describe(im->xf_h, im->lay_h, xh, sizeof xh);
+    const unsigned char *r1 = im->isa->rows1;
+    int rows1 = (L->gated && r1[im->gate.kk]) || r1[im->up.kk] || r1[im->down.kk];
     snprintf(buf, n,
-             "cpu/%s: %d threads, T = %lld; gate %s, up %s, down %s; x as %s, h as %s; dot tiles %dx%d; "
+             "cpu/%s: %d threads, T = %lld; gate %s, up %s, down %s; x as %s, h as %s; dot tiles %dx%d%s; "
              "tasks: expert x %d rows of I, then %lld rows of D over all experts; weights not repacked",
              im->isa->name, im->pool->n, (long long)T, g, u, d, xin, xh, im->isa->rmax, im->isa->nmax,
+             rows1 ? " (one activation row: f32/f16/bf16/q8_0 rows one after another)" : "",
              (int)itile(im, T), (long long)tile_d(im, L->desc.D, T, im->pool->n));
 }
 

@@ -112,6 +112,9 @@ typedef struct moe__cpu_isa {
     void (*quant_q8)(const float *x, int64_t c0, int64_t n, int64_t C, int offset, int layout, void *row);
     /* the q8 layout (MOE__Q8_* flags) each q8 kernel reads */
     unsigned char q8_layout[MOE__KK_COUNT];
+    /* 1: the kernel runs one activation row (N = 1) against its R rows one row
+     * after another (kernels.inc, KERN_ROWS1); for moe_layer_describe */
+    unsigned char rows1[MOE__KK_COUNT];
     /* Optional (NULL: the scalar loops in cpu.c). h[i] = act(g[i] + bg[i],
      * u[i] + bu[i]) for i < n (g, bg, bu may be NULL when unused); returns 0
      * and writes nothing for an activation it does not vectorise. */
