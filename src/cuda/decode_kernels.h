@@ -23,6 +23,7 @@
 #include "decode.h"
 #include "half.h"
 #include "moe.h"
+#include "qdot.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -67,22 +68,8 @@ DQ uint4 dq_ld128(const uint8_t *p) {
     return v;
 #endif
 }
-DQ float dq_h2f(uint32_t h) {
-#ifdef __CUDA_ARCH__
-    return __half2float(__ushort_as_half((unsigned short)h));
-#else
-    return moe__f16_to_f32((uint16_t)h);
-#endif
-}
-DQ float dq_u2f(uint32_t u) {
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(u);
-#else
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-#endif
-}
+DQ float dq_h2f(uint32_t h) { return moe__qh2f(h); }
+DQ float dq_u2f(uint32_t u) { return moe__qu2f(u); }
 /* A small integer (|n| < 2^22) as float: exact, without the quarter-rate I2F
  * (1.5 * 2^23 + n has n in its low mantissa bits). */
 DQ float dq_i2f(int n) {

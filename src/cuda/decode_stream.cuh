@@ -33,35 +33,13 @@
 #include "decode_kernels.h"
 #include "decode_stream.h"
 #include "qdot.cuh"
+#include "sm90_sync.cuh"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define SV_ON 1
 #endif
 
 #ifdef SV_ON
-static __device__ __forceinline__ uint32_t sv_smem(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ void sv_bar_init(uint32_t bar, int count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-static __device__ __forceinline__ void sv_expect_tx(uint32_t bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-static __device__ __forceinline__ void sv_arrive(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-static __device__ __forceinline__ void sv_wait(uint32_t bar, uint32_t parity) {
-    asm volatile("{\n.reg .pred P1;\nSV_WAIT:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-                 "@P1 bra SV_DONE;\nbra SV_WAIT;\nSV_DONE:\n}\n" ::"r"(bar),
-                 "r"(parity)
-                 : "memory");
-}
-/* bytes (a multiple of 16) from 16-byte-aligned global src to shared dst */
-static __device__ __forceinline__ void sv_bulk(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-}
 /* the eight consumer warps only */
 static __device__ __forceinline__ void sv_consumer_sync(void) { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 #endif
@@ -249,7 +227,7 @@ static __device__ __forceinline__ void sv_mma_stage(const uint8_t *st, int pitch
     typedef typename std::conditional<F == MOE_DF_F16, __half, __nv_bfloat16>::type MT;
     const int g = lane >> 2, t = lane & 3;
     const int kb = warp * KW, ke = min(kb + KW, klen);
-    const uint32_t brow = sv_smem(st + (lane & 7) * pitch + ((lane >> 3) & 1) * 16);
+    const uint32_t brow = smem_u32(st + (lane & 7) * pitch + ((lane >> 3) & 1) * 16);
     const uint8_t *arow = act + g * act_stride + (size_t)(kc0 + 2 * t) * 2;
     const bool ga = g < nt;
 #pragma unroll 4
@@ -406,7 +384,7 @@ static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv
     const int K = a.K, SRS = a.SRS, NC = a.NC, total = j.npass * j.per_pass;
     for (int i = 0; i < total; i++, gs++) {
         const int slot = gs % NS;
-        if (gs >= NS) sv_wait(sv_smem(&bars[NS + slot]), ((gs / NS) - 1) & 1);
+        if (gs >= NS) mbar_wait(smem_u32(&bars[NS + slot]), ((gs / NS) - 1) & 1);
         const int s = i % j.per_pass, unit = s / NC, c = s - unit * NC;
         int e, rb, g;
         if (PH == MOE_DEC_DOWN) {
@@ -427,13 +405,13 @@ static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv
             uintptr_t ad = (uintptr_t)(wb + (int64_t)e * se + (int64_t)(j.r0 + r) * sn) + cb;
             bytes += (uint32_t)(((ad + cl + 15) & ~(uintptr_t)15) - (ad & ~(uintptr_t)15));
         }
-        const uint32_t fb = sv_smem(&bars[slot]);
-        sv_expect_tx(fb, bytes);
+        const uint32_t fb = smem_u32(&bars[slot]);
+        mbar_expect_tx(fb, bytes);
         uint8_t *dst = ring + (size_t)slot * slot_bytes;
         for (int r = rr0; r < rr1; r++) {
             uintptr_t ad = (uintptr_t)(wb + (int64_t)e * se + (int64_t)(j.r0 + r) * sn) + cb;
             uintptr_t lo = ad & ~(uintptr_t)15, hi = (ad + cl + 15) & ~(uintptr_t)15;
-            sv_bulk(sv_smem(dst + (r - rr0) * a.pitch), (const void *)lo, (uint32_t)(hi - lo), fb);
+            bulk_g2s(smem_u32(dst + (r - rr0) * a.pitch), (const void *)lo, (uint32_t)(hi - lo), fb);
         }
     }
 }
@@ -467,7 +445,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
         float macc[4] = {0.f, 0.f, 0.f, 0.f};
         for (int s = 0; s < j.per_pass; s++, gs++) {
             const int slot = gs % NS;
-            sv_wait(sv_smem(&bars[slot]), (gs / NS) & 1);
+            mbar_wait(smem_u32(&bars[slot]), (gs / NS) & 1);
             const int unit = s / NC, c = s - unit * NC;
             int rb, g, kk = 0, e;
             if (DOWN) {
@@ -526,7 +504,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
                 }
             }
             __syncwarp();
-            if (lane == 0) sv_arrive(sv_smem(&bars[NS + slot]));
+            if (lane == 0) mbar_arrive(smem_u32(&bars[NS + slot]));
         }
         sv_consumer_sync();
         /* epilogue */
@@ -571,8 +549,8 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
 static __device__ __forceinline__ void sv_init_bars(uint64_t *bars, int NS) {
     if (threadIdx.x == 0) {
         for (int i = 0; i < NS; i++) {
-            sv_bar_init(sv_smem(&bars[i]), 1);
-            sv_bar_init(sv_smem(&bars[NS + i]), 8);
+            mbar_init(smem_u32(&bars[i]), 1);
+            mbar_init(smem_u32(&bars[NS + i]), 8);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }

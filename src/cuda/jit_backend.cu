@@ -23,7 +23,8 @@
 #include <string.h>
 
 /* cmake/embed_jit.cmake: the device headers, #include lines blanked */
-extern "C" const char moe__jit_src_gemm_common_cuh[], moe__jit_src_wgmma_gen_cuh[], moe__jit_src_gemm_sm90_cuh[];
+extern "C" const char moe__jit_src_gemm_common_cuh[], moe__jit_src_wgmma_gen_cuh[], moe__jit_src_sm90_sync_cuh[],
+    moe__jit_src_gemm_sm90_cuh[];
 
 /* Tile of the sm90 kernel: the one entry of its table (gemm_sm90.cu). */
 #define JIT_BM 128
@@ -56,7 +57,8 @@ extern "C" char *moe__jit_sm90_source(const moe__jit_spec *sp) {
         "    }\n"
         "MOE_JIT_KERNEL(moe_jit_gemm1, MOE_JIT_ACT)\n"
         "MOE_JIT_KERNEL(moe_jit_gemm2, -1)\n";
-    const char *parts[] = {pre, moe__jit_src_gemm_common_cuh, moe__jit_src_wgmma_gen_cuh, moe__jit_src_gemm_sm90_cuh,
+    const char *parts[] = {pre, moe__jit_src_gemm_common_cuh, moe__jit_src_wgmma_gen_cuh, moe__jit_src_sm90_sync_cuh,
+                           moe__jit_src_gemm_sm90_cuh,
                            stub};
     size_t len = 1;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) len += strlen(parts[i]) + 1;
