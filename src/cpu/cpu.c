@@ -35,7 +35,14 @@
                           * at decode (see itile) */
 #define TILE_D_MAX 1024 /* rows of D per down task (decode: D / threads, see tile_d) */
 #define TILE_D_GENERIC 64
-#define NMAX_ALL 4    /* the largest nmax of any path */
+#define NMAX_ALL MOE__CPU_NMAX_ALL /* the largest N of any kernel call (cpu.h) */
+/* 1 while this thread runs the first group of activation rows against a
+ * weight tile: the dense kernels then prefetch ahead (cpu.h, kernels.inc) */
+_Thread_local int moe__cpu_pf_first;
+/* the weights this thread reads next (its next gate/up task, a down task's
+ * next expert), prefetched a line per step by the bf16 kernel in the passes
+ * after the first (cpu.h) */
+_Thread_local moe__cpu_pfs moe__cpu_pf_next;
 
 extern const moe__backend moe__backend_cpu;
 
@@ -541,7 +548,15 @@ static void phase_tokens(job *j, int tid) {
     }
 }
 
-static void gate_up_task(job *j, int tid, int64_t e, int64_t i0, int64_t i1) {
+/* Activation rows per kernel call: nmax at decode (T <= nmax: as before),
+ * otherwise the kind's own nmax_k (bf16 on AVX-512: 6). Every (row,
+ * activation) sum runs in the same order whatever N is, so this changes no
+ * bits; it only changes how often each weight vector is reloaded. */
+static int pair_group(const moe__cpu_isa *isa, int kk, int64_t T) {
+    return T > isa->nmax && isa->nmax_k[kk] ? isa->nmax_k[kk] : isa->nmax;
+}
+
+static void gate_up_task(job *j, int tid, int64_t e, int64_t i0, int64_t i1, int64_t en, int64_t n0, int64_t n1) {
     const impl *im = j->im;
     const moe_layer *L = j->L;
     const moe__cpu_isa *isa = im->isa;
@@ -572,17 +587,38 @@ static void gate_up_task(job *j, int tid, int64_t e, int64_t i0, int64_t i1) {
     moe__cpu_kern_fn kg = gated ? isa->kern[im->gate.kk] : NULL, ku = isa->kern[im->up.kk];
     const float *bg = im->bg ? im->bg + e * I : NULL, *bu = im->bu ? im->bu + e * I : NULL;
     const moe_layer_desc *d = &L->desc;
-    int R = isa->rmax, NB = isa->nmax;
+    int R = isa->rmax, NB = pair_group(isa, im->up.kk, j->T);
+    if (gated && pair_group(isa, im->gate.kk, j->T) < NB) NB = pair_group(isa, im->gate.kk, j->T);
     float g[NMAX_ALL * TILE_I_MAX], u[NMAX_ALL * TILE_I_MAX];
     int64_t p1 = j->off[e + 1];
+    const char *nx1 = NULL;
+    int64_t nl1 = 0;
+    moe__cpu_pf_next.left = 0;
+    if (en >= 0 && !im->up.generic) {
+        if (gated) {
+            moe__cpu_pf_next.p = proj_rows(&im->gate, en, n0);
+            moe__cpu_pf_next.left = (n1 - n0) * gs;
+            nx1 = proj_rows(&im->up, en, n0);
+            nl1 = (n1 - n0) * us;
+        } else {
+            moe__cpu_pf_next.p = proj_rows(&im->up, en, n0);
+            moe__cpu_pf_next.left = (n1 - n0) * us;
+        }
+    }
     for (int64_t pb = j->off[e]; pb < p1; pb += NB) {
         int nb = (int)(p1 - pb < NB ? p1 - pb : NB);
         const void *xp[NMAX_ALL];
         for (int n = 0; n < nb; n++) xp[n] = j->xa + (size_t)(j->pairs[pb + n] / K) * im->sx;
+        moe__cpu_pf_first = pb == j->off[e] && j->T > isa->nmax;
         for (int64_t r = i0; r < i1; r += R) {
             int rr = (int)(i1 - r < R ? i1 - r : R);
             if (gated) kg(rr, nb, wg + (r - i0) * gs, gs, xp, C, g + (r - i0), TILE_I_MAX);
             ku(rr, nb, wu + (r - i0) * us, us, xp, C, u + (r - i0), TILE_I_MAX);
+            if (moe__cpu_pf_next.left <= 0 && nl1) {
+                moe__cpu_pf_next.p = nx1;
+                moe__cpu_pf_next.left = nl1;
+                nl1 = 0;
+            }
         }
         for (int n = 0; n < nb; n++) {
             if (!isa->act || !isa->act(d->act, gated ? g + n * TILE_I_MAX : NULL, u + n * TILE_I_MAX,
@@ -596,6 +632,8 @@ static void gate_up_task(job *j, int tid, int64_t e, int64_t i0, int64_t i1) {
             put_row(im, im->xf_h, im->off_h, im->lay_h, hrow, i0, i1 - i0, I, j->hq + (size_t)(pb + n) * im->sh);
         }
     }
+    moe__cpu_pf_first = 0;
+    moe__cpu_pf_next.left = 0;
 }
 
 static void down_task(job *j, int tid, int64_t d0, int64_t d1) {
@@ -608,7 +646,7 @@ static void down_task(job *j, int tid, int64_t d0, int64_t d1) {
     float *cd = (float *)(scr + al64((size_t)(Dp > Ip ? Dp : Ip) * 4) +
                           (im->up.generic ? al64((size_t)(2 * im->tile_i * Dp) * 4) : 0));
     moe__cpu_kern_fn kd = isa->kern[im->down.kk];
-    int R = isa->rmax, NB = isa->nmax;
+    int R = isa->rmax, NB = pair_group(isa, im->down.kk, j->T);
     float y[NMAX_ALL * TILE_D_MAX];
     const float *w = j->a->w;
     for (int ai = 0; ai < j->nact; ai++) {
@@ -626,10 +664,16 @@ static void down_task(job *j, int tid, int64_t d0, int64_t d1) {
         }
         const float *bd = im->bd ? im->bd + e * D : NULL;
         int64_t p1 = j->off[e + 1];
+        moe__cpu_pf_next.left = 0;
+        if (ai + 1 < j->nact && !im->down.generic && j->T > isa->nmax) {
+            moe__cpu_pf_next.p = proj_rows(&im->down, j->active[ai + 1], d0);
+            moe__cpu_pf_next.left = (d1 - d0) * ds;
+        }
         for (int64_t pb = j->off[e]; pb < p1; pb += NB) {
             int nb = (int)(p1 - pb < NB ? p1 - pb : NB);
             const void *hp[NMAX_ALL];
             for (int n = 0; n < nb; n++) hp[n] = j->hq + (size_t)(pb + n) * im->sh;
+            moe__cpu_pf_first = pb == j->off[e] && j->T > isa->nmax;
             for (int64_t r = d0; r < d1; r += R) {
                 int rr = (int)(d1 - r < R ? d1 - r : R);
                 kd(rr, nb, wd + (r - d0) * ds, ds, hp, C, y + (r - d0), TILE_D_MAX);
@@ -646,6 +690,8 @@ static void down_task(job *j, int tid, int64_t d0, int64_t d1) {
             }
         }
     }
+    moe__cpu_pf_first = 0;
+    moe__cpu_pf_next.left = 0;
 }
 
 static void phase_out(job *j, int tid) {
@@ -667,13 +713,23 @@ static void forward_job(void *arg, int tid) {
     phase_tokens(j, tid);
     phase_wait(&j->done[0], moe__cdiv(j->T, 8));
     int64_t ntask = (int64_t)j->nact * j->n_itiles;
-    for (;;) {
-        int64_t k = atomic_fetch_add(&j->next[1], 1);
-        if (k >= ntask) break;
+    /* prefill: a thread claims its next task when it starts one (and then
+     * runs it), so that its weights can be prefetched meanwhile */
+    int ahead = j->T > j->im->isa->nmax;
+    int64_t k = atomic_fetch_add(&j->next[1], 1);
+    while (k < ntask) {
+        int64_t kn = ahead ? atomic_fetch_add(&j->next[1], 1) : ntask;
         int64_t e = j->active[k / j->n_itiles], it = k % j->n_itiles;
         int64_t ti = j->ti, i0 = it * ti, i1 = i0 + ti < j->I ? i0 + ti : j->I;
-        gate_up_task(j, tid, e, i0, i1);
+        int64_t en = -1, n0 = 0, n1 = 0;
+        if (kn < ntask) {
+            en = j->active[kn / j->n_itiles];
+            n0 = (kn % j->n_itiles) * ti;
+            n1 = n0 + ti < j->I ? n0 + ti : j->I;
+        }
+        gate_up_task(j, tid, e, i0, i1, en, n0, n1);
         atomic_fetch_add(&j->done[1], 1);
+        k = ahead ? kn : atomic_fetch_add(&j->next[1], 1);
     }
     phase_wait(&j->done[1], ntask);
     for (;;) {
@@ -781,10 +837,18 @@ static void cpu_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     xf_describe(im->xf_h, im->lay_h, xh, sizeof xh);
     const unsigned char *r1 = im->isa->rows1;
     int rows1 = (L->gated && r1[im->gate.kk]) || r1[im->up.kk] || r1[im->down.kk];
+    int nu = im->up.generic ? im->isa->nmax : pair_group(im->isa, im->up.kk, T);
+    int nd = im->down.generic ? im->isa->nmax : pair_group(im->isa, im->down.kk, T);
+    if (L->gated && !im->gate.generic && pair_group(im->isa, im->gate.kk, T) < nu) nu = pair_group(im->isa, im->gate.kk, T);
+    char tiles[32];
+    if (nu == nd)
+        snprintf(tiles, sizeof tiles, "%dx%d", im->isa->rmax, nu);
+    else
+        snprintf(tiles, sizeof tiles, "%dx%d gate/up, %dx%d down", im->isa->rmax, nu, im->isa->rmax, nd);
     snprintf(buf, n,
-             "cpu/%s: %d threads, T = %lld; gate %s, up %s, down %s; x as %s, h as %s; dot tiles %dx%d%s; "
+             "cpu/%s: %d threads, T = %lld; gate %s, up %s, down %s; x as %s, h as %s; dot tiles %s%s; "
              "tasks: expert x %d rows of I, then %lld rows of D over all experts; weights not repacked",
-             im->isa->name, im->pool->n, (long long)T, g, u, d, xin, xh, im->isa->rmax, im->isa->nmax,
+             im->isa->name, im->pool->n, (long long)T, g, u, d, xin, xh, tiles,
              rows1 ? " (one activation row: f32/f16/bf16/q8_0 rows one after another)" : "",
              (int)itile(im, T), (long long)tile_d(im, L->desc.D, T, im->pool->n));
 }

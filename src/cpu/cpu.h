@@ -102,9 +102,14 @@ static inline moe__cpu_q8 moe__cpu_q8_view(const void *row, int64_t C) {
 typedef void (*moe__cpu_kern_fn)(int R, int N, const void *w, int64_t wstride, const void *const *x, int64_t C,
                                  float *out, int64_t ldo);
 
+#define MOE__CPU_NMAX_ALL 8 /* the largest N of any kernel call on any path */
+
 typedef struct moe__cpu_isa {
     const char *name;
     int rmax, nmax; /* the largest R and N of one kernel call */
+    /* per kind: the N of the pair groups at T > nmax (0: nmax); at most
+     * MOE__CPU_NMAX_ALL. bf16 on AVX-512 runs 4 x 6 tiles (kernels.inc). */
+    unsigned char nmax_k[MOE__KK_COUNT];
     moe__cpu_kern_fn kern[MOE__KK_COUNT]; /* NULL: not available on this path (GENERIC is used) */
     /* f32 x[0, n) -> positions [c0, c0 + n) of a q8 row of C elements (see
      * above) for weights with the given offset; c0, n multiples of 32. The
@@ -123,6 +128,21 @@ typedef struct moe__cpu_isa {
     /* y[i] = bf16 of x[i] (round to nearest even, NaN kept quiet), i < n: the same bits as moe__f32_to_bf16 */
     void (*to_bf16)(const float *x, uint16_t *y, int64_t n);
 } moe__cpu_isa;
+
+/* Set by cpu.c while a thread runs the first group of activation rows
+ * against a weight tile (the pass that reads the tile from memory): the
+ * dense kernels then prefetch their next rows even at N >= nmax
+ * (kernels.inc, pf_dist; NOTES.md session 8). */
+extern _Thread_local int moe__cpu_pf_first;
+/* Prefill (T > nmax): the byte range the thread reads next (its next gate/up
+ * task's rows, a down task's next expert slice); the bf16 kernel prefetches
+ * one line of it per step in the passes that read their own tile from L2
+ * (not the first), and advances p / shrinks left (NOTES.md session 8). */
+typedef struct moe__cpu_pfs {
+    const char *p;
+    int64_t left;
+} moe__cpu_pfs;
+extern _Thread_local moe__cpu_pfs moe__cpu_pf_next;
 
 extern const moe__cpu_isa moe__cpu_isa_scalar;
 extern const moe__cpu_isa moe__cpu_isa_avx2;

@@ -13,6 +13,7 @@
 #define VL 16
 #define RMAX 4
 #define NMAX 4
+#define BF16_NMAX 6 /* bf16 tiles: 4 x 6 (kernels.inc) */
 #define ISA_VAR moe__cpu_isa_avx512
 #define ISA_NAME "avx512"
 typedef __m512 vf;
