@@ -9,9 +9,13 @@ PREFIX   ?= /usr/local
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 BENCH_ARGS ?=
 
+# The ASan/UBSan build checks the host code (the CPU backend, the reference,
+# GGUF, the API); the CUDA kernels have compute-sanitizer instead, and nvcc's
+# device link does not take the host sanitizer flags, so it builds without CUDA.
 ifeq ($(SANITIZE),1)
   BUILD := $(BUILD)-asan
   SAN_FLAG := -DMOE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  CUDA := OFF
 endif
 
 .PHONY: all build bench test install deps clean
