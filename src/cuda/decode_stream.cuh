@@ -44,22 +44,6 @@
 static __device__ __forceinline__ void sv_consumer_sync(void) { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 #endif
 
-/* 8 values of the dense type (bf16 or f16) packed in a uint4, to f32 */
-template <int F> static __device__ __forceinline__ void sv_unpack8(uint4 v, float f[8]) {
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        if (F == MOE_DF_BF16) {
-            f[2 * i] = __uint_as_float(w[i] << 16);
-            f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-        } else {
-            float2 p = __half22float2(*(const __half2 *)&w[i]);
-            f[2 * i] = p.x;
-            f[2 * i + 1] = p.y;
-        }
-    }
-}
-
 /* One activation. h written by other blocks of the same launch (k_svf) is
  * read after the grid barrier by an SM that has not loaded those lines
  * before, so plain (L1-allocating) loads see it. */
@@ -146,54 +130,34 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
     }
 }
 
-/* One weight row (in shared memory) against NT staged activation rows, columns
- * of part pp of P; sums per token in acc (not reduced across lanes). */
+/* One GGUF weight row (in shared memory) against NT staged 8-bit activation
+ * rows, units of part pp of P; sums per token in acc (not reduced across
+ * lanes). Dense rows go through sv_mma_stage instead. */
 template <int F, int NT>
 static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, int act_stride, int nt, int C,
                                                   int pp, int P, int lane, float acc[NT]) {
-    constexpr bool DENSE = F <= MOE_DF_F16;
-    if (DENSE) {
-        const int nch = C / 8, per = (nch + P - 1) / P, cb = pp * per, ce = min(nch, cb + per);
-#pragma unroll 2
-        for (int c = cb + lane; c < ce; c += 32) {
-            float wv[8];
-            sv_unpack8<F>(*(const uint4 *)(row + 16 * c), wv);
+    const int nu = C / 32, per = (nu + P - 1) / P, ub = pp * per, ue = min(nu, ub + per);
+    for (int u = ub + lane; u < ue; u += 32) {
+        moe_qunit w;
+        if (F == MOE_DF_Q4_0) moe_qunit_q4_0(row, u, &w);
+        else if (F == MOE_DF_Q8_0) moe_qunit_q8_0(row, u, &w);
+        else if (F == MOE_DF_MXFP4) moe_qunit_mxfp4(row, u, &w);
+        else if (F == MOE_DF_Q2_K) moe_qunit_q2_k(row, u, &w);
+        else if (F == MOE_DF_Q3_K) moe_qunit_q3_k(row, u, &w);
+        else if (F == MOE_DF_Q4_K) moe_qunit_q4_k(row, u, &w);
+        else if (F == MOE_DF_Q5_K) moe_qunit_q5_k(row, u, &w);
+        else moe_qunit_q6_k(row, u, &w);
 #pragma unroll
-            for (int j = 0; j < NT; j++) {
-                if (j < nt) {
-                    float xv[8];
-                    sv_unpack8<F>(*(const uint4 *)(act + j * act_stride + 16 * c), xv);
-                    float s = acc[j];
-#pragma unroll
-                    for (int i = 0; i < 8; i++) s = fmaf(wv[i], xv[i], s);
-                    acc[j] = s;
-                }
-            }
-        }
-    } else {
-        const int nu = C / 32, per = (nu + P - 1) / P, ub = pp * per, ue = min(nu, ub + per);
-        for (int u = ub + lane; u < ue; u += 32) {
-            moe_qunit w;
-            if (F == MOE_DF_Q4_0) moe_qunit_q4_0(row, u, &w);
-            else if (F == MOE_DF_Q8_0) moe_qunit_q8_0(row, u, &w);
-            else if (F == MOE_DF_MXFP4) moe_qunit_mxfp4(row, u, &w);
-            else if (F == MOE_DF_Q2_K) moe_qunit_q2_k(row, u, &w);
-            else if (F == MOE_DF_Q3_K) moe_qunit_q3_k(row, u, &w);
-            else if (F == MOE_DF_Q4_K) moe_qunit_q4_k(row, u, &w);
-            else if (F == MOE_DF_Q5_K) moe_qunit_q5_k(row, u, &w);
-            else moe_qunit_q6_k(row, u, &w);
-#pragma unroll
-            for (int j = 0; j < NT; j++) {
-                if (j < nt) {
-                    const uint8_t *xa = act + j * act_stride;
-                    const int4 *xq = (const int4 *)(xa + 32 * u);
-                    int4 q0 = xq[0], q1 = xq[1];
-                    const int32_t xv[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-                    const float xd = ((const float *)(xa + C))[u];
-                    const int2 xs = ((const int2 *)(xa + C + C / 8))[u];
-                    const int s16[2] = {xs.x, xs.y};
-                    acc[j] += moe_qunit_dot(&w, xv, xd, s16);
-                }
+        for (int j = 0; j < NT; j++) {
+            if (j < nt) {
+                const uint8_t *xa = act + j * act_stride;
+                const int4 *xq = (const int4 *)(xa + 32 * u);
+                int4 q0 = xq[0], q1 = xq[1];
+                const int32_t xv[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+                const float xd = ((const float *)(xa + C))[u];
+                const int2 xs = ((const int2 *)(xa + C + C / 8))[u];
+                const int s16[2] = {xs.x, xs.y};
+                acc[j] += moe_qunit_dot(&w, xv, xd, s16);
             }
         }
     }
