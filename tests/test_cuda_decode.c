@@ -203,8 +203,11 @@ TEST(cuda_decode_bad_ids) {
     moe_ctx_free(ctx);
 }
 
-/* A forward captured into a CUDA graph and replayed equals a direct forward. */
-TEST(cuda_decode_graph_capture) {
+/* A forward captured into a CUDA graph and replayed equals a direct forward:
+ * bf16 device weights through cuda-decode, or Q8_0 host blocks (uploaded at
+ * init) through cuda-quant. A streaming layer whose direct forward is one
+ * cooperative launch runs as two launches under capture: same bits. */
+static void graph_capture_case(const char *backend, moe_type wt, const char *fused) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
         cudaGetLastError();
@@ -218,30 +221,50 @@ TEST(cuda_decode_graph_capture) {
     moe_ctx *ctx = NULL;
     CHECK_STATUS(moe_ctx_create(&p, &ctx), MOE_OK);
     const int64_t T = 2, E = 8, D = 256, I = 128, K = 2;
-    size_t wb = (size_t)(E * I * D) * 2;
-    uint16_t *hw = malloc(wb);
     moe_rng r;
     moe_rng_seed(&r, moe_test_seed());
-    for (size_t i = 0; i < wb / 2; i++) hw[i] = (uint16_t)(0x3c00 - 0x800 + (moe_rng_u64(&r) % 0x1000)); /* ~[-?] small f16 */
-    void *g, *u, *dn, *x, *o1, *o2, *ids, *w, *ws;
-    cudaMalloc(&g, wb); cudaMalloc(&u, wb); cudaMalloc(&dn, wb);
-    cudaMemcpy(g, hw, wb, cudaMemcpyHostToDevice);
-    cudaMemcpy(u, hw, wb, cudaMemcpyHostToDevice);
-    cudaMemcpy(dn, hw, wb, cudaMemcpyHostToDevice);
     moe_layer_desc d = moe_layer_desc_default();
     d.E = E; d.D = D; d.I = I; d.K = K;
-    d.gate.data = g; d.gate.type = MOE_TYPE_BF16; d.gate.mem = MOE_MEM_DEVICE;
-    d.up.data = u; d.up.type = MOE_TYPE_BF16; d.up.mem = MOE_MEM_DEVICE;
-    d.down.data = dn; d.down.type = MOE_TYPE_BF16; d.down.mem = MOE_MEM_DEVICE;
+    void *g = NULL, *u = NULL, *dn = NULL, *hb[3] = {NULL, NULL, NULL};
+    if (wt == MOE_TYPE_BF16) {
+        size_t wb = (size_t)(E * I * D) * 2;
+        uint16_t *hw = malloc(wb);
+        for (size_t i = 0; i < wb / 2; i++) hw[i] = (uint16_t)(0x3c00 - 0x800 + (moe_rng_u64(&r) % 0x1000));
+        cudaMalloc(&g, wb); cudaMalloc(&u, wb); cudaMalloc(&dn, wb);
+        cudaMemcpy(g, hw, wb, cudaMemcpyHostToDevice);
+        cudaMemcpy(u, hw, wb, cudaMemcpyHostToDevice);
+        cudaMemcpy(dn, hw, wb, cudaMemcpyHostToDevice);
+        free(hw);
+        d.gate.data = g; d.up.data = u; d.down.data = dn;
+        d.gate.mem = d.up.mem = d.down.mem = MOE_MEM_DEVICE;
+    } else { /* host blocks: [E, I, D] for gate and up, [E, D, I] for down */
+        const int64_t rows[3] = {E * I, E * I, E * D}, cols[3] = {D, D, I};
+        float row[256];
+        for (int m = 0; m < 3; m++) {
+            hb[m] = malloc((size_t)(rows[m] * moe_type_row_bytes(wt, cols[m])));
+            for (int64_t i = 0; i < rows[m]; i++) {
+                for (int64_t c = 0; c < cols[m]; c++) row[c] = (float)((int64_t)(moe_rng_u64(&r) % 2001) - 1000) / 16000.0f;
+                CHECK_STATUS(moe_quantize_row(wt, row, (char *)hb[m] + i * moe_type_row_bytes(wt, cols[m]), cols[m]),
+                             MOE_OK);
+            }
+        }
+        d.gate.data = hb[0]; d.up.data = hb[1]; d.down.data = hb[2];
+        d.gate.mem = d.up.mem = d.down.mem = MOE_MEM_HOST;
+    }
+    d.gate.type = d.up.type = d.down.type = wt;
     d.act_type = MOE_TYPE_BF16;
-    d.backend = "cuda-decode";
+    d.backend = backend;
+    if (fused) setenv("MOE_DECODE_FUSED", fused, 1);
     moe_layer *L = NULL;
-    CHECK_STATUS(moe_layer_create(ctx, &d, &L), MOE_OK);
+    moe_status cs = moe_layer_create(ctx, &d, &L);
+    unsetenv("MOE_DECODE_FUSED");
+    CHECK_STATUS(cs, MOE_OK);
     uint16_t hx[2 * 256];
     for (int i = 0; i < 2 * 256; i++) hx[i] = (uint16_t)(0x3c00 - 0x400 + (moe_rng_u64(&r) % 0x800));
     int32_t hid[4] = {3, 5, 0, 3};
     float hwt[4] = {0.5f, 0.25f, 1.0f, 0.125f};
     size_t wsb = 0;
+    void *x, *o1, *o2, *ids, *w, *ws;
     CHECK_STATUS(moe_layer_workspace_size(L, T, &wsb), MOE_OK);
     cudaMalloc(&x, sizeof hx); cudaMalloc(&o1, sizeof hx); cudaMalloc(&o2, sizeof hx);
     cudaMalloc(&ids, sizeof hid); cudaMalloc(&w, sizeof hwt); cudaMalloc(&ws, wsb ? wsb : 1);
@@ -261,16 +284,22 @@ TEST(cuda_decode_graph_capture) {
     uint16_t a[2 * 256], b[2 * 256];
     cudaMemcpy(a, o1, sizeof a, cudaMemcpyDeviceToHost);
     cudaMemcpy(b, o2, sizeof b, cudaMemcpyDeviceToHost);
-    CHECK_MSG(memcmp(a, b, sizeof a) == 0, "graph replay differs from a direct forward");
+    CHECK_MSG(memcmp(a, b, sizeof a) == 0, "%s: graph replay differs from a direct forward", backend);
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     moe_layer_free(L);
     cudaFree(g); cudaFree(u); cudaFree(dn); cudaFree(x); cudaFree(o1); cudaFree(o2); cudaFree(ids); cudaFree(w);
     cudaFree(ws);
-    free(hw);
+    for (int m = 0; m < 3; m++) free(hb[m]);
     moe_ctx_free(ctx);
     cudaStreamDestroy(st);
 }
+
+TEST(cuda_decode_graph_capture) {
+    graph_capture_case("cuda-decode", MOE_TYPE_BF16, NULL);
+    if (!moe_test_failed()) graph_capture_case("cuda-decode", MOE_TYPE_BF16, "1");
+}
+TEST(cuda_quant_graph_capture) { graph_capture_case("cuda-quant", MOE_TYPE_Q8_0, NULL); }
 
 #else
 TEST(cuda_decode_cases) { SKIP("no CUDA device (built without CUDA)"); }

@@ -633,7 +633,14 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
 
     if (!sv_plan(im, &a1, maxA) || !sv_plan(im, &a2, Tn)) return cudaErrorInvalidConfiguration;
     if (plan_only) return cudaSuccess;
-    if (im->sv_fused) {
+    /* not while a CUDA graph is being captured: the two launches are the form
+     * tested under capture (cooperative launches as graph nodes are not relied on) */
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (im->sv_fused && cudaStreamIsCapturing(s, &cap) != cudaSuccess) {
+        cudaGetLastError();
+        cap = cudaStreamCaptureStatusActive;
+    }
+    if (im->sv_fused && cap == cudaStreamCaptureStatusNone) {
         /* one launch: a block per phase 1 item and per phase 2 item, all resident */
         const int64_t n1 = TK * moe__cdiv(a1.N, a1.R), n2 = Tn * moe__cdiv(a2.N, a2.R);
         const int64_t grid = n1 > n2 ? n1 : n2;
