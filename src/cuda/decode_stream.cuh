@@ -208,24 +208,6 @@ static __device__ __forceinline__ void sv_mma_stage(const uint8_t *st, int pitch
 #endif
 }
 
-/* Shared-memory layout of one block (host and device agree through this). */
-static __host__ __device__ __forceinline__ void sv_layout(const moe_sv_args *a, int *red_off, int *act_off,
-                                                          int *ring_off, int *total) {
-    const int P = a->dense ? 8 : a->SRS >= 8 ? 1 : 8 / a->SRS;
-    const int G = a->phase == MOE_DEC_GATE_UP ? 2 : 1;
-    int red = a->phase == MOE_DEC_DOWN ? a->R * a->K * P : a->R * G * P * a->NT;
-    int nact = a->phase == MOE_DEC_DOWN ? a->K : a->NT;
-    int o = 128 + 4 * MOE_SV_MAXP; /* barriers, pair / slot list */
-    *red_off = o;
-    o += (4 * red + 15) & ~15;
-    *act_off = o;
-    o += nact * sv_act_stride(a->dense, a->C);
-    o = (o + 127) & ~127;
-    *ring_off = o;
-    o += a->NS * a->SRS * a->pitch;
-    *total = o;
-}
-
 /* Partial sums of one phase (floats) and its staged activation rows (bytes). */
 static __host__ __device__ __forceinline__ int sv_red_count(const moe_sv_args *a) {
     const int P = a->dense ? 8 : a->SRS >= 8 ? 1 : 8 / a->SRS;
@@ -234,6 +216,21 @@ static __host__ __device__ __forceinline__ int sv_red_count(const moe_sv_args *a
 }
 static __host__ __device__ __forceinline__ int sv_act_bytes(const moe_sv_args *a) {
     return (a->phase == MOE_DEC_DOWN ? a->K : a->NT) * sv_act_stride(a->dense, a->C);
+}
+
+/* Shared-memory layout of one block of k_sv: barriers, the pair / slot list,
+ * partial sums, staged activations, the ring. */
+static __host__ __device__ __forceinline__ void sv_layout(const moe_sv_args *a, int *red_off, int *act_off,
+                                                          int *ring_off, int *total) {
+    int o = 128 + 4 * MOE_SV_MAXP;
+    *red_off = o;
+    o += (4 * sv_red_count(a) + 15) & ~15;
+    *act_off = o;
+    o += sv_act_bytes(a);
+    o = (o + 127) & ~127;
+    *ring_off = o;
+    o += a->NS * a->SRS * a->pitch;
+    *total = o;
 }
 
 /* The fused kernel (both phases in one launch): barriers, two pair/slot
