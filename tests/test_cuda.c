@@ -54,6 +54,18 @@ TEST(cuda_cases_sm90) { run_cases("cuda-sm90", 1); }
 /* the sm90 kernels compiled by NVRTC for each case's shape (skipped without NVRTC) */
 TEST(cuda_cases_jit) { run_cases("cuda-jit", 1); }
 
+/* Each M tile of the sm90 tile table forced (MOE_SM90_BM), whatever the
+ * rule would pick for the case's T: the cases run on both tiles. */
+static void run_cases_bm(const char *backend, const char *bm) {
+    setenv("MOE_SM90_BM", bm, 1);
+    run_cases(backend, 1);
+    unsetenv("MOE_SM90_BM");
+}
+TEST(cuda_cases_sm90_bm64) { run_cases_bm("cuda-sm90", "64"); }
+TEST(cuda_cases_sm90_bm128) { run_cases_bm("cuda-sm90", "128"); }
+TEST(cuda_cases_jit_bm64) { run_cases_bm("cuda-jit", "64"); }
+TEST(cuda_cases_jit_bm128) { run_cases_bm("cuda-jit", "128"); }
+
 /* ---- router ---- */
 
 typedef struct { int T, E, K; moe_score score; int renorm, bias, G, TG; float scaling; } route_cfg;
@@ -194,7 +206,8 @@ static void small_free(small_layer *s) {
     if (s->stream) cudaStreamDestroy(s->stream);
 }
 
-static void bad_ids_and_graph(const char *backend, int need_sm90) {
+/* bm: the sm90 M tile to force (MOE_SM90_BM), and to find in the description; NULL: the rule's */
+static void bad_ids_and_graph(const char *backend, int need_sm90, const char *bm) {
     char why[256];
     int ma, mi;
     if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
@@ -204,6 +217,13 @@ static void bad_ids_and_graph(const char *backend, int need_sm90) {
     if (rc) {
         small_free(&s);
         CHECK_MSG(0, "setup: %s", why);
+    }
+    if (bm) {
+        char desc[1024], want[64];
+        setenv("MOE_SM90_BM", bm, 1);
+        CHECK_STATUS(moe_layer_describe(s.L, ST, desc, sizeof desc), MOE_OK);
+        snprintf(want, sizeof want, strcmp(backend, "cuda-jit") ? "BM %s)" : "this T: %sx256x64", bm);
+        CHECK_MSG(strstr(desc, want) != NULL, "MOE_SM90_BM=%s: the description lacks \"%s\": %s", bm, want, desc);
     }
     /* direct forward with two ids out of range: no fault, finite output */
     moe_status st = moe_layer_forward(s.L, ST, s.x, s.ids, s.tw, s.out, s.ws, s.wsz);
@@ -225,6 +245,7 @@ static void bad_ids_and_graph(const char *backend, int need_sm90) {
     if (exec) cudaGraphExecDestroy(exec);
     if (graph) cudaGraphDestroy(graph);
     small_free(&s);
+    if (bm) unsetenv("MOE_SM90_BM");
     CHECK_MSG(st == MOE_OK && ce == cudaSuccess, "forward with ids out of range: %s, %s", moe_status_name(st),
               cudaGetErrorString(ce));
     CHECK_MSG(finite, "non-finite output with ids out of range");
@@ -232,8 +253,11 @@ static void bad_ids_and_graph(const char *backend, int need_sm90) {
     CHECK_MSG(memcmp(a, b, sizeof a) == 0, "graph replay differs from the direct forward");
 }
 
-TEST(cuda_bad_ids_graph_sm80) { bad_ids_and_graph("cuda-sm80", 0); }
-TEST(cuda_bad_ids_graph_sm90) { bad_ids_and_graph("cuda-sm90", 1); }
+TEST(cuda_bad_ids_graph_sm80) { bad_ids_and_graph("cuda-sm80", 0, NULL); }
+TEST(cuda_bad_ids_graph_sm90) { bad_ids_and_graph("cuda-sm90", 1, NULL); }
+TEST(cuda_bad_ids_graph_sm90_bm64) { bad_ids_and_graph("cuda-sm90", 1, "64"); }
+TEST(cuda_bad_ids_graph_sm90_bm128) { bad_ids_and_graph("cuda-sm90", 1, "128"); }
+TEST(cuda_bad_ids_graph_jit_bm64) { bad_ids_and_graph("cuda-jit", 1, "64"); }
 
 #else
 TEST(cuda_cases) { SKIP("no CUDA device (library built without CUDA)"); }

@@ -122,6 +122,9 @@ static void jit_layer(const char *preset, const moe__jit_spec *sp) {
     CHECK(!a.cache_hit && a.size > 16 && memcmp(a.cubin, "\x7f" "ELF", 4) == 0);
     CHECK_MSG(memmem(a.cubin, a.size, "moe_jit_gemm1", 13) && memmem(a.cubin, a.size, "moe_jit_gemm2", 13),
               "%s: the cubin lacks the extern \"C\" kernels", preset);
+    /* the 64-row tiles of the tile table exist without clusters only */
+    int m64 = memmem(a.cubin, a.size, "moe_jit_gemm1_m64", 17) && memmem(a.cubin, a.size, "moe_jit_gemm2_m64", 17);
+    CHECK_MSG(m64 == (sp->cm == 1 && sp->cn == 1), "%s: BM 64 kernels %s", preset, m64 ? "present with clusters" : "missing");
     CHECK_STATUS(moe__jit_sm90_compile(sp, &b, err, sizeof err), MOE_OK);
     CHECK(b.cache_hit && b.size == a.size && memcmp(a.cubin, b.cubin, a.size) == 0);
     CHECK_MSG(a.ms < 5000.0, "%s: cold compile took %.0f ms", preset, a.ms);

@@ -185,13 +185,28 @@ def kernel_share(fn):
     return small / tot if tot else float("nan")
 
 
+ENV_KNOBS = ("MOE_SM90_BM", "MOE_SM90_CM", "MOE_SM90_CN")
+
+
+def apply_env(entry):
+    """Sets the environment an entry of --backends names (backend@K=V+K=V); clears the other knobs."""
+    for k in ENV_KNOBS:
+        os.environ.pop(k, None)
+    if "@" in entry:
+        for kv in entry.split("@", 1)[1].split("+"):
+            k, v = kv.split("=", 1)
+            os.environ[k] = v
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default="build-gpu/libmoe.so")
     ap.add_argument("--out", default="bench/cuda/results.json")
     ap.add_argument("--presets", default=",".join(PRESETS))
     ap.add_argument("--tokens", default="512,4096,16384")
-    ap.add_argument("--backends", default="cuda-sm90,cuda-sm80")
+    ap.add_argument("--backends", default="cuda-sm90,cuda-sm80",
+                    help="comma-separated; an entry may carry environment settings for its forwards, "
+                         "e.g. cuda-jit@MOE_SM90_BM=64 (several joined by +)")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--sm90-variants", default="auto",
                     help="cluster shapes CMxCN for cuda-sm90 to time, e.g. auto,1x1,1x2,2x2 (MOE_SM90_CM/CN)")
@@ -222,7 +237,7 @@ def main():
         layers = {}
         for b in args.backends.split(","):
             try:
-                layers[b] = lib.layer(b, D, I, E, K, oss, gate_up, down, gu_bias, d_bias)
+                layers[b] = lib.layer(b.split("@")[0], D, I, E, K, oss, gate_up, down, gu_bias, d_bias)
             except RuntimeError as ex:
                 print(f"  {name} {b}: {ex}", flush=True)
         for T in [int(t) for t in args.tokens.split(",")]:
@@ -244,19 +259,21 @@ def main():
                     out = torch.empty_like(x)
                     fwds[b] = (lambda h=h, wbuf=wbuf, out=out, n=ws.value: lib.L.moe_layer_forward(
                         h, T, x.data_ptr(), ids.data_ptr(), tw.data_ptr(), out.data_ptr(), wbuf.data_ptr(), n), out)
+                    apply_env(b)
                     if fwds[b][0]() != 0:
                         print(f"  {name} T={T} {b}: forward failed", flush=True)
                         fwds.pop(b)
                 torch.cuda.synchronize()
                 names = list(fwds)
                 if len(names) >= 2:
-                    same = torch.equal(fwds[names[0]][1], fwds[names[1]][1])
                     meds = {b: [] for b in names}
                     for r in range(args.ab):
                         for b in (names if r % 2 == 0 else names[::-1]):
+                            apply_env(b)
                             meds[b].append(bench(fwds[b][0], args.reps, flush)[0])
                     base = names[0]
                     for b in names[1:]:
+                        same = torch.equal(fwds[names[0]][1], fwds[b][1])
                         ratios = sorted(m / n for m, n in zip(meds[b], meds[base]))
                         r = dict(preset=name, T=T, ab=True, base=base, backend=b, rounds=args.ab, reps=args.reps,
                                  base_us=statistics.median(meds[base]), us=statistics.median(meds[b]),
@@ -267,6 +284,7 @@ def main():
                               f"ratio median {r['ratio_median']:.3f} [{ratios[0]:.3f}, {ratios[-1]:.3f}] "
                               f"same output {same}", flush=True)
                 del fwds
+                apply_env("")
                 continue
             if args.probe:
                 for b, h in layers.items():
@@ -292,8 +310,7 @@ def main():
                 for v in (args.sm90_variants.split(",") if b == "cuda-sm90" else ["auto"]):
                     runs.append((b, h, v))
             for b, h, v in runs:
-                for k in ("MOE_SM90_CM", "MOE_SM90_CN"):
-                    os.environ.pop(k, None)
+                apply_env(b)
                 label = b
                 if v != "auto":  # CMxCN
                     os.environ["MOE_SM90_CM"], os.environ["MOE_SM90_CN"] = v.split("x")

@@ -20,8 +20,9 @@
 /* cuda-jit: the layer's own sm_90a kernels, loaded at init (jit_backend.cu) */
 typedef struct moe_cuda_jit {
     CUmodule module;
-    CUfunction fn[2];         /* GEMM 1 (gate/up + act), GEMM 2 (down) */
-    int max_clusters[2];      /* clusters of cm x cn CTAs resident at once */
+    CUfunction fn[4];         /* GEMM 1 (gate/up + act), GEMM 2 (down) with BM 128; the same with BM 64 (1 x 1 only) */
+    int max_clusters[4];      /* clusters of cm x cn CTAs resident at once */
+    int nfn;                  /* 4, or 2 when clusters leave out the BM 64 kernels */
     int cm, cn;               /* cluster shape, fixed at init */
     int cache_hit;
     double ms;                /* NVRTC compile or cache read */
@@ -64,12 +65,15 @@ const moe_cuda_driver *moe__cuda_driver(void);
 /* cuda-jit: the same launch on a kernel compiled at run time (gemm1/gemm2 of
  * the JIT program): prepare raises its shared memory limit and counts the
  * clusters that fit; both return cudaErrorInvalidValue / LaunchFailure with why. */
-cudaError_t moe__cuda_gemm_sm90_jit_prepare(CUfunction f, int cm, int cn, int sm_count, int *max_clusters, char *why,
-                                            size_t n);
+cudaError_t moe__cuda_gemm_sm90_jit_prepare(CUfunction f, int cm, int cn, int bm, int sm_count, int *max_clusters,
+                                            char *why, size_t n);
 cudaError_t moe__cuda_gemm_sm90_jit(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                     CUfunction f, int max_clusters, cudaStream_t s, char *why, size_t n);
 /* 1 if the sm90 kernels were compiled into this build for the current device. */
 int moe__cuda_sm90_available(void);
+/* The M tile (128 or 64 rows) of the sm90 / cuda-jit GEMMs for a forward of T
+ * tokens with clusters cm x cn (layer.cu: the tile table's rule). */
+int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn);
 /* Makes a 3-D tensor map over weights [E, N, C] (stride_c = 1) with boxes of
  * 64 x box_rows x 1; 0 on success, else -1 and why. */
 int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtype, int64_t E, int64_t N, int64_t C,

@@ -32,8 +32,10 @@ typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUt
 #endif
 
 /* Rows of one M tile: the routing metadata (per-tile work list) is built for
- * this BM, shared by the sm80 and sm90 kernels. */
+ * this BM (sm80 always; sm90 and cuda-jit also have 64-row tiles, see
+ * moe_cuda_gemm.bm). */
 #define MOE_CUDA_BM 128
+#define MOE_CUDA_BM_MIN 64
 
 /* X(act) for every epilogue a GEMM kernel is instantiated for: -1 is GEMM 2
  * (down), 0..6 the moe_act values of GEMM 1. */
@@ -69,7 +71,8 @@ typedef struct moe_cuda_gemm {
     const int32_t *n_mtiles;  /* [1] tiles in use */
     const float *w;           /* [T*K] routing weights (mode 2) */
     int max_mtiles;
-    int cm, cn;               /* sm90 cluster shape: M tiles of 128*cm rows split over cm CTAs; cn n-tiles share A */
+    int cm, cn;               /* sm90 cluster shape: M tiles of bm*cm rows split over cm CTAs; cn n-tiles share A */
+    int bm;                   /* sm90 M tile: 128 or 64 rows (64: cm = cn = 1); the tile list is built for bm*cm */
 } moe_cuda_gemm;
 
 #ifdef __CUDACC__

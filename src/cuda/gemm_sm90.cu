@@ -22,10 +22,12 @@
  * MOE_SM90_CN): correct, but measured slower on every preset (run 2, run 4),
  * so the default is 1 x 1.
  *
- * Tile shapes (one entry so far):
- *   BM 128 x BN 256 x BK 64, 4 stages (192 KB), 1 x 1 cluster: H200,
- *   bench/cuda/bench_layer.py, all five presets at T = 512, 4096, 16384
- *   (bench/cuda/README.md).
+ * Tile shapes (gemm_sm90.cuh; which one a forward uses: moe__cuda_sm90_bm in
+ * layer.cu, whose comment records where the rule was measured):
+ *   BM 128 x BN 256 x BK 64, 4 stages (192 KB), clusters 1x1 (default), 1x2,
+ *     2x1, 2x2;
+ *   BM 64 x BN 256 x BK 64, 5 stages (200 KB), 1x1 only: for experts with few
+ *     rows (an M tile of 128 rows is mostly padding below ~100 rows).
  */
 #include "common.cuh"
 #include "gemm_sm90.cuh"
@@ -34,11 +36,11 @@
 #include <stdio.h>
 #include <string.h>
 
-template <int ACT, typename T, int CM, int CN>
+template <int ACT, typename T, int CM, int CN, int BMT>
 static __global__ void __launch_bounds__(NTHREADS, 1)
     gemm_sm90(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
               const __grid_constant__ CUtensorMap tmB1, const moe_cuda_gemm g) {
-    gemm_sm90_body<ACT, T, CM, CN>(tmA, tmB0, tmB1, g);
+    gemm_sm90_body<ACT, T, CM, CN, BMT>(tmA, tmB0, tmB1, g);
 }
 
 /* ---- host side ---- */
@@ -118,7 +120,7 @@ static int64_t grid_clusters(const moe_cuda_gemm *g, int nout, int cn, int max_c
     return clusters < 1 ? 1 : clusters;
 }
 
-template <int ACT, typename T, int CM, int CN>
+template <int ACT, typename T, int CM, int CN, int BMT>
 static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0, const CUtensorMap *b1,
                           int sm_count, cudaStream_t s) {
     const int NOUT = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI ? BN / 2 : BN, CS = CM * CN;
@@ -131,14 +133,14 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const 
     at[0].val.clusterDim.y = 1;
     at[0].val.clusterDim.z = 1;
     cfg.blockDim = dim3(NTHREADS);
-    cfg.dynamicSmemBytes = SMEM_BYTES;
+    cfg.dynamicSmemBytes = SM90_SMEM_BYTES(BMT);
     cfg.stream = s;
     cfg.attrs = at;
     cfg.numAttrs = 1;
     if (max_clusters < 0) {
         int n = 0;
         cfg.gridDim = dim3(CS * (sm_count / CS));
-        if (cudaOccupancyMaxActiveClusters(&n, gemm_sm90<ACT, T, CM, CN>, &cfg) != cudaSuccess || n < 1) {
+        if (cudaOccupancyMaxActiveClusters(&n, gemm_sm90<ACT, T, CM, CN, BMT>, &cfg) != cudaSuccess || n < 1) {
             cudaGetLastError();
             n = sm_count / CS;
         }
@@ -146,18 +148,19 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const 
     }
     int64_t clusters = grid_clusters(g, NOUT, CN, max_clusters);
     cfg.gridDim = dim3((unsigned)(clusters * CS));
-    cudaError_t e = cudaLaunchKernelEx(&cfg, gemm_sm90<ACT, T, CM, CN>, *tmA, *b0, *b1, *g);
+    cudaError_t e = cudaLaunchKernelEx(&cfg, gemm_sm90<ACT, T, CM, CN, BMT>, *tmA, *b0, *b1, *g);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 template <int ACT, typename T>
 static cudaError_t launch_c(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0,
                             const CUtensorMap *b1, int sm_count, cudaStream_t s) {
+    if (g->bm == 64) return launch<ACT, T, 1, 1, 64>(g, tmA, b0, b1, sm_count, s); /* no clusters (layer.cu) */
     if (g->cm == 2)
-        return g->cn == 2 ? launch<ACT, T, 2, 2>(g, tmA, b0, b1, sm_count, s)
-                          : launch<ACT, T, 2, 1>(g, tmA, b0, b1, sm_count, s);
-    return g->cn == 2 ? launch<ACT, T, 1, 2>(g, tmA, b0, b1, sm_count, s)
-                      : launch<ACT, T, 1, 1>(g, tmA, b0, b1, sm_count, s);
+        return g->cn == 2 ? launch<ACT, T, 2, 2, 128>(g, tmA, b0, b1, sm_count, s)
+                          : launch<ACT, T, 2, 1, 128>(g, tmA, b0, b1, sm_count, s);
+    return g->cn == 2 ? launch<ACT, T, 1, 2, 128>(g, tmA, b0, b1, sm_count, s)
+                      : launch<ACT, T, 1, 1, 128>(g, tmA, b0, b1, sm_count, s);
 }
 
 template <typename T>
@@ -173,11 +176,11 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tmA, cons
 }
 
 /* A: [TK, C] rows in expert order, made per call (the workspace moves); with
- * CN = 2 each CTA of a pair loads half of the 128 rows */
+ * CN = 2 each CTA of a pair loads half of the BM rows */
 static int tmap_a(const moe_cuda_gemm *g, CUtensorMap *tmA, char *why, size_t n) {
     cuuint64_t dims[2] = {(cuuint64_t)g->C, (cuuint64_t)g->TK};
     cuuint64_t strides[1] = {(cuuint64_t)g->C * 2};
-    cuuint32_t box[2] = {BK, (cuuint32_t)(BM / g->cn)};
+    cuuint32_t box[2] = {BK, (cuuint32_t)(g->bm / g->cn)};
     return encode(tmA, g->A, g->dtype, 2, dims, strides, box, why, n);
 }
 
@@ -191,7 +194,7 @@ extern "C" cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtenso
 
 /* ---- cuda-jit: the launch above on the layer's own kernels ---- */
 
-static void jit_config(CUlaunchConfig *cfg, CUlaunchAttribute *at, int cs, unsigned ctas, cudaStream_t s) {
+static void jit_config(CUlaunchConfig *cfg, CUlaunchAttribute *at, int cs, int bm, unsigned ctas, cudaStream_t s) {
     memset(cfg, 0, sizeof *cfg);
     memset(at, 0, sizeof *at);
     at->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -201,7 +204,7 @@ static void jit_config(CUlaunchConfig *cfg, CUlaunchAttribute *at, int cs, unsig
     cfg->gridDimY = cfg->gridDimZ = 1;
     cfg->blockDimX = NTHREADS;
     cfg->blockDimY = cfg->blockDimZ = 1;
-    cfg->sharedMemBytes = SMEM_BYTES;
+    cfg->sharedMemBytes = SM90_SMEM_BYTES(bm);
     cfg->hStream = (CUstream)s;
     cfg->attrs = at;
     cfg->numAttrs = 1;
@@ -214,19 +217,19 @@ static cudaError_t cu_fail(CUresult r, const char *call, cudaError_t as, char *w
     return as;
 }
 
-extern "C" cudaError_t moe__cuda_gemm_sm90_jit_prepare(CUfunction f, int cm, int cn, int sm_count, int *max_clusters,
-                                                       char *why, size_t n) {
+extern "C" cudaError_t moe__cuda_gemm_sm90_jit_prepare(CUfunction f, int cm, int cn, int bm, int sm_count,
+                                                       int *max_clusters, char *why, size_t n) {
     const moe_cuda_driver *cu = moe__cuda_driver();
     if (!cu) {
         snprintf(why, n, "the CUDA driver lacks the module and launch functions cuda-jit needs");
         return cudaErrorInvalidValue;
     }
-    CUresult r = cu->func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SMEM_BYTES);
+    CUresult r = cu->func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SM90_SMEM_BYTES(bm));
     if (r != CUDA_SUCCESS) return cu_fail(r, "cuFuncSetAttribute(max dynamic shared memory)", cudaErrorInvalidValue, why, n);
     const int cs = cm * cn;
     CUlaunchConfig cfg;
     CUlaunchAttribute at;
-    jit_config(&cfg, &at, cs, (unsigned)(cs * (sm_count / cs)), NULL);
+    jit_config(&cfg, &at, cs, bm, (unsigned)(cs * (sm_count / cs)), NULL);
     int c = 0;
     if (cu->occupancy_max_active_clusters(&c, f, &cfg) != CUDA_SUCCESS || c < 1) c = sm_count / cs;
     *max_clusters = c;
@@ -240,21 +243,20 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_jit(const moe_cuda_gemm *g, const CUt
     const int nout = g->mode == 1 && g->gated ? BN / 2 : BN, cs = g->cm * g->cn;
     CUlaunchConfig cfg;
     CUlaunchAttribute at;
-    jit_config(&cfg, &at, cs, (unsigned)(grid_clusters(g, nout, g->cn, max_clusters) * cs), s);
+    jit_config(&cfg, &at, cs, g->bm, (unsigned)(grid_clusters(g, nout, g->cn, max_clusters) * cs), s);
     void *args[4] = {&tmA, (void *)tmB0, (void *)tmB1, (void *)g};
     CUresult r = moe__cuda_driver()->launch_kernel_ex(&cfg, f, args, NULL); /* non-NULL: checked at init */
     return r == CUDA_SUCCESS ? cudaSuccess : cu_fail(r, "cuLaunchKernelEx", cudaErrorLaunchFailure, why, n);
 }
 
 template <int ACT, typename T> static cudaError_t prepare_c(void) {
+    const cudaFuncAttribute a = cudaFuncAttributeMaxDynamicSharedMemorySize;
     cudaError_t e;
-    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
-        return e;
-    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
-        return e;
-    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES)))
-        return e;
-    return cudaFuncSetAttribute(gemm_sm90<ACT, T, 2, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 1, 128>, a, SM90_SMEM_BYTES(128)))) return e;
+    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 2, 128>, a, SM90_SMEM_BYTES(128)))) return e;
+    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 2, 1, 128>, a, SM90_SMEM_BYTES(128)))) return e;
+    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 2, 2, 128>, a, SM90_SMEM_BYTES(128)))) return e;
+    return cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 1, 64>, a, SM90_SMEM_BYTES(64));
 }
 
 template <typename T> static cudaError_t prepare_t(void) {

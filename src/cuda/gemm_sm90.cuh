@@ -14,14 +14,17 @@
 #include "wgmma_gen.cuh"
 #include "sm90_sync.cuh"
 
-#define BM MOE_CUDA_BM
+/* The tile table's shapes: BM x 256 x 64 with BM = 128 (the two consumer
+ * warpgroups take 64 rows each, all 256 columns: m64n256k16) or BM = 64 (both
+ * take the same 64 rows, 128 columns each: m64n128k16, or two m64n64k16 for
+ * gate and up), so that experts with few rows waste less of each tile. The
+ * smaller A tile leaves room for a fifth stage. */
 #define BN 256
 #define BK 64
-#define STAGES 4
-#define A_BYTES (BM * BK * 2)
 #define B_BYTES (BN * BK * 2)
-#define STAGE_BYTES (A_BYTES + B_BYTES)
-#define SMEM_BYTES (STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8)
+#define SM90_STAGES(bm) ((bm) == 64 ? 5 : 4)
+#define SM90_STAGE_BYTES(bm) ((bm) * BK * 2 + B_BYTES)
+#define SM90_SMEM_BYTES(bm) (SM90_STAGES(bm) * SM90_STAGE_BYTES(bm) + 1024 + 2 * SM90_STAGES(bm) * 8)
 #define NTHREADS 384
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -114,7 +117,7 @@ static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
  * the extern "C" kernels of the cuda-jit program): tmA, tmB0, tmB1 and g are
  * the kernel's __grid_constant__ parameters, passed by reference so that TMA
  * reads the descriptors where they are. */
-template <int ACT, typename T, int CM, int CN>
+template <int ACT, typename T, int CM, int CN, int BMT>
 static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, const CUtensorMap &tmB0,
                                                       const CUtensorMap &tmB1, const moe_cuda_gemm &g) {
 #ifdef MOE_SM90A
@@ -122,6 +125,10 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
      * NOTES.md run 3), -1 for GEMM 2 (down) */
     constexpr int MODE = ACT < 0 ? 2 : 1;
     constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
+    static_assert(BMT == 128 || (BMT == 64 && CM == 1 && CN == 1), "BM 64 tiles run without clusters");
+    constexpr int STAGES = SM90_STAGES(BMT), A_BYTES = BMT * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
+    /* accumulators per consumer thread: 64 rows x 256 (BM 128) or x 128 (BM 64) columns */
+    constexpr int NACC = BMT == 128 ? 128 : 64;
     extern __shared__ unsigned char smem_raw[];
     uint32_t sbase = smem_u32(smem_raw);
     sbase = (sbase + 1023) & ~1023u;
@@ -163,13 +170,13 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                 moe_cuda_raster(u, MU, NU, &mu, &nu);
                 const int2 tl = g.tiles[mu];
                 const int e = tl.x, n0 = (nu * CN + rn) * NOUT;
-                const int arow = g.exp_off[e] + tl.y + 128 * rm + (128 / CN) * rn;
+                const int arow = g.exp_off[e] + tl.y + BMT * rm + (BMT / CN) * rn;
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
                     mbar_wait_cluster(empty, phase ^ 1);
                     mbar_expect_tx(full, STAGE_BYTES);
                     const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
-                    const uint32_t da = sa + (128 / CN) * rn * 128;
+                    const uint32_t da = sa + (BMT / CN) * rn * 128;
                     if (CN == 1) tma_2d(da, &tmA, kb * BK, arow, full);
                     else tma_2d_mc(da, &tmA, kb * BK, arow, full, maskA);
 #pragma unroll
@@ -199,16 +206,16 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     if (i != rm) mbar_arrive_cluster(bar, (uint32_t)(i + CM * rn));
             }
         };
-        float acc[128];
+        float acc[NACC];
 #pragma unroll
-        for (int i = 0; i < 128; i++) acc[i] = 0.f;
+        for (int i = 0; i < NACC; i++) acc[i] = 0.f;
         int stage = 0;
         uint32_t phase = 0;
         for (int u = cid; u < total; u += ncl) {
             int mu, nu;
             moe_cuda_raster(u, MU, NU, &mu, &nu);
             const int2 tl = g.tiles[mu];
-            const int e = tl.x, m0 = tl.y + 128 * rm, n0 = (nu * CN + rn) * NOUT;
+            const int e = tl.x, m0 = tl.y + BMT * rm, n0 = (nu * CN + rn) * NOUT;
             const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;
             /* one k-block of wgmma stays in flight: the stage of k-block
              * kb-1 is released once kb's wgmmas are issued and kb-1's done */
@@ -216,11 +223,30 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             for (int kb = 0; kb < kblocks; kb++) {
                 const uint32_t full = bars + 8 * stage;
                 mbar_wait(full, phase);
-                const uint32_t sa = sbase + stage * STAGE_BYTES + cw * (64 * 128), sb = sbase + stage * STAGE_BYTES + A_BYTES;
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+                if (BMT == 128) {
+                    /* this warpgroup's 64 A rows against all 256 B rows */
+                    const uint32_t sa = sbase + stage * STAGE_BYTES + cw * (64 * 128), sb = sbase + stage * STAGE_BYTES + A_BYTES;
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; kk++)
-                    wgmma_m64n256k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sb + kk * 32), (kb > 0 || kk > 0) ? 1 : 0);
+                    for (int kk = 0; kk < BK / 16; kk++)
+                        wgmma_m64n256k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sb + kk * 32), (kb > 0 || kk > 0) ? 1 : 0);
+                } else if (GATED) {
+                    /* the 64 A rows against gate rows 64cw.. (first box) and the
+                     * same up rows (second box): acc[0..31] gate, acc[32..63] up */
+                    const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES + cw * (64 * 128);
+#pragma unroll
+                    for (int kk = 0; kk < BK / 16; kk++) {
+                        wgmma_m64n64k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sb + kk * 32), (kb > 0 || kk > 0) ? 1 : 0);
+                        wgmma_m64n64k16<T>(acc + 32, desc_k128(sa + kk * 32), desc_k128(sb + B_BYTES / 2 + kk * 32),
+                                           (kb > 0 || kk > 0) ? 1 : 0);
+                    }
+                } else {
+                    /* the 64 A rows against B rows 128cw.. */
+                    const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES + cw * (128 * 128);
+#pragma unroll
+                    for (int kk = 0; kk < BK / 16; kk++)
+                        wgmma_m64n128k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sb + kk * 32), (kb > 0 || kk > 0) ? 1 : 0);
+                }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
                 if (prev >= 0 && lane == 0) release(bars + 8 * (STAGES + prev));
@@ -229,25 +255,27 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
-            for (int i = 0; i < 128; i++) asm volatile("" : "+f"(acc[i])::"memory");
+            for (int i = 0; i < NACC; i++) asm volatile("" : "+f"(acc[i])::"memory");
             if (prev >= 0 && lane == 0) release(bars + 8 * (STAGES + prev));
 
             /* ---- epilogue: straight from the accumulators to global ---- */
-            const int qc = (lane & 3) * 2;
+            /* column groups of 8 per thread row: gate/up pairs (GATED) or outputs;
+             * with BM 64 each warpgroup has its own share of the tile's columns */
+            const int qc = (lane & 3) * 2, NG = NACC / 8, cb = BMT == 128 ? 0 : cw * (GATED ? NOUT / 2 : BN / 2);
 #pragma unroll
             for (int hh = 0; hh < 2; hh++) {
-                const int m = m0 + cw * 64 + w4 * 16 + (lane >> 2) + hh * 8;
+                const int m = m0 + (BMT == 128 ? cw * 64 : 0) + w4 * 16 + (lane >> 2) + hh * 8;
                 if (m >= rows) continue;
                 const int srow = rbase + m;
                 if (MODE == 1) {
                     T *orow = (T *)g.out + (int64_t)srow * GN;
                     if (GATED) {
 #pragma unroll
-                        for (int b = 0; b < 16; b++) {
-                            int col = n0 + b * 8 + qc;
+                        for (int b = 0; b < NG; b++) {
+                            int col = n0 + cb + b * 8 + qc;
                             if (COL_OUT(col)) continue;
                             float g0 = acc[4 * b + 2 * hh], g1 = acc[4 * b + 2 * hh + 1];
-                            float u0 = acc[4 * (b + 16) + 2 * hh], u1 = acc[4 * (b + 16) + 2 * hh + 1];
+                            float u0 = acc[4 * (b + NG) + 2 * hh], u1 = acc[4 * (b + NG) + 2 * hh + 1];
                             if (HAS_FB0) {
                                 float2 b_ = moe_cuda_bias2(g.fb0, e, GN, col);
                                 g0 += b_.x;
@@ -263,8 +291,8 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                         }
                     } else {
 #pragma unroll
-                        for (int b = 0; b < 32; b++) {
-                            int col = n0 + b * 8 + qc;
+                        for (int b = 0; b < 2 * NG; b++) {
+                            int col = n0 + cb + b * 8 + qc;
                             if (COL_OUT(col)) continue;
                             float u0 = acc[4 * b + 2 * hh], u1 = acc[4 * b + 2 * hh + 1];
                             if (HAS_FB0) {
@@ -281,8 +309,8 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     const float wt = g.w[p];
                     T *orow = (T *)g.out + (int64_t)p * GN;
 #pragma unroll
-                    for (int b = 0; b < 32; b++) {
-                        int col = n0 + b * 8 + qc;
+                    for (int b = 0; b < 2 * NG; b++) {
+                        int col = n0 + cb + b * 8 + qc;
                         if (COL_OUT(col)) continue;
                         float v0 = acc[4 * b + 2 * hh], v1 = acc[4 * b + 2 * hh + 1];
                         if (HAS_FB0) {

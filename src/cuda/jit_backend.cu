@@ -26,10 +26,6 @@
 extern "C" const char moe__jit_src_gemm_common_cuh[], moe__jit_src_wgmma_gen_cuh[], moe__jit_src_sm90_sync_cuh[],
     moe__jit_src_gemm_sm90_cuh[];
 
-/* Tile of the sm90 kernel: the one entry of its table (gemm_sm90.cu). */
-#define JIT_BM 128
-#define JIT_BN 256
-#define JIT_BK 64
 
 extern "C" char *moe__jit_sm90_source(const moe__jit_spec *sp) {
     char pre[2048];
@@ -48,15 +44,20 @@ extern "C" char *moe__jit_sm90_source(const moe__jit_spec *sp) {
                       MOE_ACT_GELU, MOE_ACT_RELU2);
     if (np < 0 || np >= (int)sizeof pre) return NULL;
     static const char stub[] =
-        "\n/* the kernels the host looks up by name */\n"
-        "#define MOE_JIT_KERNEL(name, act)                                                                 \\\n"
+        "\n/* the kernels the host looks up by name: both tiles of the table (the M tile is\n"
+        " * picked per forward from T), the 64-row one only without clusters */\n"
+        "#define MOE_JIT_KERNEL(name, act, cm, cn, bm)                                                     \\\n"
         "    extern \"C\" __global__ void __launch_bounds__(NTHREADS, 1)                                   \\\n"
         "        name(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,   \\\n"
         "             const __grid_constant__ CUtensorMap tmB1, const moe_cuda_gemm g) {                    \\\n"
-        "        gemm_sm90_body<act, MOE_JIT_T, MOE_JIT_CM, MOE_JIT_CN>(tmA, tmB0, tmB1, g);              \\\n"
+        "        gemm_sm90_body<act, MOE_JIT_T, cm, cn, bm>(tmA, tmB0, tmB1, g);                           \\\n"
         "    }\n"
-        "MOE_JIT_KERNEL(moe_jit_gemm1, MOE_JIT_ACT)\n"
-        "MOE_JIT_KERNEL(moe_jit_gemm2, -1)\n";
+        "MOE_JIT_KERNEL(moe_jit_gemm1, MOE_JIT_ACT, MOE_JIT_CM, MOE_JIT_CN, 128)\n"
+        "MOE_JIT_KERNEL(moe_jit_gemm2, -1, MOE_JIT_CM, MOE_JIT_CN, 128)\n"
+        "#if MOE_JIT_CM == 1 && MOE_JIT_CN == 1\n"
+        "MOE_JIT_KERNEL(moe_jit_gemm1_m64, MOE_JIT_ACT, 1, 1, 64)\n"
+        "MOE_JIT_KERNEL(moe_jit_gemm2_m64, -1, 1, 1, 64)\n"
+        "#endif\n";
     const char *parts[] = {pre, moe__jit_src_gemm_common_cuh, moe__jit_src_wgmma_gen_cuh, moe__jit_src_sm90_sync_cuh,
                            moe__jit_src_gemm_sm90_cuh,
                            stub};
@@ -156,13 +157,16 @@ static moe_status jit_init(moe_layer *L) {
     const moe_cuda_driver *cu = moe__cuda_driver();
     if (!fail && !cu) fail = "cudaGetDriverEntryPointByVersion(cuModuleLoadData, cuLaunchKernelEx...)";
     if (!fail && (cr = cu->module_load_data(&j->module, r.cubin)) != CUDA_SUCCESS) fail = "cuModuleLoadData";
-    if (!fail && (cr = cu->module_get_function(&j->fn[0], j->module, "moe_jit_gemm1")) != CUDA_SUCCESS)
-        fail = "cuModuleGetFunction(moe_jit_gemm1)";
-    if (!fail && (cr = cu->module_get_function(&j->fn[1], j->module, "moe_jit_gemm2")) != CUDA_SUCCESS)
-        fail = "cuModuleGetFunction(moe_jit_gemm2)";
-    for (int i = 0; i < 2 && !fail; i++)
-        if ((ce = moe__cuda_gemm_sm90_jit_prepare(j->fn[i], j->cm, j->cn, im->sm_count, &j->max_clusters[i], why,
-                                                  sizeof why)) != cudaSuccess)
+    static const char *const names[4] = {"moe_jit_gemm1", "moe_jit_gemm2", "moe_jit_gemm1_m64", "moe_jit_gemm2_m64"};
+    j->nfn = j->cm == 1 && j->cn == 1 ? 4 : 2;
+    for (int i = 0; i < j->nfn && !fail; i++)
+        if ((cr = cu->module_get_function(&j->fn[i], j->module, names[i])) != CUDA_SUCCESS) {
+            snprintf(why, sizeof why, "cuModuleGetFunction(%s)", names[i]);
+            fail = why;
+        }
+    for (int i = 0; i < j->nfn && !fail; i++)
+        if ((ce = moe__cuda_gemm_sm90_jit_prepare(j->fn[i], j->cm, j->cn, i < 2 ? 128 : 64, im->sm_count,
+                                                  &j->max_clusters[i], why, sizeof why)) != cudaSuccess)
             fail = why;
     if (prev >= 0 && prev != im->device) cudaSetDevice(prev);
     free(r.cubin);
@@ -185,12 +189,13 @@ static void jit_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const moe_cuda_jit *j = im->jit;
     const moe_layer_desc *d = &L->desc;
     snprintf(buf, n,
-             "cuda-jit: sm_90a kernels specialised to D=%lld I=%lld E=%lld K=%lld act=%s %s%s, tile %dx%dx%d, cluster "
-             "%dx%d, compiled in %.1f ms (cache %s, %s); T = %lld, device %d (%d SMs): route count/scan/scatter + "
-             "permuted copy of x, TMA + wgmma warp-specialised persistent GEMMs, deterministic combine",
+             "cuda-jit: sm_90a kernels specialised to D=%lld I=%lld E=%lld K=%lld act=%s %s%s, tiles %sBM 128 (cluster "
+             "%dx%d); at this T: %dx256x64, compiled in %.1f ms (cache %s, %s); T = %lld, device %d (%d SMs): route "
+             "count/scan/scatter + permuted copy of x, TMA + wgmma warp-specialised persistent GEMMs, deterministic "
+             "combine",
              (long long)d->D, (long long)d->I, (long long)d->E, (long long)d->K, moe_act_name(d->act),
-             moe_type_name(d->act_type), im->fb_up || im->fb_down ? " with biases" : "", JIT_BM, JIT_BN, JIT_BK, j->cm,
-             j->cn, j->ms, j->cache_hit ? "hit" : "miss", j->cache_path[0] ? j->cache_path : "no cache dir",
+             moe_type_name(d->act_type), im->fb_up || im->fb_down ? " with biases" : "",
+             j->nfn == 4 ? "BM 64 and " : "", j->cm, j->cn, moe__cuda_sm90_bm(L, T, j->cm, j->cn), j->ms, j->cache_hit ? "hit" : "miss", j->cache_path[0] ? j->cache_path : "no cache dir",
              (long long)T, im->device, im->sm_count);
 }
 

@@ -156,7 +156,7 @@ static ws_layout ws_plan(const moe_layer *L, int64_t T, int sm90) {
     ws_layout w;
     int64_t E = L->desc.E, K = L->desc.K, D = L->desc.D, I = L->desc.I, TK = T * K;
     size_t es = 2;
-    w.max_mtiles = (int)(TK / MOE_CUDA_BM + (E < TK ? E : TK) + 1);
+    w.max_mtiles = (int)(TK / (sm90 ? MOE_CUDA_BM_MIN : MOE_CUDA_BM) + (E < TK ? E : TK) + 1);
     size_t o = 0;
     w.cnt = o; o = align_up(o + sizeof(int) * (size_t)(2 * E)); /* cnt[E], cursor[E] */
     w.off = o; o = align_up(o + sizeof(int) * (size_t)(E + 1));
@@ -495,7 +495,8 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
             ev = getenv("MOE_SM90_CN");
             if (ev && (atoi(ev) == 1 || atoi(ev) == 2)) cn = atoi(ev);
         }
-        k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, MOE_CUDA_BM * cm, off, tiles, ntl);
+        const int bm = im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM;
+        k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, bm * cm, off, tiles, ntl);
         MOE_CUDA_CK(cudaGetLastError());
         k_scatter<<<(unsigned)((TK + 7) / 8), 256, 0, s>>>(a->ids, (int)TK, (int)E, (int)K, (int)D, off, cursor,
                                                            sorted, (const uint4 *)a->x, (uint4 *)xp);
@@ -509,18 +510,20 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
         g1.A = im->sm90 ? xp : a->x;
         g1.out = h;
         g1.sorted_pair = sorted; g1.exp_off = off; g1.tiles = tiles; g1.n_mtiles = ntl; g1.w = a->w;
-        g1.max_mtiles = w.max_mtiles;
+        g1.max_mtiles = (int)(TK / (bm * cm) + (E < TK ? E : TK) + 1); /* the tile list's bound for this bm */
         g1.cm = cm;
         g1.cn = cn;
+        g1.bm = bm;
         g2 = g1;
         fill_gemm2(L, &g2);
         g2.A = h;
         g2.out = y;
         if (im->jit) {
-            MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&g1, &im->tm_b0, &im->tm_b1, im->jit->fn[0], im->jit->max_clusters[0], s, why,
-                                          sizeof why));
-            MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&g2, &im->tm_down, &im->tm_down, im->jit->fn[1], im->jit->max_clusters[1], s,
-                                          why, sizeof why));
+            const int f = bm == 64 ? 2 : 0; /* moe_jit_gemm{1,2}_m64 */
+            MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&g1, &im->tm_b0, &im->tm_b1, im->jit->fn[f], im->jit->max_clusters[f], s,
+                                                why, sizeof why));
+            MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&g2, &im->tm_down, &im->tm_down, im->jit->fn[f + 1],
+                                                im->jit->max_clusters[f + 1], s, why, sizeof why));
         } else if (im->sm90) {
             MOE_CUDA_CK(moe__cuda_gemm_sm90(&g1, &im->tm_b0, &im->tm_b1, im->sm_count, s, why, sizeof why));
             MOE_CUDA_CK(moe__cuda_gemm_sm90(&g2, &im->tm_down, &im->tm_down, im->sm_count, s, why, sizeof why));
@@ -557,8 +560,26 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
              L->backend->name, (long long)T, moe_type_name(d->act_type), im->device, im->cc_major, im->cc_minor,
              im->sm_count, im->sm90 ? " + permuted copy of x" : "",
              im->sm90 ? "TMA + wgmma, warp-specialised persistent" : "cp.async row gather + mma.sync",
-             moe_act_name(d->act), MOE_CUDA_BM, (long long)d->K,
+             moe_act_name(d->act), im->sm90 ? moe__cuda_sm90_bm(L, T, 1, 1) : MOE_CUDA_BM, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
+}
+
+/* The tile table of the sm90 GEMMs (gemm_sm90.cuh): BM 64 while the average
+ * expert has fewer than SM90_BM64_BELOW rows (T * K / E), else BM 128.
+ * MOE_SM90_BM=64|128 forces either (read per forward, as MOE_SM90_CM/CN);
+ * clusters run with BM 128 only.
+ * Measured on an H200 (bench/cuda/README.md, "tile table"; cuda-jit and
+ * cuda-sm90, five presets, T = 512..16384, paired A/B rounds): BM 64 is
+ * 4-11% faster at 16 and 32 rows per expert (qwen3 T=512, gpt-oss-120b and
+ * deepseek-v3 T=512/1024) and 8-62% slower from 64 rows up (gpt-oss-20b
+ * T=512, the others at T >= 1024-2048): it reads each expert's weights once
+ * per 64 rows, so it pays only where BM 128 would not need fewer tiles. */
+#define SM90_BM64_BELOW 48
+extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) {
+    if (cm != 1 || cn != 1) return 128;
+    const char *ev = getenv("MOE_SM90_BM");
+    if (ev && (atoi(ev) == 64 || atoi(ev) == 128)) return atoi(ev);
+    return T * L->desc.K < (int64_t)SM90_BM64_BELOW * L->desc.E ? 64 : 128;
 }
 
 extern "C" {
