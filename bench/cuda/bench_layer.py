@@ -288,6 +288,7 @@ def main():
                 continue
             if args.probe:
                 for b, h in layers.items():
+                    apply_env(b)
                     ws = C.c_size_t()
                     lib.L.moe_layer_workspace_size(h, T, C.byref(ws))
                     wbuf = torch.empty(ws.value, dtype=torch.uint8, device="cuda")
