@@ -66,6 +66,21 @@ TEST(cuda_cases_sm90_bm128) { run_cases_bm("cuda-sm90", "128"); }
 TEST(cuda_cases_jit_bm64) { run_cases_bm("cuda-jit", "64"); }
 TEST(cuda_cases_jit_bm128) { run_cases_bm("cuda-jit", "128"); }
 
+/* Thread-block clusters with TMA multicast (MOE_SM90_CM / MOE_SM90_CN; not
+ * the default): the case table under each shape; cuda-jit reads them at
+ * layer creation, cuda-sm90 per forward. */
+static void run_cases_cluster(const char *backend, const char *cm, const char *cn) {
+    setenv("MOE_SM90_CM", cm, 1);
+    setenv("MOE_SM90_CN", cn, 1);
+    run_cases(backend, 1);
+    unsetenv("MOE_SM90_CM");
+    unsetenv("MOE_SM90_CN");
+}
+TEST(cuda_cases_sm90_cluster2x1) { run_cases_cluster("cuda-sm90", "2", "1"); }
+TEST(cuda_cases_sm90_cluster1x2) { run_cases_cluster("cuda-sm90", "1", "2"); }
+TEST(cuda_cases_sm90_cluster2x2) { run_cases_cluster("cuda-sm90", "2", "2"); }
+TEST(cuda_cases_jit_cluster2x2) { run_cases_cluster("cuda-jit", "2", "2"); }
+
 /* ---- router ---- */
 
 typedef struct { int T, E, K; moe_score score; int renorm, bias, G, TG; float scaling; } route_cfg;
