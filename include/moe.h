@@ -279,7 +279,12 @@ typedef struct moe_layer moe_layer;
 /*
  * Checks desc and creates a layer, choosing its backend (logged at INFO
  * through ctx's log callback). Backends may repack the weights; they say so
- * in moe_layer_describe. Synchronises with the device when it uploads data.
+ * in moe_layer_describe. The "cpu" backend copies BF16 gate, up and down
+ * weights (each whose rows are contiguous and whose reduced dimension is a
+ * multiple of 64) into its own layout on its SIMD paths, which doubles their
+ * memory; MOE_CPU_REPACK=0 reads them in place instead (slower prefill);
+ * MOE_ERR_OUT_OF_MEMORY if the copy cannot be allocated.
+ * Synchronises with the device when it uploads data.
  * *out is NULL on failure; the message is in moe_ctx_last_error(ctx).
  */
 MOE_API moe_status moe_layer_create(moe_ctx *ctx, const moe_layer_desc *desc, moe_layer **out);

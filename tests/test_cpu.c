@@ -4,7 +4,10 @@
  * message), with 1, 2 and 3 threads; and determinism across thread counts:
  * the same layer and inputs give bitwise the same output with 1, 2 and 3
  * threads (a bf16 case with T = 131, a Q4_K case, a Q8_0 case, f32 with biases,
- * and one case of each K-quant with its own integer kernel: Q2_K, Q3_K, Q5_K, Q6_K).
+ * and one case of each K-quant with its own integer kernel: Q2_K, Q3_K, Q5_K, Q6_K);
+ * and the repacked bf16 weights (MOE_CPU_REPACK): bitwise the same output as
+ * the caller's layout on every path, described, and an allocation failure
+ * answered with MOE_ERR_OUT_OF_MEMORY.
  */
 #include "cases.h"
 #include "harness.h"
@@ -12,6 +15,7 @@
 #include "half.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,6 +180,145 @@ TEST(cpu_threads_bitwise_equal) {
         }
     }
     CHECK(ran > 0);
+}
+
+/* ---- the repacked bf16 copy (src/cpu/cpu.c, repack) ---- */
+
+/* bf16 shapes whose row counts leave a partial last row group (rmax 4 on
+ * AVX-512, 2 on the 256-bit paths): gate/up with I = 99 rows (down is then
+ * generic), down with D = 130 rows (gate/up generic), T at decode (<= 4, one
+ * activation row) and prefill sizes, odd pair groups. */
+static const det_case rp_cases[] = {
+    {"bf16_T1", 1, 8, 256, 128, 4, MOE_TYPE_BF16, MOE_TYPE_F32, 0},
+    {"bf16_T3_bias", 3, 8, 192, 128, 2, MOE_TYPE_BF16, MOE_TYPE_BF16, 1},
+    {"bf16_T131", 131, 16, 256, 128, 4, MOE_TYPE_BF16, MOE_TYPE_BF16, 0},
+    {"bf16_gu_tail_T37", 37, 6, 128, 99, 3, MOE_TYPE_BF16, MOE_TYPE_F32, 1},
+    {"bf16_down_tail_T9", 9, 5, 130, 128, 2, MOE_TYPE_BF16, MOE_TYPE_F16, 0},
+};
+
+TEST(cpu_repack_bitwise_equal) {
+    uint64_t seed = moe_test_seed();
+    char why[512];
+    int ran = 0;
+    for (int ii = 0; ii < 4; ii++) {
+        if (!isa_available(isas[ii], why, sizeof why)) continue;
+        for (size_t ci = 0; ci < sizeof rp_cases / sizeof rp_cases[0]; ci++) {
+            const det_case *c = &rp_cases[ci];
+            size_t bytes = (size_t)(c->T * c->D) * (c->act_type == MOE_TYPE_F32 ? 4 : 2);
+            setenv("MOE_CPU_REPACK", "0", 1);
+            void *ref = det_run(c, isas[ii], 1, seed + ci);
+            unsetenv("MOE_CPU_REPACK");
+            CHECK_MSG(ref, "%s on %s: the run without the copy failed", c->name, isas[ii]);
+            for (int nt = 1; nt <= 3; nt += 2) {
+                void *got = det_run(c, isas[ii], nt, seed + ci);
+                int same = got && memcmp(ref, got, bytes) == 0;
+                free(got);
+                if (!same) {
+                    free(ref);
+                    CHECK_MSG(0, "%s on %s, %d threads: the repacked copy gives other bits than the caller's layout",
+                              c->name, isas[ii], nt);
+                }
+            }
+            free(ref);
+            ran++;
+        }
+    }
+    CHECK(ran > 0);
+}
+
+/* A bf16 layer's describe line on path isa; repack: MOE_CPU_REPACK unset or "0". */
+static moe_status describe_bf16(const char *isa, const char *repack, char *buf, size_t n) {
+    static uint16_t w[8 * 128 * 128];
+    setenv("MOE_CPU_ISA", isa, 1);
+    if (repack) setenv("MOE_CPU_REPACK", repack, 1);
+    moe_ctx *ctx = NULL;
+    moe_layer *L = NULL;
+    moe_layer_desc d = moe_layer_desc_default();
+    d.E = 8; d.D = 128; d.I = 128; d.K = 2;
+    d.gate.data = w; d.up.data = w; d.down.data = w;
+    d.gate.type = d.up.type = d.down.type = MOE_TYPE_BF16;
+    d.backend = "cpu";
+    moe_status s = moe_ctx_create(NULL, &ctx);
+    if (!s) s = moe_layer_create(ctx, &d, &L);
+    if (!s) s = moe_layer_describe(L, 64, buf, n);
+    moe_layer_free(L);
+    moe_ctx_free(ctx);
+    unsetenv("MOE_CPU_ISA");
+    unsetenv("MOE_CPU_REPACK");
+    return s;
+}
+
+TEST(cpu_repack_described) {
+    char buf[1024], why[512];
+    int ran = 0;
+    for (int ii = 0; ii < 4; ii++) {
+        if (!isa_available(isas[ii], why, sizeof why)) continue;
+        int simd = ii > 0; /* the SIMD paths read the copy; scalar keeps the caller's layout */
+        CHECK_STATUS(describe_bf16(isas[ii], NULL, buf, sizeof buf), MOE_OK);
+        CHECK_MSG((strstr(buf, "down bf16 repacked") && strstr(buf, "MB more memory")) == simd, "%s: %s", isas[ii],
+                  buf);
+        CHECK_MSG((strstr(buf, "weights not repacked") == NULL) == simd, "%s: %s", isas[ii], buf);
+        CHECK_STATUS(describe_bf16(isas[ii], "0", buf, sizeof buf), MOE_OK);
+        CHECK_MSG(strstr(buf, "weights not repacked (MOE_CPU_REPACK=0)") && strstr(buf, "down bf16 in place"), "%s: %s",
+                  isas[ii], buf);
+        ran++;
+    }
+    CHECK(ran > 0);
+}
+
+/* The copy cannot be allocated (E = 65536 experts of 4096 x 4096 that all
+ * share one buffer, stride_e = 0: TBs to copy): layer creation fails with
+ * MOE_ERR_OUT_OF_MEMORY and a message, and succeeds with MOE_CPU_REPACK=0.
+ * Skipped where a huge allocation might succeed (overcommit_memory = 1) or
+ * abort (AddressSanitizer's allocator). */
+TEST(cpu_repack_out_of_memory) {
+#if defined(__SANITIZE_ADDRESS__)
+    SKIP("AddressSanitizer aborts on a TB allocation instead of returning NULL");
+#else
+    FILE *f = fopen("/proc/sys/vm/overcommit_memory", "r");
+    int mode = -1;
+    if (f) {
+        if (fscanf(f, "%d", &mode) != 1) mode = -1;
+        fclose(f);
+    }
+    if (mode != 0 && mode != 2) SKIP("vm.overcommit_memory = %d: a TB allocation might succeed", mode);
+    char why[512];
+    const char *isa = NULL;
+    for (int ii = 3; ii > 0 && !isa; ii--)
+        if (isa_available(isas[ii], why, sizeof why)) isa = isas[ii];
+    if (!isa) SKIP("no SIMD path on this CPU (scalar reads bf16 in place)");
+    int64_t D = 4096, I = 4096;
+    uint16_t *w = calloc((size_t)(D * I), 2);
+    CHECK(w);
+    moe_layer_desc d = moe_layer_desc_default();
+    d.E = 65536; d.D = D; d.I = I; d.K = 2;
+    d.gate.data = w; d.up.data = w; d.down.data = w;
+    d.gate.type = d.up.type = d.down.type = MOE_TYPE_BF16;
+    d.gate.stride_e = d.up.stride_e = d.down.stride_e = 0;
+    d.gate.stride_n = d.up.stride_n = d.down.stride_n = 4096;
+    d.gate.stride_c = d.up.stride_c = d.down.stride_c = 1;
+    d.backend = "cpu";
+    setenv("MOE_CPU_ISA", isa, 1);
+    moe_ctx *ctx = NULL;
+    moe_layer *L = NULL;
+    moe_status s = moe_ctx_create(NULL, &ctx);
+    moe_status s1 = s ? s : moe_layer_create(ctx, &d, &L);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", ctx ? moe_ctx_last_error(ctx) : "");
+    moe_layer_free(L);
+    L = NULL;
+    setenv("MOE_CPU_REPACK", "0", 1);
+    moe_status s0 = s ? s : moe_layer_create(ctx, &d, &L);
+    unsetenv("MOE_CPU_REPACK");
+    unsetenv("MOE_CPU_ISA");
+    moe_layer_free(L);
+    moe_ctx_free(ctx);
+    free(w);
+    CHECK_STATUS(s, MOE_OK);
+    CHECK_STATUS(s1, MOE_ERR_OUT_OF_MEMORY);
+    CHECK_MSG(strstr(msg, "repacked copy") && strstr(msg, "MOE_CPU_REPACK=0"), "message: %s", msg);
+    CHECK_STATUS(s0, MOE_OK);
+#endif
 }
 
 /* A planted wrong answer must fail: a case run against a layer whose

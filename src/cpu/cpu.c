@@ -15,7 +15,9 @@
  * fixed by the data alone (src/cpu/cpu.h), so results are bitwise the same
  * for any thread count. Kernels: src/cpu/kernels.inc per instruction set,
  * chosen once from cpuid (MOE_CPU_ISA=scalar|avx2|avxvnni|avx512 lowers it).
- * Matches the reference backend (src/ref/ref.c) within the case table's
+ * BF16 weights are read from a copy made at layer creation, each kernel
+ * call's rows interleaved into one stream (repack below; MOE_CPU_REPACK=0:
+ * in place). Matches the reference backend (src/ref/ref.c) within the case table's
  * tolerances; checked by tests/test_cpu.c.
  */
 #include "cpu.h"
@@ -30,6 +32,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #define TILE_I_MAX 256 /* rows of I per gate/up task: 64, or 256 when h is quantised with per-256 scales or
                           * at decode (see itile) */
@@ -240,7 +245,13 @@ typedef struct proj {
     moe__cpu_kk kk;   /* the kernel; F32 over converted rows when generic */
     int generic;      /* rows converted to f32 in scratch first */
     int64_t C;        /* reduced dimension */
-    int64_t row_bytes, e_bytes; /* direct kernels: bytes between rows / experts */
+    int64_t N;        /* rows per expert */
+    int64_t row_bytes, e_bytes; /* direct kernels: bytes between rows / experts of t */
+    /* the repacked copy (isa->kern_il's layout, see repack) or NULL: rows
+     * rp_row bytes apart (groups of rmax rows start at multiples of rmax),
+     * experts rp_e bytes apart */
+    const char *rp;
+    int64_t rp_row, rp_e;
 } proj;
 
 typedef struct impl {
@@ -253,6 +264,10 @@ typedef struct impl {
     int64_t tile_i;       /* rows of I per gate/up task */
     size_t sx, sh;        /* bytes of one x / h row in its format */
     float *bg, *bu, *bd;  /* biases as f32 [E][I], [E][I], [E][D], or NULL */
+    void *rp_mem;         /* the repacked copies of gate/up/down (one block), or NULL */
+    size_t rp_bytes;      /* bytes of the copies */
+    int rp_huge;          /* MADV_HUGEPAGE was accepted for it */
+    int rp_off;           /* MOE_CPU_REPACK=0 */
 } impl;
 
 static const char *kk_name(moe__cpu_kk k) {
@@ -260,8 +275,9 @@ static const char *kk_name(moe__cpu_kk k) {
     return (unsigned)k < MOE__KK_COUNT ? n[k] : "?";
 }
 
-static void proj_setup(const moe__cpu_isa *isa, proj *p, const moe_tensor *t, int64_t C, int *offset) {
+static void proj_setup(const moe__cpu_isa *isa, proj *p, const moe_tensor *t, int64_t N, int64_t C, int *offset) {
     p->t = t;
+    p->N = N;
     p->C = C;
     p->generic = 0;
     *offset = 0;
@@ -317,12 +333,118 @@ static float *bias_f32(const moe_tensor *b, int64_t E, int64_t N, int *oom) {
     return f;
 }
 
+/* ---- the repacked copy ----
+ * A bf16 kernel call reads R rows, in the caller's layout R streams ws bytes
+ * apart (at D = 2048 each row one 4 KB page, which the hardware prefetchers
+ * do not run across): slow from memory (the first pass over a tile) and from
+ * L2 (the later passes; NOTES.md sessions 8-9). The copy puts each group of
+ * rmax rows (the rows of one call; task and call row offsets are multiples of
+ * rmax) interleaved per 64 bytes, so a call reads one ascending stream: qwen3
+ * bf16 T=512 -19..-20% per forward, T=1 -2..-8%. It is 2 MB aligned and asks
+ * for transparent huge pages (MADV_HUGEPAGE; with THP off it is 4 KB pages
+ * and still one stream). Same element values, same sums: the same bits as
+ * the caller's layout. It doubles the memory of the weights it copies;
+ * MOE_CPU_REPACK=0 turns it off. */
+static int repack_on(void) {
+    const char *e = getenv("MOE_CPU_REPACK");
+    return !(e && strcmp(e, "0") == 0);
+}
+
+static int proj_repackable(const moe__cpu_isa *isa, const proj *p) {
+    return p->t && p->t->data && !p->generic && isa->kern_il[p->kk] && p->t->stride_c == 1;
+}
+
+/* Expert e of p's tensor into p's copy: rows in groups of R (the last group
+ * of the expert may be smaller), chunk k of row r of a group of G rows at
+ * (k * G + r) * 64 from the group's start (which is where its first row
+ * would start in a compact copy). */
+static void repack_expert(const proj *p, int R, int64_t e) {
+    int64_t rb = p->rp_row, nk = moe_type_row_bytes(p->t->type, p->C) / 64;
+    for (int64_t g0 = 0; g0 < p->N; g0 += R) {
+        int64_t G = p->N - g0 < R ? p->N - g0 : R;
+        char *d = (char *)p->rp + e * p->rp_e + g0 * rb;
+        for (int64_t r = 0; r < G; r++) {
+            const char *s = (const char *)p->t->data + e * p->e_bytes + (g0 + r) * p->row_bytes;
+            for (int64_t k = 0; k < nk; k++) memcpy(d + (k * G + r) * 64, s + k * 64, 64);
+        }
+    }
+}
+
+typedef struct repack_job {
+    proj *ps[3];
+    int np, R;
+    int64_t E;
+    atomic_int next;
+} repack_job;
+
+static void repack_job_fn(void *arg, int tid) {
+    (void)tid;
+    repack_job *rj = (repack_job *)arg;
+    for (;;) {
+        int64_t k = atomic_fetch_add(&rj->next, 1);
+        if (k >= rj->np * rj->E) break;
+        repack_expert(rj->ps[k / rj->E], rj->R, k % rj->E);
+    }
+}
+
+/* Makes the copies of the repackable projections (bf16 direct, on a path with
+ * kern_il), in one block; threads of the pool share the work. MOE_OK, or
+ * MOE_ERR_OUT_OF_MEMORY with the message set (nothing is kept then). */
+static moe_status repack(moe_layer *L, impl *im) {
+    im->rp_off = !repack_on();
+    if (im->rp_off) return MOE_OK;
+    proj *ps[3] = {L->gated ? &im->gate : NULL, &im->up, &im->down};
+    repack_job rj;
+    memset(&rj, 0, sizeof rj);
+    const size_t huge = (size_t)2 << 20; /* x86-64 huge page */
+    size_t off[3], total = 0;
+    for (int i = 0; i < 3; i++) {
+        proj *p = ps[i];
+        if (!p || !proj_repackable(im->isa, p)) continue;
+        int64_t rb = moe_type_row_bytes(p->t->type, p->C), eb, all;
+        if (!moe__mul_ok(rb, p->N, &eb) || !moe__mul_ok(eb, L->desc.E, &all) ||
+            (uint64_t)all > (uint64_t)(SIZE_MAX / 2) - total)
+            return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY,
+                                    "cpu: the repacked copy of the bf16 weights (E %lld x %lld rows of %lld bytes) "
+                                    "overflows size_t; MOE_CPU_REPACK=0 reads the caller's weights in place",
+                                    (long long)L->desc.E, (long long)p->N, (long long)rb);
+        p->rp_row = rb;
+        p->rp_e = eb;
+        off[rj.np] = total;
+        total += (size_t)all;
+        rj.ps[rj.np++] = p;
+    }
+    if (!rj.np) return MOE_OK;
+    size_t bytes = (total + huge - 1) & ~(huge - 1);
+    void *mem = NULL;
+    if (posix_memalign(&mem, huge, bytes) != 0 || !mem)
+        return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY,
+                                "cpu: out of memory for the repacked copy of the bf16 weights (%.1f MB); "
+                                "MOE_CPU_REPACK=0 reads the caller's weights in place",
+                                (double)bytes / 1e6);
+    im->rp_mem = mem;
+    im->rp_bytes = total;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    /* before the first touch; fails harmlessly where THP is not built in, and
+     * with THP "never" (or no free huge pages) the copy is 4 KB pages: the
+     * interleaving is what matters (+1% from 2 MB pages, NOTES.md session 9) */
+    im->rp_huge = madvise(mem, bytes, MADV_HUGEPAGE) == 0;
+#endif
+    for (int i = 0; i < rj.np; i++) rj.ps[i]->rp = (const char *)mem + off[i];
+    rj.R = im->isa->rmax;
+    rj.E = L->desc.E;
+    atomic_init(&rj.next, 0);
+    pool_run(im->pool, repack_job_fn, &rj);
+    return MOE_OK;
+}
+
 static void cpu_fini(moe_layer *L) {
     impl *im = (impl *)L->impl;
     if (!im) return;
     free(im->bg);
     free(im->bu);
     free(im->bd);
+    free(im->rp_mem);
     free(im);
     L->impl = NULL;
 }
@@ -337,9 +459,9 @@ static moe_status cpu_init(moe_layer *L) {
     im->isa = isa;
     int64_t E = L->desc.E, D = L->desc.D, I = L->desc.I;
     int og = 0, ou = 0;
-    if (L->gated) proj_setup(isa, &im->gate, &L->gate, D, &og);
-    proj_setup(isa, &im->up, &L->up, D, &ou);
-    proj_setup(isa, &im->down, &L->down, I, &im->off_h);
+    if (L->gated) proj_setup(isa, &im->gate, &L->gate, I, D, &og);
+    proj_setup(isa, &im->up, &L->up, I, D, &ou);
+    proj_setup(isa, &im->down, &L->down, D, I, &im->off_h);
     if (L->gated && (xf_of(&im->gate) != xf_of(&im->up) || og != ou ||
                      (xf_of(&im->up) == MOE__XF_Q8 && im->gate.kk != im->up.kk))) {
         /* gate and up must read one x format: fall back to converted rows */
@@ -377,7 +499,9 @@ static moe_status cpu_init(moe_layer *L) {
         }
     }
     im->pool = (pool *)ctx->backend_state[slot];
-    return MOE_OK;
+    s = repack(L, im);
+    if (s) cpu_fini(L);
+    return s;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -523,8 +647,17 @@ static void convert_rows(const moe_tensor *t, int64_t e, int64_t n0, int64_t nr,
     }
 }
 
+/* The rows the kernels read (n0 a multiple of rmax where p has a copy): the
+ * repacked copy where p has one, at every T (decode too: bf16 T=1 cold
+ * -2..-8% on AVX-512, -36% on the 256-bit paths; NOTES.md session 9), else
+ * the caller's weights. */
 static inline const char *proj_rows(const proj *p, int64_t e, int64_t n0) {
+    if (p->rp) return p->rp + e * p->rp_e + n0 * p->rp_row;
     return (const char *)p->t->data + e * p->e_bytes + n0 * p->row_bytes;
+}
+static inline int64_t proj_rs(const proj *p) { return p->rp ? p->rp_row : p->row_bytes; }
+static inline moe__cpu_kern_fn proj_kern(const moe__cpu_isa *isa, const proj *p) {
+    return p->rp ? isa->kern_il[p->kk] : isa->kern[p->kk];
 }
 
 static void phase_tokens(job *j, int tid) {
@@ -579,12 +712,12 @@ static void gate_up_task(job *j, int tid, int64_t e, int64_t i0, int64_t i1, int
     } else {
         if (gated) {
             wg = proj_rows(&im->gate, e, i0);
-            gs = im->gate.row_bytes;
+            gs = proj_rs(&im->gate);
         }
         wu = proj_rows(&im->up, e, i0);
-        us = im->up.row_bytes;
+        us = proj_rs(&im->up);
     }
-    moe__cpu_kern_fn kg = gated ? isa->kern[im->gate.kk] : NULL, ku = isa->kern[im->up.kk];
+    moe__cpu_kern_fn kg = gated ? proj_kern(isa, &im->gate) : NULL, ku = proj_kern(isa, &im->up);
     const float *bg = im->bg ? im->bg + e * I : NULL, *bu = im->bu ? im->bu + e * I : NULL;
     const moe_layer_desc *d = &L->desc;
     int R = isa->rmax, NB = pair_group(isa, im->up.kk, j->T);
@@ -645,7 +778,7 @@ static void down_task(job *j, int tid, int64_t d0, int64_t d1) {
     char *scr = j->scratch + (size_t)tid * j->per_thread;
     float *cd = (float *)(scr + al64((size_t)(Dp > Ip ? Dp : Ip) * 4) +
                           (im->up.generic ? al64((size_t)(2 * im->tile_i * Dp) * 4) : 0));
-    moe__cpu_kern_fn kd = isa->kern[im->down.kk];
+    moe__cpu_kern_fn kd = proj_kern(isa, &im->down);
     int R = isa->rmax, NB = pair_group(isa, im->down.kk, j->T);
     float y[NMAX_ALL * TILE_D_MAX];
     const float *w = j->a->w;
@@ -660,7 +793,7 @@ static void down_task(job *j, int tid, int64_t d0, int64_t d1) {
             C = Ip;
         } else {
             wd = proj_rows(&im->down, e, d0);
-            ds = im->down.row_bytes;
+            ds = proj_rs(&im->down);
         }
         const float *bd = im->bd ? im->bd + e * D : NULL;
         int64_t p1 = j->off[e + 1];
@@ -813,7 +946,9 @@ static int cpu_supports(const moe_layer *L, char *why, size_t n) {
 }
 
 static void proj_describe(const proj *p, char *buf, size_t n) {
-    if (p->generic)
+    if (p->rp)
+        snprintf(buf, n, "%s repacked", kk_name(p->kk));
+    else if (p->generic)
         snprintf(buf, n, "%s%s->f32 rows converted per tile", moe_type_name(p->t->type),
                  p->t->stride_c != 1 ? " (strided)" : "");
     else
@@ -836,10 +971,19 @@ static void cpu_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     xf_describe(im->xf_in, im->lay_in, xin, sizeof xin);
     xf_describe(im->xf_h, im->lay_h, xh, sizeof xh);
     const unsigned char *r1 = im->isa->rows1;
-    int rows1 = (L->gated && r1[im->gate.kk]) || r1[im->up.kk] || r1[im->down.kk];
+    int rows1 = (L->gated && r1[im->gate.kk] && !im->gate.rp) || (r1[im->up.kk] && !im->up.rp) ||
+                (r1[im->down.kk] && !im->down.rp);
     int nu = im->up.generic ? im->isa->nmax : pair_group(im->isa, im->up.kk, T);
     int nd = im->down.generic ? im->isa->nmax : pair_group(im->isa, im->down.kk, T);
     if (L->gated && !im->gate.generic && pair_group(im->isa, im->gate.kk, T) < nu) nu = pair_group(im->isa, im->gate.kk, T);
+    char rp[160];
+    if (im->rp_mem)
+        snprintf(rp, sizeof rp,
+                 "repacked: a library copy, rows in groups of %d interleaved per 64 B, %.0f MB more memory%s "
+                 "(MOE_CPU_REPACK=0: in place)",
+                 im->isa->rmax, (double)im->rp_bytes / 1e6, im->rp_huge ? ", 2 MB pages asked for" : "");
+    else
+        snprintf(rp, sizeof rp, "weights not repacked%s", im->rp_off ? " (MOE_CPU_REPACK=0)" : "");
     char tiles[32];
     if (nu == nd)
         snprintf(tiles, sizeof tiles, "%dx%d", im->isa->rmax, nu);
@@ -847,10 +991,10 @@ static void cpu_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
         snprintf(tiles, sizeof tiles, "%dx%d gate/up, %dx%d down", im->isa->rmax, nu, im->isa->rmax, nd);
     snprintf(buf, n,
              "cpu/%s: %d threads, T = %lld; gate %s, up %s, down %s; x as %s, h as %s; dot tiles %s%s; "
-             "tasks: expert x %d rows of I, then %lld rows of D over all experts; weights not repacked",
+             "tasks: expert x %d rows of I, then %lld rows of D over all experts; %s",
              im->isa->name, im->pool->n, (long long)T, g, u, d, xin, xh, tiles,
              rows1 ? " (one activation row: f32/f16/bf16/q8_0 rows one after another)" : "",
-             (int)itile(im, T), (long long)tile_d(im, L->desc.D, T, im->pool->n));
+             (int)itile(im, T), (long long)tile_d(im, L->desc.D, T, im->pool->n), rp);
 }
 
 const moe__backend moe__backend_cpu = {

@@ -111,6 +111,12 @@ typedef struct moe__cpu_isa {
      * MOE__CPU_NMAX_ALL. bf16 on AVX-512 runs 4 x 6 tiles (kernels.inc). */
     unsigned char nmax_k[MOE__KK_COUNT];
     moe__cpu_kern_fn kern[MOE__KK_COUNT]; /* NULL: not available on this path (GENERIC is used) */
+    /* Per kind, NULL where absent: the same kernel (the same bits) over the
+     * library's repacked copy (cpu.c, repack): rows in groups of rmax (the
+     * last group of a tensor's rows may be smaller), each group's rows
+     * interleaved per 64 bytes; a call's R rows are one whole group at w, and
+     * chunk k of row r is at w + (k * R + r) * 64; ws = the bytes of one row. */
+    moe__cpu_kern_fn kern_il[MOE__KK_COUNT];
     /* f32 x[0, n) -> positions [c0, c0 + n) of a q8 row of C elements (see
      * above) for weights with the given offset; c0, n multiples of 32. The
      * segment that ends at C also zeroes the padding. */
