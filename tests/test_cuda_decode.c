@@ -122,11 +122,13 @@ TEST(cuda_quant_sweep_T_stream_and_mma) {
     static const moe_type q[] = {MOE_TYPE_Q4_0, MOE_TYPE_Q8_0, MOE_TYPE_Q2_K, MOE_TYPE_Q3_K,
                                  MOE_TYPE_Q4_K, MOE_TYPE_Q5_K, MOE_TYPE_Q6_K, MOE_TYPE_MXFP4};
     static const char *modes[] = {"1", "0"};
+    setenv("MOE_QUANT_PREFILL_T", "-1", 1); /* the decode kernels at every T of the sweep */
     for (int m = 0; m < 2 && !moe_test_failed(); m++) {
         setenv("MOE_DECODE_STREAM", modes[m], 1);
         sweep("cuda-quant", q, 8, MOE_TYPE_BF16);
         unsetenv("MOE_DECODE_STREAM");
     }
+    unsetenv("MOE_QUANT_PREFILL_T");
 }
 
 TEST(cuda_decode_sweep_T_stream_and_mma) {
@@ -138,6 +140,50 @@ TEST(cuda_decode_sweep_T_stream_and_mma) {
         if (!moe_test_failed()) sweep("cuda-decode", q + 1, 1, MOE_TYPE_F16);
         unsetenv("MOE_DECODE_STREAM");
     }
+}
+
+/* cuda-quant's prefill path (GGUF blocks dequantised into the workspace, then
+ * a grouped GEMM backend) forced for every T > 0 (MOE_QUANT_PREFILL_T=0):
+ * the layer must say it runs it, and the sweep and the case table must pass
+ * on it; then the mma kernels with the path off (-1) at the same T. */
+static int prefill_describe(moe_ctx *ctx, int64_t T, char *desc, size_t n) {
+    const int64_t E = 4, D = 64, I = 32, K = 2;
+    size_t qb = (size_t)(E * I * D / 32) * 34; /* Q8_0 blocks, all zero */
+    void *q = calloc(1, qb);
+    moe_layer_desc d = moe_layer_desc_default();
+    d.E = E; d.D = D; d.I = I; d.K = K;
+    moe_tensor t = {q, MOE_TYPE_Q8_0, MOE_MEM_HOST, 0, 0, 0};
+    d.gate = d.up = d.down = t;
+    d.act_type = MOE_TYPE_BF16;
+    d.backend = "cuda-quant";
+    moe_layer *L = NULL;
+    moe_status st = moe_layer_create(ctx, &d, &L);
+    if (!st) moe_layer_describe(L, T, desc, n);
+    moe_layer_free(L);
+    free(q);
+    return st == MOE_OK;
+}
+
+TEST(cuda_quant_prefill_forced) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    static const moe_type q[] = {MOE_TYPE_Q4_0, MOE_TYPE_Q8_0, MOE_TYPE_Q2_K, MOE_TYPE_Q3_K,
+                                 MOE_TYPE_Q4_K, MOE_TYPE_Q5_K, MOE_TYPE_Q6_K, MOE_TYPE_MXFP4};
+    static const char *modes[] = {"0", "-1"};
+    for (int m = 0; m < 2 && !moe_test_failed(); m++) {
+        setenv("MOE_QUANT_PREFILL_T", modes[m], 1);
+        char desc[2048] = "";
+        CHECK(prefill_describe(ctx, 64, desc, sizeof desc));
+        CHECK_MSG((strstr(desc, "(prefill)") != NULL) == (m == 0), "MOE_QUANT_PREFILL_T=%s: %s", modes[m], desc);
+        if (!moe_test_failed()) sweep("cuda-quant", q, 8, MOE_TYPE_BF16);
+        if (!moe_test_failed() && m == 0) {
+            static const moe_type h[] = {MOE_TYPE_Q4_K, MOE_TYPE_Q8_0};
+            sweep("cuda-quant", h, 2, MOE_TYPE_F16); /* f16 activations: dequantised to f16 */
+        }
+        if (!moe_test_failed() && m == 0) run_table("cuda-quant");
+        unsetenv("MOE_QUANT_PREFILL_T");
+    }
+    moe_ctx_free(ctx);
 }
 
 /* Ids out of range on the device: skipped pairs, nothing out of bounds, the

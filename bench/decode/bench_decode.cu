@@ -390,35 +390,56 @@ int main(int argc, char **argv) {
                 cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
             }
     }
-    if (prefill) { /* GGUF weights at prefill sizes against bf16 weights, default backends */
-        static const moe_type pt[] = {MOE_TYPE_BF16, MOE_TYPE_Q4_K, MOE_TYPE_Q8_0};
-        static const int64_t Ts[] = {512, 4096};
-        const preset *pp[] = {&presets[0], &presets[1], &presets[2]};
+    if (prefill) {
+        /* GGUF weights at prefill sizes against bf16 weights (default backends). Each GGUF
+         * layer twice: cuda-quant's prefill path forced (MOE_QUANT_PREFILL_T=0: dequantise
+         * the experts in use, then the grouped GEMM) and off (-1: the decode kernels). */
+        static const moe_type pt[] = {MOE_TYPE_BF16, MOE_TYPE_Q4_K, MOE_TYPE_Q8_0, MOE_TYPE_MXFP4};
+        static const int64_t Ts[] = {32, 64, 128, 256, 512, 4096};
+        const preset *pp[] = {&presets[0], &presets[3], &presets[1]};
         for (const preset *P : pp) {
             if (only_preset && strcmp(only_preset, P->name)) continue;
-            double dense_us[2] = {0, 0};
+            double dense_us[6] = {0, 0, 0, 0, 0, 0};
             for (moe_type t : pt) {
+                /* mxfp4 and q8_0 for gpt-oss (D = 2880 is no multiple of the K-quants' 256) */
+                if ((t == MOE_TYPE_MXFP4) != (P == &presets[3]) && t != MOE_TYPE_BF16 && t != MOE_TYPE_Q8_0) continue;
                 layer_set s = make_layer_weights(*P, t);
-                moe_layer *L = make_layer(ctx, *P, t, s, NULL);
-                if (L)
-                    for (int i = 0; i < 2; i++) {
-                        int64_t T = Ts[i], touched;
+                moe_layer *L[2] = {NULL, NULL};
+                const char *names[2] = {"default", "decode-kernels"};
+                if (t == MOE_TYPE_BF16) {
+                    L[0] = make_layer(ctx, *P, t, s, NULL);
+                } else {
+                    setenv("MOE_QUANT_PREFILL_T", "0", 1);
+                    L[0] = make_layer(ctx, *P, t, s, NULL);
+                    names[0] = "prefill-dequant";
+                    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+                    L[1] = make_layer(ctx, *P, t, s, NULL);
+                    unsetenv("MOE_QUANT_PREFILL_T");
+                }
+                for (int i = 0; i < 6; i++) {
+                    int64_t T = Ts[i], touched;
+                    if (only_T && T != only_T) continue;
+                    for (int v = 0; v < 2; v++) {
+                        if (!L[v]) continue;
                         srand(3000 + (int)T);
-                        timing tm = time_fwd(L, *P, T, 10, &touched);
+                        timing tm = time_fwd(L[v], *P, T, 10, &touched);
                         double tf = 6.0 * T * P->K * P->D * P->I / (tm.med * 1e-6) / 1e12;
                         if (t == MOE_TYPE_BF16) dense_us[i] = tm.med;
-                        printf("prefill %-14s %-6s T=%5lld  %9.1f us  %6.1f TFLOP/s  %.2fx the bf16 time  (%s)\n", P->name,
-                               moe_type_name(t), (long long)T, tm.med, tf, tm.med / dense_us[i], moe_layer_backend(L));
+                        printf("prefill %-14s %-6s %-15s T=%5lld  %9.1f us  %6.1f TFLOP/s  %.2fx the bf16 time  (%s)\n",
+                               P->name, moe_type_name(t), names[v], (long long)T, tm.med, tf, tm.med / dense_us[i],
+                               moe_layer_backend(L[v]));
                         if (jf)
                             fprintf(jf,
-                                    "{\"gpu\": \"%s\", \"preset\": \"%s\", \"wtype\": \"%s\", \"variant\": \"prefill\", "
+                                    "{\"gpu\": \"%s\", \"preset\": \"%s\", \"wtype\": \"%s\", \"variant\": \"%s\", "
                                     "\"backend\": \"%s\", \"T\": %lld, \"median_us\": %.2f, \"tflops\": %.1f, "
                                     "\"ratio_to_bf16\": %.3f}\n",
-                                    gpu, P->name, moe_type_name(t), moe_layer_backend(L), (long long)T, tm.med, tf,
-                                    tm.med / dense_us[i]);
+                                    gpu, P->name, moe_type_name(t), names[v], moe_layer_backend(L[v]), (long long)T,
+                                    tm.med, tf, tm.med / dense_us[i]);
                         fflush(stdout);
                     }
-                moe_layer_free(L);
+                }
+                moe_layer_free(L[0]);
+                moe_layer_free(L[1]);
                 cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
             }
         }

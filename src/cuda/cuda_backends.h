@@ -29,6 +29,11 @@ extern const moe__backend moe__backend_cuda_quant;
     &moe__backend_cuda_decode, &moe__backend_cuda_quant, &moe__backend_cuda_jit, &moe__backend_cuda_sm90,     \
         &moe__backend_cuda_sm80,
 
+/* A cuda-sm90 / cuda-jit / cuda-sm80 layer's weights moved (cuda-quant's
+ * prefill dequantises into the workspace): rebuilds what depends on their
+ * addresses (the TMA descriptors). */
+moe_status moe__cuda_rebind_weights(moe_layer *L);
+
 /* moe_route_topk on a CUDA context: the algorithm of src/core/route.c on the
  * device, asynchronous on the context's stream. logits [T, E] f32, ids [T, K]
  * int32, w [T, K] f32, all device memory. Parameters are checked by the caller. */

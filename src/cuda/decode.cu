@@ -172,6 +172,10 @@ typedef struct dec_impl {
     unsigned *sv_gbar;           /* its grid-barrier counters (device, zeroed) */
     int sv_fused_logged;         /* the first fall-back to two launches was logged */
     char sv_why[160];            /* why they do not, for describe */
+    moe_layer *qp;               /* cuda-quant prefill: the grouped GEMM layer on dequantised weights, or NULL ... */
+    int64_t qp_min_t;            /* ... for T above this */
+    void *qp_dummy;              /* its weights' address until a forward points them at the workspace */
+    char qp_why[200];            /* why there is no prefill path, for describe */
 } dec_impl;
 
 static int fmt_of(moe_type t) {
@@ -305,6 +309,11 @@ static void dec_fini(moe_layer *L) {
     int entered = moe_cuda_dev_enter(im->device, &g) == cudaSuccess;
     for (int i = 0; i < im->n_owned; i++) cudaFree(im->owned[i]);
     if (im->sv_gbar) cudaFree(im->sv_gbar);
+    if (im->qp) {
+        im->qp->backend->fini(im->qp);
+        free(im->qp);
+    }
+    if (im->qp_dummy) cudaFree(im->qp_dummy);
     if (im->gemm) {
         im->gemm->backend->fini(im->gemm);
         free(im->gemm);
@@ -338,6 +347,89 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
         free(G);
     }
     return NULL;
+}
+
+/* cuda-quant's prefill path. Above qp_pairs() pairs per expert (T * K / E)
+ * a forward dequantises the GGUF blocks of the experts it uses into the
+ * workspace as bf16/f16 rows (dequant.cu) and runs a grouped GEMM backend
+ * (cuda-jit, else cuda-sm90, else cuda-sm80) on them: the mma kernels decode
+ * every weight again for each 32 tokens and stay at 18-55 TFLOP/s whatever T
+ * is. Crossover measured on an H200 (bench/decode/README.md, quantised
+ * prefill; qwen3, gpt-oss-20b, mixtral at T = 32..4096): Q8_0 from ~8 pairs
+ * per expert, Q4_K and MXFP4 between 16 and 32 (the cheaper 4-bit rows keep
+ * the decode kernels ahead longer); the other types are taken as the 4-bit
+ * ones. MOE_QUANT_PREFILL_T overrides the threshold in tokens (negative:
+ * never); the dequantised weights must fit in MOE_QUANT_PREFILL_MB of
+ * workspace (default 4096). */
+#define QP_SCRATCH_MB 4096
+static int64_t qp_pairs(int fmt) { return fmt == MOE_DF_Q8_0 ? 8 : 16; }
+
+/* bytes of the dequantised gate, up and down of all experts */
+static void qp_sizes(const moe_layer *L, size_t sz[3]) {
+    const moe_layer_desc *d = &L->desc;
+    size_t m = (size_t)(d->E * d->I * d->D) * 2;
+    sz[0] = L->gated ? (m + 255) & ~(size_t)255 : 0;
+    sz[1] = sz[2] = (m + 255) & ~(size_t)255;
+}
+
+static void qp_init(moe_layer *L, dec_impl *im) {
+    const moe_layer_desc *d = &L->desc;
+    im->qp_min_t = INT64_MAX;
+    if (d->act_type != MOE_TYPE_BF16 && d->act_type != MOE_TYPE_F16) {
+        snprintf(im->qp_why, sizeof im->qp_why, "x is %s; the grouped GEMMs take bf16 or f16",
+                 moe_type_name(d->act_type));
+        return;
+    }
+    const char *mt = getenv("MOE_QUANT_PREFILL_T");
+    int64_t min_t = mt && *mt ? strtoll(mt, NULL, 10) : qp_pairs(im->fmt1) * d->E / d->K;
+    if (min_t < 0) {
+        snprintf(im->qp_why, sizeof im->qp_why, "MOE_QUANT_PREFILL_T=%s", mt);
+        return;
+    }
+    size_t sz[3];
+    qp_sizes(L, sz);
+    const char *mb = getenv("MOE_QUANT_PREFILL_MB");
+    long long budget = mb && *mb ? atoll(mb) : QP_SCRATCH_MB;
+    if ((long long)((sz[0] + sz[1] + sz[2]) >> 20) > budget) {
+        snprintf(im->qp_why, sizeof im->qp_why,
+                 "the dequantised weights would take %zu MB of workspace, over MOE_QUANT_PREFILL_MB = %lld",
+                 (sz[0] + sz[1] + sz[2]) >> 20, budget);
+        return;
+    }
+    if (cudaMalloc(&im->qp_dummy, 256) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(im->qp_why, sizeof im->qp_why, "cudaMalloc of 256 bytes failed");
+        return;
+    }
+    const moe__backend *cands[] = {&moe__backend_cuda_jit, &moe__backend_cuda_sm90, &moe__backend_cuda_sm80};
+    char whys[3][200];
+    for (int i = 0; i < 3; i++) {
+        moe_layer *G = (moe_layer *)calloc(1, sizeof *G);
+        if (!G) break;
+        *G = *L;
+        G->impl = NULL;
+        G->backend = cands[i];
+        G->err[0] = 0;
+        /* contiguous [E, I, D] gate and up, [E, D, I] down in the forward's workspace */
+        moe_tensor w = {im->qp_dummy, d->act_type, MOE_MEM_DEVICE, d->I * d->D, d->D, 1};
+        G->gate = L->gated ? w : L->gate;
+        G->up = w;
+        w.stride_n = d->I;
+        G->down = w;
+        G->gate_bias = im->gate_bias; G->up_bias = im->up_bias; G->down_bias = im->down_bias;
+        if (cands[i]->probe(L->ctx, whys[i], sizeof whys[i]) && cands[i]->supports(G, whys[i], sizeof whys[i]) &&
+            cands[i]->init(G) == MOE_OK) {
+            im->qp = G;
+            im->qp_min_t = min_t;
+            moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: T > %lld dequantises the experts in use and runs %s",
+                     (long long)min_t, cands[i]->name);
+            return;
+        }
+        if (G->err[0]) snprintf(whys[i], sizeof whys[i], "%s", G->err);
+        free(G);
+    }
+    snprintf(im->qp_why, sizeof im->qp_why, "no grouped GEMM backend: cuda-jit: %.50s; cuda-sm90: %.50s; cuda-sm80: %.50s",
+             whys[0], whys[1], whys[2]);
 }
 
 static void sv_init(moe_layer *L, dec_impl *im);
@@ -390,6 +482,7 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
         if (im->max_t < 0) im->max_t = INT64_MAX; /* negative: never hand over */
         if (im->max_t != INT64_MAX) im->gemm = make_gemm_layer(L, im);
     }
+    if (quant) qp_init(L, im);
     sv_init(L, im);
     const char *sv_env = getenv("MOE_DECODE_STREAM");
     if (!im->sv && sv_env && sv_env[0] == '1')
@@ -478,6 +571,7 @@ static dws dws_plan(const moe_layer *L, const dec_impl *im, int64_t Tc) {
 }
 
 static int use_gemm(const dec_impl *im, int64_t T) { return im->gemm && T > im->max_t; }
+static int use_qp(const dec_impl *im, int64_t T) { return im->qp && T > im->qp_min_t; }
 static int use_sv(const dec_impl *im, int64_t T) { return im->sv && T <= im->sv_max_t; }
 
 static size_t sv_workspace(const moe_layer *L, const dec_impl *im, int64_t T) {
@@ -487,6 +581,11 @@ static size_t sv_workspace(const moe_layer *L, const dec_impl *im, int64_t T) {
 static size_t dec_workspace(const moe_layer *L, int64_t T) {
     const dec_impl *im = (const dec_impl *)L->impl;
     if (use_gemm(im, T)) return im->gemm->backend->workspace(im->gemm, T);
+    if (use_qp(im, T)) {
+        size_t sz[3];
+        qp_sizes(L, sz);
+        return al256((size_t)L->desc.E) + sz[0] + sz[1] + sz[2] + im->qp->backend->workspace(im->qp, T);
+    }
     if (use_sv(im, T)) return sv_workspace(L, im, T);
     int64_t Tc = T < im->chunk_t ? T : im->chunk_t;
     return dws_plan(L, im, Tc).total;
@@ -759,9 +858,53 @@ out:
     return st;
 }
 
+/* The prefill path (qp_init): used[] flags, the used experts' gate, up and
+ * down dequantised into the workspace, then the grouped GEMM layer on them. */
+static moe_status qp_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
+    const moe_layer_desc *d = &L->desc;
+    moe_layer *G = im->qp;
+    cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
+    size_t sz[3];
+    qp_sizes(L, sz);
+    char *ws = (char *)fa->ws;
+    unsigned char *used = (unsigned char *)ws;
+    char *wg = ws + al256((size_t)d->E), *wu = wg + sz[0], *wd = wu + sz[1];
+    moe_status st = MOE_OK;
+    moe_cuda_dev_guard g;
+    if (moe_cuda_dev_enter(im->device, &g) != cudaSuccess)
+        return moe__layer_error(L, MOE_ERR_CUDA, "cudaSetDevice(%d) failed", im->device);
+    {
+        const int f16 = d->act_type == MOE_TYPE_F16, E = (int)d->E, I = (int)d->I, D = (int)d->D;
+        MOE_CUDA_CK(moe__dec_mark_used(fa->ids, (int)(fa->T * d->K), E, used, s));
+        if (L->gated)
+            MOE_CUDA_CK(moe__dec_dequant(im->fmt1, f16, (const uint8_t *)im->gate.data, bytes_of(&im->gate, im->gate.stride_e),
+                                         bytes_of(&im->gate, im->gate.stride_n), E, I, D, used, wg, im->sm_count, s));
+        MOE_CUDA_CK(moe__dec_dequant(im->fmt1, f16, (const uint8_t *)im->up.data, bytes_of(&im->up, im->up.stride_e),
+                                     bytes_of(&im->up, im->up.stride_n), E, I, D, used, wu, im->sm_count, s));
+        MOE_CUDA_CK(moe__dec_dequant(im->fmt2, f16, (const uint8_t *)im->down.data,
+                                     bytes_of(&im->down, im->down.stride_e), bytes_of(&im->down, im->down.stride_n), E,
+                                     D, I, used, wd, im->sm_count, s));
+        if (L->gated) G->gate.data = wg;
+        G->up.data = wu;
+        G->down.data = wd;
+        st = moe__cuda_rebind_weights(G);
+        if (!st) {
+            moe__fwd ga = *fa;
+            ga.ws = wd + sz[2];
+            ga.ws_size = fa->ws_size - (size_t)(wd + sz[2] - ws);
+            st = G->backend->forward(G, &ga);
+        }
+        if (st) moe__layer_error(L, st, "%s (cuda-quant prefill): %s", G->backend->name, G->err);
+    }
+out:
+    moe_cuda_dev_leave(&g);
+    return st;
+}
+
 static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
     dec_impl *im = (dec_impl *)L->impl;
     const moe_layer_desc *d = &L->desc;
+    if (use_qp(im, fa->T)) return qp_forward(L, im, fa);
     if (use_gemm(im, fa->T)) {
         moe_status s = im->gemm->backend->forward(im->gemm, fa);
         if (s) moe__layer_error(L, s, "%s (through cuda-decode): %s", im->gemm->backend->name, im->gemm->err);
@@ -860,6 +1003,19 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     }
     char up[96] = "";
     if (im->uploaded) snprintf(up, sizeof up, ", %.1f MB of host weights copied to the device at init", im->uploaded / 1e6);
+    if (use_qp(im, T)) {
+        char inner[768];
+        size_t sz[3];
+        qp_sizes(L, sz);
+        im->qp->backend->describe(im->qp, T, inner, sizeof inner);
+        snprintf(buf, n,
+                 "%s: T = %lld > %lld (prefill): the GGUF blocks (%s/%s) of the experts in use dequantised to %s in the "
+                 "workspace (up to %.1f MB), then %s: %s%s",
+                 L->backend->name, (long long)T, (long long)im->qp_min_t, moe_type_name(L->up.type),
+                 moe_type_name(L->down.type), moe_type_name(d->act_type), (sz[0] + sz[1] + sz[2]) / 1e6,
+                 im->qp->backend->name, inner, up);
+        return;
+    }
     if (use_sv(im, T)) {
         int64_t Tn = T < MOE_SV_MAXP / d->K ? T : MOE_SV_MAXP / d->K;
         snprintf(buf, n,
@@ -892,6 +1048,11 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
              im->quant ? ", no repacking (GGUF blocks read in place)" : "");
     if (im->sv_why[0] && n > strlen(buf) + 40)
         snprintf(buf + strlen(buf), n - strlen(buf), "; streaming kernels: %s", im->sv_why);
+    if (im->quant && im->qp && n > strlen(buf) + 40)
+        snprintf(buf + strlen(buf), n - strlen(buf), "; prefill path (dequantise, then %s) for T > %lld",
+                 im->qp->backend->name, (long long)im->qp_min_t);
+    else if (im->quant && n > strlen(buf) + 40)
+        snprintf(buf + strlen(buf), n - strlen(buf), "; no prefill path: %s", im->qp_why);
 }
 
 extern "C" {

@@ -79,6 +79,13 @@ cudaError_t moe__dec_launch_dense(int fmt, int ph, int nt, const moe_dec_args *a
 cudaError_t moe__dec_launch_qlegacy(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s);
 cudaError_t moe__dec_launch_qk(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s);
 
+/* dequant.cu: the GGUF blocks of weight w ([E, N, C], byte strides se, sn) as
+ * bf16 (out_f16 = 0) or f16 rows dst [E, N, C], contiguous, for the experts
+ * with used[e] != 0 (used NULL: all); and used[] from the ids of a forward. */
+cudaError_t moe__dec_dequant(int fmt, int out_f16, const uint8_t *w, int64_t se, int64_t sn, int E, int N, int C,
+                             const unsigned char *used, void *dst, int sm_count, cudaStream_t s);
+cudaError_t moe__dec_mark_used(const int32_t *ids, int TK, int E, unsigned char *used, cudaStream_t s);
+
 /* Columns per chunk (CW) and the smallest alignment in bytes its loads need. */
 static inline int moe__dec_chunk_cols(int fmt) { return fmt <= MOE_DF_F16 ? 64 : 256; }
 static inline int moe__dec_align(int fmt) {

@@ -106,7 +106,9 @@ static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
 #ifdef MOE_JIT
 #define GN (MODE == 1 ? MOE_JIT_I : MOE_JIT_D)
 #define GC (MODE == 1 ? MOE_JIT_D : MOE_JIT_I)
-#define COL_OUT(col) (GN % NOUT != 0 && (col) >= GN)
+/* a column past N exists when N is not a multiple of the n-tile, or when a
+ * CN = 2 cluster's second n-tile lies past the last one */
+#define COL_OUT(col) (GN % (NOUT * CN) != 0 && (col) >= GN)
 #define HAS_FB0 ((((MODE == 1 ? MOE_JIT_BIAS1 : MOE_JIT_BIAS2) & 1) != 0) && g.fb0)
 #define HAS_FB1 (((MOE_JIT_BIAS1 & 2) != 0) && g.fb1)
 #else

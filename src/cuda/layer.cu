@@ -337,6 +337,29 @@ static cudaError_t bias_copy(const moe_tensor *b, int64_t E, int64_t N, float **
 
 static void fini_cuda(moe_layer *L);
 
+/* The TMA descriptors of the layer's weights (gate/up boxes of 128 rows,
+ * down); 0, or -1 and why. */
+static int weight_tmaps(const moe_layer *L, moe_cuda_impl *im, char *why, size_t n) {
+    const moe_layer_desc *d = &L->desc;
+    int dt = L->up.type;
+    int bad = 0;
+    if (L->gated) {
+        bad |= moe__cuda_weight_tmap(&im->tm_b0, L->gate.data, dt, d->E, d->I, d->D, L->gate.stride_e,
+                                     L->gate.stride_n, 128, why, n);
+        if (!bad)
+            bad |= moe__cuda_weight_tmap(&im->tm_b1, L->up.data, dt, d->E, d->I, d->D, L->up.stride_e,
+                                         L->up.stride_n, 128, why, n);
+    } else {
+        bad |= moe__cuda_weight_tmap(&im->tm_b0, L->up.data, dt, d->E, d->I, d->D, L->up.stride_e, L->up.stride_n,
+                                     128, why, n);
+        im->tm_b1 = im->tm_b0;
+    }
+    if (!bad)
+        bad |= moe__cuda_weight_tmap(&im->tm_down, L->down.data, dt, d->E, d->D, d->I, L->down.stride_e,
+                                     L->down.stride_n, 128, why, n);
+    return bad;
+}
+
 static moe_status init_common(moe_layer *L, int sm90) {
     moe_cuda_impl *im = (moe_cuda_impl *)calloc(1, sizeof *im);
     if (!im) return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY, "out of memory");
@@ -363,25 +386,8 @@ static moe_status init_common(moe_layer *L, int sm90) {
         return moe__layer_error(L, MOE_ERR_CUDA, "device %d setup: %s", L->ctx->p.cuda_device, cudaGetErrorString(e));
     }
     if (sm90) {
-        const moe_layer_desc *d = &L->desc;
         char why[256];
-        int dt = L->up.type;
-        int bad = 0;
-        if (L->gated) {
-            bad |= moe__cuda_weight_tmap(&im->tm_b0, L->gate.data, dt, d->E, d->I, d->D, L->gate.stride_e,
-                                         L->gate.stride_n, 128, why, sizeof why);
-            if (!bad)
-                bad |= moe__cuda_weight_tmap(&im->tm_b1, L->up.data, dt, d->E, d->I, d->D, L->up.stride_e,
-                                             L->up.stride_n, 128, why, sizeof why);
-        } else {
-            bad |= moe__cuda_weight_tmap(&im->tm_b0, L->up.data, dt, d->E, d->I, d->D, L->up.stride_e, L->up.stride_n,
-                                         128, why, sizeof why);
-            im->tm_b1 = im->tm_b0;
-        }
-        if (!bad)
-            bad |= moe__cuda_weight_tmap(&im->tm_down, L->down.data, dt, d->E, d->D, d->I, L->down.stride_e,
-                                         L->down.stride_n, 128, why, sizeof why);
-        if (bad) {
+        if (weight_tmaps(L, im, why, sizeof why)) {
             moe_cuda_dev_leave(&g);
             L->impl = im;
             fini_cuda(L);
@@ -394,6 +400,17 @@ static moe_status init_common(moe_layer *L, int sm90) {
 }
 
 static moe_status init_sm90(moe_layer *L) { return init_common(L, 1); }
+
+/* cuda-quant's prefill (decode.cu) points this layer's weights at the
+ * workspace, where it dequantises them before each forward: the tensor maps
+ * follow. */
+extern "C" moe_status moe__cuda_rebind_weights(moe_layer *L) {
+    moe_cuda_impl *im = (moe_cuda_impl *)L->impl;
+    char why[256];
+    if (im->sm90 && weight_tmaps(L, im, why, sizeof why))
+        return moe__layer_error(L, MOE_ERR_CUDA, "TMA descriptor of the dequantised weights: %s", why);
+    return MOE_OK;
+}
 static moe_status init_sm80(moe_layer *L) { return init_common(L, 0); }
 
 static void fini_cuda(moe_layer *L) {
