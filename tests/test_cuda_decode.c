@@ -145,7 +145,8 @@ TEST(cuda_decode_sweep_T_stream_and_mma) {
 /* cuda-quant's prefill path (GGUF blocks dequantised into the workspace, then
  * a grouped GEMM backend) forced for every T > 0 (MOE_QUANT_PREFILL_T=0):
  * the layer must say it runs it, and the sweep and the case table must pass
- * on it; then the mma kernels with the path off (-1) at the same T. */
+ * on it, also with the experts dequantised a few at a time; then the mma
+ * kernels with the path off (-1) at the same T. */
 static int prefill_describe(moe_ctx *ctx, int64_t T, char *desc, size_t n) {
     const int64_t E = 4, D = 64, I = 32, K = 2;
     size_t qb = (size_t)(E * I * D / 32) * 34; /* Q8_0 blocks, all zero */
@@ -181,6 +182,13 @@ TEST(cuda_quant_prefill_forced) {
             sweep("cuda-quant", h, 2, MOE_TYPE_F16); /* f16 activations: dequantised to f16 */
         }
         if (!moe_test_failed() && m == 0) run_table("cuda-quant");
+        if (!moe_test_failed() && m == 0) {
+            /* the experts in groups: 2 MB of workspace holds 2 experts of the sweep's
+             * D = 512 shape and 1 of its D = 768 one (8 and 16 groups) */
+            setenv("MOE_QUANT_PREFILL_MB", "2", 1);
+            sweep("cuda-quant", q, 8, MOE_TYPE_BF16);
+            unsetenv("MOE_QUANT_PREFILL_MB");
+        }
         unsetenv("MOE_QUANT_PREFILL_T");
     }
     moe_ctx_free(ctx);

@@ -104,6 +104,7 @@ static size_t flush_bytes;
 static unsigned *flush_sink;
 static const char *only_preset;
 static int64_t only_T;
+static const char *prefill_tokens; /* --prefill-tokens 512,4096: the T of --prefill (default below) */
 
 struct timing { double med, mn; };
 
@@ -249,6 +250,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--probe")) g_probe = 1;
         else if (!strcmp(argv[i], "--prefill")) prefill = 1;
+        else if (!strcmp(argv[i], "--prefill-tokens") && i + 1 < argc) prefill_tokens = argv[++i];
     }
     if (!dense && !quant && !cross && !prefill) dense = quant = cross = 1;
     if (json) jf = fopen(json, "a");
@@ -395,14 +397,23 @@ int main(int argc, char **argv) {
          * layer twice: cuda-quant's prefill path forced (MOE_QUANT_PREFILL_T=0: dequantise
          * the experts in use, then the grouped GEMM) and off (-1: the decode kernels). */
         static const moe_type pt[] = {MOE_TYPE_BF16, MOE_TYPE_Q4_K, MOE_TYPE_Q8_0, MOE_TYPE_MXFP4};
-        static const int64_t Ts[] = {32, 64, 128, 256, 512, 4096};
-        const preset *pp[] = {&presets[0], &presets[3], &presets[1]};
+        int64_t Ts[6] = {32, 64, 128, 256, 512, 4096};
+        if (prefill_tokens) {
+            const char *c = prefill_tokens;
+            for (int i = 0; i < 6; i++) {
+                Ts[i] = *c ? strtoll(c, (char **)&c, 10) : -1;
+                if (*c == ',') c++;
+            }
+        }
+        const preset *pp[] = {&presets[0], &presets[3], &presets[1], &presets[4], &presets[2]};
         for (const preset *P : pp) {
             if (only_preset && strcmp(only_preset, P->name)) continue;
             double dense_us[6] = {0, 0, 0, 0, 0, 0};
+            if (!only_preset && (P == &presets[2] || P == &presets[4])) continue; /* large: only when named */
             for (moe_type t : pt) {
                 /* mxfp4 and q8_0 for gpt-oss (D = 2880 is no multiple of the K-quants' 256) */
-                if ((t == MOE_TYPE_MXFP4) != (P == &presets[3]) && t != MOE_TYPE_BF16 && t != MOE_TYPE_Q8_0) continue;
+                const bool oss = P == &presets[3] || P == &presets[4];
+                if ((t == MOE_TYPE_MXFP4) != oss && t != MOE_TYPE_BF16 && t != MOE_TYPE_Q8_0) continue;
                 layer_set s = make_layer_weights(*P, t);
                 moe_layer *L[2] = {NULL, NULL};
                 const char *names[2] = {"default", "decode-kernels"};
@@ -418,7 +429,7 @@ int main(int argc, char **argv) {
                 }
                 for (int i = 0; i < 6; i++) {
                     int64_t T = Ts[i], touched;
-                    if (only_T && T != only_T) continue;
+                    if (T <= 0 || (only_T && T != only_T)) continue;
                     for (int v = 0; v < 2; v++) {
                         if (!L[v]) continue;
                         srand(3000 + (int)T);

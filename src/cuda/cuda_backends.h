@@ -34,6 +34,15 @@ extern const moe__backend moe__backend_cuda_quant;
  * addresses (the TMA descriptors). */
 moe_status moe__cuda_rebind_weights(moe_layer *L);
 
+/* The forward of a cuda-sm90 / cuda-jit / cuda-sm80 layer with its GEMMs run
+ * per group of `group` experts (routing and combine once): before each group
+ * [e0, e0 + ne) prep(pctx, e0, ne) puts those experts' weights, numbered from
+ * 0, where the layer's weights point (stream-ordered; the layer's weights
+ * then hold one group). cuda-quant's prefill dequantises into them. */
+typedef moe_status (*moe__cuda_group_prep)(void *pctx, int64_t e0, int64_t ne);
+moe_status moe__cuda_forward_grouped(moe_layer *L, const moe__fwd *a, int64_t group, moe__cuda_group_prep prep,
+                                     void *pctx);
+
 /* moe_route_topk on a CUDA context: the algorithm of src/core/route.c on the
  * device, asynchronous on the context's stream. logits [T, E] f32, ids [T, K]
  * int32, w [T, K] f32, all device memory. Parameters are checked by the caller. */

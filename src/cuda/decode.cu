@@ -173,7 +173,8 @@ typedef struct dec_impl {
     int sv_fused_logged;         /* the first fall-back to two launches was logged */
     char sv_why[160];            /* why they do not, for describe */
     moe_layer *qp;               /* cuda-quant prefill: the grouped GEMM layer on dequantised weights, or NULL ... */
-    int64_t qp_min_t;            /* ... for T above this */
+    int64_t qp_min_t;            /* ... for T above this, */
+    int64_t qp_group;            /* ... dequantising this many experts at a time */
     void *qp_dummy;              /* its weights' address until a forward points them at the workspace */
     char qp_why[200];            /* why there is no prefill path, for describe */
 } dec_impl;
@@ -359,15 +360,16 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
  * per expert, Q4_K and MXFP4 between 16 and 32 (the cheaper 4-bit rows keep
  * the decode kernels ahead longer); the other types are taken as the 4-bit
  * ones. MOE_QUANT_PREFILL_T overrides the threshold in tokens (negative:
- * never); the dequantised weights must fit in MOE_QUANT_PREFILL_MB of
- * workspace (default 4096). */
-#define QP_SCRATCH_MB 4096
+ * never). The experts are dequantised in groups whose bf16 weights fit in
+ * MOE_QUANT_PREFILL_MB of workspace (default 2048; one group when all fit),
+ * each group's GEMMs running before the next group overwrites them. */
+#define QP_SCRATCH_MB 2048
 static int64_t qp_pairs(int fmt) { return fmt == MOE_DF_Q8_0 ? 8 : 16; }
 
-/* bytes of the dequantised gate, up and down of all experts */
-static void qp_sizes(const moe_layer *L, size_t sz[3]) {
+/* bytes of the dequantised gate, up and down of ne experts */
+static void qp_sizes(const moe_layer *L, int64_t ne, size_t sz[3]) {
     const moe_layer_desc *d = &L->desc;
-    size_t m = (size_t)(d->E * d->I * d->D) * 2;
+    size_t m = (size_t)(ne * d->I * d->D) * 2;
     sz[0] = L->gated ? (m + 255) & ~(size_t)255 : 0;
     sz[1] = sz[2] = (m + 255) & ~(size_t)255;
 }
@@ -387,15 +389,18 @@ static void qp_init(moe_layer *L, dec_impl *im) {
         return;
     }
     size_t sz[3];
-    qp_sizes(L, sz);
+    qp_sizes(L, 1, sz);
     const char *mb = getenv("MOE_QUANT_PREFILL_MB");
     long long budget = mb && *mb ? atoll(mb) : QP_SCRATCH_MB;
-    if ((long long)((sz[0] + sz[1] + sz[2]) >> 20) > budget) {
+    const size_t per = sz[0] + sz[1] + sz[2];
+    int64_t group = budget > 0 ? (int64_t)(((size_t)budget << 20) / per) : 0;
+    if (group < 1) {
         snprintf(im->qp_why, sizeof im->qp_why,
-                 "the dequantised weights would take %zu MB of workspace, over MOE_QUANT_PREFILL_MB = %lld",
-                 (sz[0] + sz[1] + sz[2]) >> 20, budget);
+                 "one expert's dequantised weights take %.1f MB of workspace, over MOE_QUANT_PREFILL_MB = %lld",
+                 per / 1048576.0, budget);
         return;
     }
+    if (group > d->E) group = d->E;
     if (cudaMalloc(&im->qp_dummy, 256) != cudaSuccess) {
         cudaGetLastError();
         snprintf(im->qp_why, sizeof im->qp_why, "cudaMalloc of 256 bytes failed");
@@ -421,8 +426,10 @@ static void qp_init(moe_layer *L, dec_impl *im) {
             cands[i]->init(G) == MOE_OK) {
             im->qp = G;
             im->qp_min_t = min_t;
-            moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: T > %lld dequantises the experts in use and runs %s",
-                     (long long)min_t, cands[i]->name);
+            im->qp_group = group;
+            moe__log(L->ctx, MOE_LOG_INFO,
+                     "cuda-quant: T > %lld dequantises the experts in use (%lld at a time) and runs %s",
+                     (long long)min_t, (long long)group, cands[i]->name);
             return;
         }
         if (G->err[0]) snprintf(whys[i], sizeof whys[i], "%s", G->err);
@@ -583,7 +590,7 @@ static size_t dec_workspace(const moe_layer *L, int64_t T) {
     if (use_gemm(im, T)) return im->gemm->backend->workspace(im->gemm, T);
     if (use_qp(im, T)) {
         size_t sz[3];
-        qp_sizes(L, sz);
+        qp_sizes(L, im->qp_group, sz);
         return al256((size_t)L->desc.E) + sz[0] + sz[1] + sz[2] + im->qp->backend->workspace(im->qp, T);
     }
     if (use_sv(im, T)) return sv_workspace(L, im, T);
@@ -858,43 +865,74 @@ out:
     return st;
 }
 
-/* The prefill path (qp_init): used[] flags, the used experts' gate, up and
- * down dequantised into the workspace, then the grouped GEMM layer on them. */
+/* The prefill path (qp_init): used[] flags, then the grouped GEMM layer's
+ * forward, which calls qp_prep before each group of experts: their gate, up
+ * and down dequantised into the workspace (where the layer's weights point). */
+typedef struct {
+    moe_layer *L;
+    dec_impl *im;
+    const unsigned char *used;
+    char *wg, *wu, *wd;
+    cudaStream_t s;
+    int failed;                  /* qp_prep set the layer's error */
+} qp_ctx;
+
+static moe_status qp_prep(void *pctx, int64_t e0, int64_t ne) {
+    qp_ctx *c = (qp_ctx *)pctx;
+    moe_layer *L = c->L;
+    dec_impl *im = c->im;
+    const moe_layer_desc *d = &L->desc;
+    const int f16 = d->act_type == MOE_TYPE_F16, I = (int)d->I, D = (int)d->D;
+    const moe_tensor *ws[3] = {L->gated ? &im->gate : NULL, &im->up, &im->down};
+    char *dst[3] = {c->wg, c->wu, c->wd};
+    for (int i = 0; i < 3; i++) {
+        if (!ws[i]) continue;
+        const int64_t se = bytes_of(ws[i], ws[i]->stride_e), sn = bytes_of(ws[i], ws[i]->stride_n);
+        cudaError_t e = moe__dec_dequant(i < 2 ? im->fmt1 : im->fmt2, f16, (const uint8_t *)ws[i]->data + e0 * se, se,
+                                         sn, (int)ne, i < 2 ? I : D, i < 2 ? D : I, c->used + e0, dst[i], im->sm_count,
+                                         c->s);
+        if (e != cudaSuccess) {
+            c->failed = 1;
+            return moe__layer_error(L, MOE_ERR_CUDA, "dequantising experts %lld..%lld: %s", (long long)e0,
+                                    (long long)(e0 + ne - 1), cudaGetErrorString(e));
+        }
+    }
+    return MOE_OK;
+}
+
 static moe_status qp_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
     const moe_layer_desc *d = &L->desc;
     moe_layer *G = im->qp;
-    cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
     size_t sz[3];
-    qp_sizes(L, sz);
+    qp_sizes(L, im->qp_group, sz);
     char *ws = (char *)fa->ws;
+    qp_ctx c;
+    c.L = L;
+    c.im = im;
+    c.s = (cudaStream_t)L->ctx->p.cuda_stream;
+    c.failed = 0;
     unsigned char *used = (unsigned char *)ws;
-    char *wg = ws + al256((size_t)d->E), *wu = wg + sz[0], *wd = wu + sz[1];
+    c.used = used;
+    c.wg = ws + al256((size_t)d->E);
+    c.wu = c.wg + sz[0];
+    c.wd = c.wu + sz[1];
     moe_status st = MOE_OK;
     moe_cuda_dev_guard g;
     if (moe_cuda_dev_enter(im->device, &g) != cudaSuccess)
         return moe__layer_error(L, MOE_ERR_CUDA, "cudaSetDevice(%d) failed", im->device);
     {
-        const int f16 = d->act_type == MOE_TYPE_F16, E = (int)d->E, I = (int)d->I, D = (int)d->D;
-        MOE_CUDA_CK(moe__dec_mark_used(fa->ids, (int)(fa->T * d->K), E, used, s));
-        if (L->gated)
-            MOE_CUDA_CK(moe__dec_dequant(im->fmt1, f16, (const uint8_t *)im->gate.data, bytes_of(&im->gate, im->gate.stride_e),
-                                         bytes_of(&im->gate, im->gate.stride_n), E, I, D, used, wg, im->sm_count, s));
-        MOE_CUDA_CK(moe__dec_dequant(im->fmt1, f16, (const uint8_t *)im->up.data, bytes_of(&im->up, im->up.stride_e),
-                                     bytes_of(&im->up, im->up.stride_n), E, I, D, used, wu, im->sm_count, s));
-        MOE_CUDA_CK(moe__dec_dequant(im->fmt2, f16, (const uint8_t *)im->down.data,
-                                     bytes_of(&im->down, im->down.stride_e), bytes_of(&im->down, im->down.stride_n), E,
-                                     D, I, used, wd, im->sm_count, s));
-        if (L->gated) G->gate.data = wg;
-        G->up.data = wu;
-        G->down.data = wd;
+        MOE_CUDA_CK(moe__dec_mark_used(fa->ids, (int)(fa->T * d->K), (int)d->E, used, c.s));
+        if (L->gated) G->gate.data = c.wg;
+        G->up.data = c.wu;
+        G->down.data = c.wd;
         st = moe__cuda_rebind_weights(G);
         if (!st) {
             moe__fwd ga = *fa;
-            ga.ws = wd + sz[2];
-            ga.ws_size = fa->ws_size - (size_t)(wd + sz[2] - ws);
-            st = G->backend->forward(G, &ga);
+            ga.ws = c.wd + sz[2];
+            ga.ws_size = fa->ws_size - (size_t)(c.wd + sz[2] - ws);
+            st = moe__cuda_forward_grouped(G, &ga, im->qp_group, qp_prep, &c);
         }
-        if (st) moe__layer_error(L, st, "%s (cuda-quant prefill): %s", G->backend->name, G->err);
+        if (st && !c.failed) moe__layer_error(L, st, "%s (cuda-quant prefill): %s", G->backend->name, G->err);
     }
 out:
     moe_cuda_dev_leave(&g);
@@ -1006,14 +1044,14 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     if (use_qp(im, T)) {
         char inner[768];
         size_t sz[3];
-        qp_sizes(L, sz);
+        qp_sizes(L, im->qp_group, sz);
         im->qp->backend->describe(im->qp, T, inner, sizeof inner);
         snprintf(buf, n,
                  "%s: T = %lld > %lld (prefill): the GGUF blocks (%s/%s) of the experts in use dequantised to %s in the "
-                 "workspace (up to %.1f MB), then %s: %s%s",
+                 "workspace, %lld experts (%.1f MB) at a time, each group's GEMMs before the next; %s: %s%s",
                  L->backend->name, (long long)T, (long long)im->qp_min_t, moe_type_name(L->up.type),
-                 moe_type_name(L->down.type), moe_type_name(d->act_type), (sz[0] + sz[1] + sz[2]) / 1e6,
-                 im->qp->backend->name, inner, up);
+                 moe_type_name(L->down.type), moe_type_name(d->act_type), (long long)im->qp_group,
+                 (sz[0] + sz[1] + sz[2]) / 1e6, im->qp->backend->name, inner, up);
         return;
     }
     if (use_sv(im, T)) {

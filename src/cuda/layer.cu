@@ -141,12 +141,39 @@ static __global__ void k_bias_f32(const void *src, int type, int64_t se, int64_t
     dst[i] = moe_cuda_load_bias(src, type, e * se + n * sn);
 }
 
+/* The tiles of experts [e0, e0 + ne) (a contiguous run: k_scan writes them in
+ * expert order) as a list of their own with the experts numbered from 0, and
+ * their count: one group of cuda-quant's grouped prefill (moe__cuda_forward_grouped). */
+static __global__ void __launch_bounds__(1024) k_group_tiles(const int2 *__restrict__ tiles, const int *__restrict__ ntl,
+                                                             int e0, int ne, int2 *__restrict__ gt, int *__restrict__ gn) {
+    __shared__ int s_lo, s_hi;
+    if (threadIdx.x == 0) {
+        const int n = *ntl;
+        int lo = 0, hi = n;
+        while (lo < hi) {
+            int m = (lo + hi) >> 1;
+            if (tiles[m].x < e0) lo = m + 1; else hi = m;
+        }
+        const int first = lo;
+        hi = n;
+        while (lo < hi) {
+            int m = (lo + hi) >> 1;
+            if (tiles[m].x < e0 + ne) lo = m + 1; else hi = m;
+        }
+        s_lo = first;
+        s_hi = lo;
+        *gn = lo - first;
+    }
+    __syncthreads();
+    for (int i = s_lo + (int)threadIdx.x; i < s_hi; i += blockDim.x) gt[i - s_lo] = make_int2(tiles[i].x - e0, tiles[i].y);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Workspace                                                                 */
 /* ------------------------------------------------------------------------ */
 
 typedef struct {
-    size_t cnt, off, ntiles, tiles, sorted, xp, h, y, total;
+    size_t cnt, off, ntiles, tiles, gtiles, sorted, xp, h, y, total;
     int max_mtiles;
 } ws_layout;
 
@@ -162,6 +189,7 @@ static ws_layout ws_plan(const moe_layer *L, int64_t T, int sm90) {
     w.off = o; o = align_up(o + sizeof(int) * (size_t)(E + 1));
     w.ntiles = o; o = align_up(o + sizeof(int));
     w.tiles = o; o = align_up(o + sizeof(int2) * (size_t)w.max_mtiles);
+    w.gtiles = o; o = align_up(o + sizeof(int2) * (size_t)w.max_mtiles + sizeof(int)); /* a group's tiles, then their count */
     w.sorted = o; o = align_up(o + sizeof(int32_t) * (size_t)TK);
     w.xp = o; if (sm90) o = align_up(o + es * (size_t)(TK * D));
     w.h = o; o = align_up(o + es * (size_t)(TK * I));
@@ -474,7 +502,12 @@ static void fill_gemm2(const moe_layer *L, moe_cuda_gemm *g) {
     g->fb0 = g->fb1 = ((const moe_cuda_impl *)L->impl)->fb_down;
 }
 
-static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
+/* The forward; with group < E (cuda-quant's grouped prefill) the GEMMs run per
+ * group of experts [e0, e0 + ne), prep(pctx, e0, ne) first (it puts that
+ * group's weights, numbered from 0, where the layer's weights point), then
+ * the group's tiles with the experts renumbered, exp_off and the biases
+ * offset by e0; routing and combine once. */
+static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, moe__cuda_group_prep prep, void *pctx) {
     moe_cuda_impl *im = (moe_cuda_impl *)L->impl;
     const moe_layer_desc *d = &L->desc;
     int64_t T = a->T, K = d->K, E = d->E, D = d->D, TK = T * K;
@@ -485,7 +518,8 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
     ws_layout w = ws_plan(L, T, im->sm90);
     char *ws = (char *)a->ws;
     int *cnt = (int *)(ws + w.cnt), *cursor = cnt + E, *off = (int *)(ws + w.off), *ntl = (int *)(ws + w.ntiles);
-    int2 *tiles = (int2 *)(ws + w.tiles);
+    int2 *tiles = (int2 *)(ws + w.tiles), *gtiles = (int2 *)(ws + w.gtiles);
+    int *gntl = (int *)(gtiles + w.max_mtiles);
     int32_t *sorted = (int32_t *)(ws + w.sorted);
     void *xp = im->sm90 ? ws + w.xp : NULL, *h = ws + w.h, *y = ws + w.y;
     moe_status st = MOE_OK;
@@ -535,18 +569,37 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) {
         fill_gemm2(L, &g2);
         g2.A = h;
         g2.out = y;
-        if (im->jit) {
-            const int f = bm == 64 ? 2 : 0; /* moe_jit_gemm{1,2}_m64 */
-            MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&g1, &im->tm_b0, &im->tm_b1, im->jit->fn[f], im->jit->max_clusters[f], s,
-                                                why, sizeof why));
-            MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&g2, &im->tm_down, &im->tm_down, im->jit->fn[f + 1],
-                                                im->jit->max_clusters[f + 1], s, why, sizeof why));
-        } else if (im->sm90) {
-            MOE_CUDA_CK(moe__cuda_gemm_sm90(&g1, &im->tm_b0, &im->tm_b1, im->sm_count, s, why, sizeof why));
-            MOE_CUDA_CK(moe__cuda_gemm_sm90(&g2, &im->tm_down, &im->tm_down, im->sm_count, s, why, sizeof why));
-        } else {
-            MOE_CUDA_CK(moe__cuda_gemm_sm80(&g1, im->sm_count, s));
-            MOE_CUDA_CK(moe__cuda_gemm_sm80(&g2, im->sm_count, s));
+        for (int64_t e0 = 0; e0 < E; e0 += group) {
+            const int64_t ne = E - e0 < group ? E - e0 : group;
+            moe_cuda_gemm h1 = g1, h2 = g2;
+            if (prep) {
+                st = prep(pctx, e0, ne);
+                if (st) goto out;
+            }
+            if (ne < E) { /* one group: its tiles, experts from 0; offsets into the per-expert arrays */
+                k_group_tiles<<<1, 1024, 0, s>>>(tiles, ntl, (int)e0, (int)ne, gtiles, gntl);
+                MOE_CUDA_CK(cudaGetLastError());
+                h1.tiles = h2.tiles = gtiles;
+                h1.n_mtiles = h2.n_mtiles = gntl;
+                h1.exp_off = h2.exp_off = off + e0;
+                if (h1.fb0) h1.fb0 += e0 * d->I;
+                if (h1.fb1) h1.fb1 += e0 * d->I;
+                if (h2.fb0) h2.fb0 += e0 * D;
+                h2.fb1 = h2.fb0;
+            }
+            if (im->jit) {
+                const int f = bm == 64 ? 2 : 0; /* moe_jit_gemm{1,2}_m64 */
+                MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&h1, &im->tm_b0, &im->tm_b1, im->jit->fn[f],
+                                                    im->jit->max_clusters[f], s, why, sizeof why));
+                MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&h2, &im->tm_down, &im->tm_down, im->jit->fn[f + 1],
+                                                    im->jit->max_clusters[f + 1], s, why, sizeof why));
+            } else if (im->sm90) {
+                MOE_CUDA_CK(moe__cuda_gemm_sm90(&h1, &im->tm_b0, &im->tm_b1, im->sm_count, s, why, sizeof why));
+                MOE_CUDA_CK(moe__cuda_gemm_sm90(&h2, &im->tm_down, &im->tm_down, im->sm_count, s, why, sizeof why));
+            } else {
+                MOE_CUDA_CK(moe__cuda_gemm_sm80(&h1, im->sm_count, s));
+                MOE_CUDA_CK(moe__cuda_gemm_sm80(&h2, im->sm_count, s));
+            }
         }
         int64_t nthreads = T * (D / 8);
         unsigned nb = (unsigned)((nthreads + 255) / 256);
@@ -567,6 +620,8 @@ out:
     moe_cuda_dev_leave(&g);
     return st;
 }
+
+static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) { return forward_impl(L, a, L->desc.E, NULL, NULL); }
 
 static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
@@ -608,6 +663,10 @@ moe_status moe__cuda_init_sm90(moe_layer *L) { return init_sm90(L); }
 void moe__cuda_fini(moe_layer *L) { fini_cuda(L); }
 size_t moe__cuda_workspace_sm90(const moe_layer *L, int64_t T) { return ws_sm90(L, T); }
 moe_status moe__cuda_forward(moe_layer *L, const moe__fwd *a) { return forward_cuda(L, a); }
+moe_status moe__cuda_forward_grouped(moe_layer *L, const moe__fwd *a, int64_t group, moe__cuda_group_prep prep,
+                                     void *pctx) {
+    return forward_impl(L, a, group < 1 ? L->desc.E : group, prep, pctx);
+}
 
 const moe__backend moe__backend_cuda_sm90 = {
     "cuda-sm90", MOE_DEVICE_CUDA, probe_sm90, supports_sm90, init_sm90, fini_cuda, ws_sm90, forward_cuda,
