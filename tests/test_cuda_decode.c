@@ -66,6 +66,18 @@ TEST(cuda_quant_cases_stream_2launch) {
     unsetenv("MOE_DECODE_FUSED");
 }
 TEST(cuda_quant_cases_mma) { run_table_with("cuda-quant", "0"); }
+/* the streaming kernels' two down phases, each forced at every T: token-major
+ * (one block per token, the default at T = 1) and expert-major (pair groups,
+ * y rows and the per-row-tile combine, the default at T >= 2) */
+static void run_table_down(const char *backend, const char *downe) {
+    setenv("MOE_SV_DOWNE", downe, 1);
+    run_table_with(backend, "1");
+    unsetenv("MOE_SV_DOWNE");
+}
+TEST(cuda_decode_cases_stream_down_token) { run_table_down("cuda-decode", "0"); }
+TEST(cuda_decode_cases_stream_down_expert) { run_table_down("cuda-decode", "1"); }
+TEST(cuda_quant_cases_stream_down_token) { run_table_down("cuda-quant", "0"); }
+TEST(cuda_quant_cases_stream_down_expert) { run_table_down("cuda-quant", "1"); }
 
 /* One case per weight type at many T: small decode batches, a T over the
  * route kernel's tiles, odd T. */
@@ -248,6 +260,21 @@ TEST(cuda_decode_bad_ids) {
         CHECK_MSG(ho[64 + c] == 0.0f, "token 1 col %d = %g, expected 0 (no valid id)", c, (double)ho[64 + c]);
         CHECK_MSG(ho[128 + c] > 23.5f && ho[128 + c] < 24.5f, "token 2 col %d = %g, expected 24", c, (double)ho[128 + c]);
     }
+    /* no id in range at all (no expert has work): out = 0 everywhere, then a
+     * valid forward again (the expert-major down's counters re-armed) */
+    int32_t bad[6] = {-1, 4, 99, -7, 4, 1 << 29};
+    cudaMemcpy(ids, bad, sizeof bad, cudaMemcpyHostToDevice);
+    cudaMemset(out, 0xFF, sizeof hx);
+    CHECK_STATUS(moe_layer_forward(L, T, x, ids, w, out, ws, wsb), MOE_OK);
+    CHECK(cudaMemcpy(ho, out, sizeof ho, cudaMemcpyDeviceToHost) == cudaSuccess);
+    for (int i = 0; i < 3 * 64; i++) CHECK_MSG(ho[i] == 0.0f, "all ids invalid: out[%d] = %g, expected 0", i, (double)ho[i]);
+    cudaMemcpy(ids, hid, sizeof hid, cudaMemcpyHostToDevice);
+    cudaMemset(out, 0xFF, sizeof hx);
+    CHECK_STATUS(moe_layer_forward(L, T, x, ids, w, out, ws, wsb), MOE_OK);
+    CHECK(cudaMemcpy(ho, out, sizeof ho, cudaMemcpyDeviceToHost) == cudaSuccess);
+    for (int c = 0; c < D; c++)
+        CHECK_MSG(ho[c] > 31.5f && ho[c] < 32.5f && ho[64 + c] == 0.0f, "again: token 0/1 col %d = %g / %g", c,
+                  (double)ho[c], (double)ho[64 + c]);
     moe_layer_free(L);
     cudaFree(x); cudaFree(out); cudaFree(ids); cudaFree(w); cudaFree(ws);
     ws = NULL;

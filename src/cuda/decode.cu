@@ -169,6 +169,7 @@ typedef struct dec_impl {
     int64_t sv_max_t;            /* ... for T up to this */
     int sv_smem_block, sv_smem_sm; /* dynamic shared memory one block may take; per SM */
     int sv_fused;                /* both phases in one cooperative launch where the grid fits (MOE_DECODE_FUSED) */
+    int sv_downe;                /* MOE_SV_DOWNE: 1 expert-major down at every T, 0 token-major, -1 by T */
     unsigned *sv_gbar;           /* its grid-barrier counters (device, zeroed) */
     int sv_fused_logged;         /* the first fall-back to two launches was logged */
     char sv_why[160];            /* why they do not, for describe */
@@ -581,8 +582,30 @@ static int use_gemm(const dec_impl *im, int64_t T) { return im->gemm && T > im->
 static int use_qp(const dec_impl *im, int64_t T) { return im->qp && T > im->qp_min_t; }
 static int use_sv(const dec_impl *im, int64_t T) { return im->sv && T <= im->sv_max_t; }
 
+/* Expert-major down (MOE_SV_DOWN_E) for chunks of T >= 2 tokens, token-major
+ * at T = 1 (the same bytes, no y round trip); MOE_SV_DOWNE=0/1 forces one. */
+static int sv_down_expert(const dec_impl *im, int64_t Tn) { return im->sv_downe >= 0 ? im->sv_downe : Tn >= 2; }
+
+/* Workspace of one streaming chunk of Tn tokens: h [Tn*K, I] (mma type, f32
+ * for GGUF), then for the expert-major down y [Tn*K, D] f32 and one counter
+ * per row tile (at most D). */
+static size_t sv_ws_layout(const moe_layer *L, const dec_impl *im, int64_t Tn, size_t *y_off, size_t *cnt_off) {
+    const moe_layer_desc *d = &L->desc;
+    size_t o = al256((size_t)(Tn * d->K * d->I) * (im->quant ? 4 : 2));
+    *y_off = *cnt_off = 0;
+    if (sv_down_expert(im, Tn)) {
+        *y_off = o;
+        o = al256(o + (size_t)(Tn * d->K * d->D) * 4);
+        *cnt_off = o;
+        o = al256(o + sizeof(unsigned) * (size_t)d->D);
+    }
+    return o;
+}
+
 static size_t sv_workspace(const moe_layer *L, const dec_impl *im, int64_t T) {
-    return al256((size_t)(T * L->desc.K * L->desc.I) * (im->quant ? 4 : 2));
+    const int64_t chunk = MOE_SV_MAXP / L->desc.K;
+    size_t yo, co;
+    return sv_ws_layout(L, im, T < chunk ? T : chunk, &yo, &co);
 }
 
 static size_t dec_workspace(const moe_layer *L, int64_t T) {
@@ -628,7 +651,8 @@ static int xmode_of(moe_type act, int fmt) {
 
 /* Rows per stage, rows per block and ring depth of one streaming launch over
  * ncols block columns (active experts or tokens): about one wave of blocks at
- * two (else one) per SM. 0 when its shared memory does not fit. */
+ * two (else one) per SM. Returns the blocks per SM planned for (2 or 1), 0
+ * when its shared memory does not fit. */
 static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     a->pitch = ((a->row_bytes + 15) & ~15) + (a->dense ? 0 : 16);
     /* tuning knobs for measurements (bench/decode): stage bytes, blocks per SM, ring depth */
@@ -684,10 +708,32 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         int ns = budget / stage;
         if (ns >= 2) {
             a->NS = ns > ns_max ? ns_max : ns;
-            return 1;
+            return bps;
         }
     }
     return 0;
+}
+
+static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t ncols, int nt_want) {
+    static const int nts[3] = {8, 4, 1};
+    int fit = 0;
+    moe_sv_args b = *a;
+    for (int i = 0; i < 3; i++) {
+        if (nts[i] > nt_want) continue;
+        moe_sv_args c = *a;
+        c.NT = nts[i];
+        const int bps = sv_plan(im, &c, ncols);
+        if (bps == 2) {
+            *a = c;
+            return 1;
+        }
+        if (bps && !fit) {
+            b = c;
+            fit = 1;
+        }
+    }
+    if (fit) *a = b;
+    return fit;
 }
 
 /* The two launches of one chunk of Tn tokens (Tn * K <= MOE_SV_MAXP); with
@@ -718,12 +764,14 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     }
     a1.row_bytes = (int)bytes_of(&im->up, d->D);
     a1.N = (int)d->I; a1.C = (int)d->D;
-    a1.NT = Tn > 1 ? 4 : 1; /* an expert's tokens in one pass: a second pass would double the slowest block */
     a1.x = x; a1.x_type = d->act_type;
     a1.hout = hbuf;
 
+    const int emaj = sv_down_expert(im, Tn);
+    size_t y_off, cnt_off;
+    sv_ws_layout(L, im, Tn, &y_off, &cnt_off);
     moe_sv_args a2 = a;
-    a2.phase = MOE_DEC_DOWN;
+    a2.phase = emaj ? MOE_SV_DOWN_E : MOE_DEC_DOWN;
     a2.w0 = (const uint8_t *)im->down.data; a2.w0_se = bytes_of(&im->down, im->down.stride_e);
     a2.w0_sn = bytes_of(&im->down, im->down.stride_n);
     if (im->down_bias.data) {
@@ -732,12 +780,29 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     }
     a2.row_bytes = (int)bytes_of(&im->down, d->I);
     a2.N = (int)d->D; a2.C = (int)d->I;
-    a2.NT = 1;
     a2.h = hbuf;
     a2.out = out; a2.out_type = d->act_type;
     a2.pdl = im->pdl;
+    if (emaj) {
+        a2.y = hbuf ? (float *)((char *)hbuf + y_off) : NULL;
+        a2.cnt = hbuf ? (unsigned *)((char *)hbuf + cnt_off) : NULL;
+    }
 
-    if (!sv_plan(im, &a1, maxA) || !sv_plan(im, &a2, Tn)) return cudaErrorInvalidConfiguration;
+    /* Pairs per block (expert-major launches): an expert's pairs go in groups
+     * of NT, one block (per row tile) each, so a busy expert takes several
+     * blocks instead of passes; the largest of 8 / 4 / 1 (at most what Tn
+     * needs) whose activations and partial sums leave two blocks per SM,
+     * else the largest that fits at all. */
+    const int nt_want = Tn >= 5 ? 8 : Tn >= 2 ? 4 : 1;
+    if (!sv_plan_nt(im, &a1, maxA, nt_want)) return cudaErrorInvalidConfiguration;
+    if (emaj) {
+        if (!sv_plan_nt(im, &a2, maxA, nt_want)) return cudaErrorInvalidConfiguration;
+        a1.cnt = a2.cnt;
+        a1.ncnt = (int)moe__cdiv(a2.N, a2.R);
+    } else {
+        a2.NT = 1;
+        if (!sv_plan(im, &a2, Tn)) return cudaErrorInvalidConfiguration;
+    }
     if (plan_only) return cudaSuccess;
     /* not while a CUDA graph is being captured: the two launches are the form
      * tested under capture (cooperative launches as graph nodes are not relied on) */
@@ -746,7 +811,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         cudaGetLastError();
         cap = cudaStreamCaptureStatusActive;
     }
-    if (im->sv_fused && cap == cudaStreamCaptureStatusNone) {
+    if (im->sv_fused && cap == cudaStreamCaptureStatusNone && Tn == 1 && !emaj) {
         /* one launch: a block per phase 1 item and per phase 2 item, all resident */
         const int64_t n1 = TK * moe__cdiv(a1.N, a1.R), n2 = Tn * moe__cdiv(a2.N, a2.R);
         const int64_t grid = n1 > n2 ? n1 : n2;
@@ -775,7 +840,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
                      cudaGetErrorString(e));
         }
     }
-    dim3 g1((unsigned)TK, (unsigned)moe__cdiv(a1.N, a1.R)), g2((unsigned)Tn, (unsigned)moe__cdiv(a2.N, a2.R));
+    dim3 g1((unsigned)TK, (unsigned)moe__cdiv(a1.N, a1.R)), g2((unsigned)(emaj ? TK : Tn), (unsigned)moe__cdiv(a2.N, a2.R));
     cudaError_t e = moe__sv_launch(im->fmt1, &a1, g1, s);
     if (e == cudaSuccess) e = moe__sv_launch(im->fmt2, &a2, g2, s);
     return e;
@@ -816,6 +881,8 @@ static void sv_init(moe_layer *L, dec_impl *im) {
         snprintf(im->sv_why, sizeof im->sv_why, "kernels not usable on this device (%s)", cudaGetErrorString(e));
         return;
     }
+    const char *de = getenv("MOE_SV_DOWNE");
+    im->sv_downe = de && *de ? de[0] != '0' : -1;
     const char *mt = getenv("MOE_DECODE_STREAM_MAX_T");
     int64_t lim = MOE_SV_MAXP / d->K;
     /* measured (bench/decode/README.md): dense, faster than the mma kernels at T = 1
@@ -1059,16 +1126,19 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
         snprintf(buf, n,
                  "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): streaming kernels "
                  "(bulk copies of whole rows into a shared-memory ring, 1 producer + 8 consumer warps): "
-                 "gate/up %s per (expert, row tile) with routing read in place, then down + weighted slot-order "
-                 "sum per (token, row tile), %s; %s; deterministic%s%s",
+                 "gate/up %s per (expert, group of up to 8 pairs, row tile) with routing read in place, then %s, "
+                 "%s; %s; deterministic%s%s",
                  L->backend->name, (long long)T, T > Tn ? " (in chunks of tokens)" : "", moe_type_name(L->up.type),
                  moe_type_name(L->down.type), moe_act_name(d->act), moe_type_name(d->act_type), im->device,
                  im->cc_major, im->sm_count, L->gated ? "fused" : "up only",
-                 im->sv_fused ? "both phases in one cooperative launch when every block fits at once (a grid-wide "
+                 sv_down_expert(im, Tn) ? "down per (expert, pair group, row tile) into f32 rows, the last block of "
+                                          "each row tile summing the slots in order into out"
+                                        : "down + weighted slot-order sum per (token, row tile)",
+                 im->sv_fused && Tn == 1 ? "both phases in one cooperative launch when every block fits at once (a grid-wide "
                                 "barrier; the down rows stream in meanwhile), else two launches"
                               : "two launches (programmatic dependent launch)",
                  im->quant ? "activations quantised to 8-bit blocks of 32 in shared memory, dp4a dot products"
-                           : "f32 dot products",
+                           : "mma.sync tensor-core dot products",
                  up, im->quant ? ", no repacking (GGUF blocks read in place)" : "");
         return;
     }

@@ -25,22 +25,27 @@ template <int F, int PH, int NT> static cudaError_t sv_one(const moe_sv_args *a,
     return cudaLaunchKernelEx(&cfg, k_sv<F, PH, NT>, *a);
 }
 
+/* pairs per block (a->NT, at most 8) -> the kernel's capacity 1, 4 or 8 */
 template <int F, int PH> static cudaError_t sv_nt(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
     if (PH == MOE_DEC_DOWN || a->NT <= 1) return sv_one<F, PH, 1>(a, grid, s);
-    return sv_one<F, PH, 4>(a, grid, s);
+    if (a->NT <= 4) return sv_one<F, PH, 4>(a, grid, s);
+    if (a->NT <= 8) return sv_one<F, PH, 8>(a, grid, s);
+    return cudaErrorInvalidValue;
 }
 
 template <int F> static cudaError_t sv_fmt(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
     if (a->phase == MOE_DEC_GATE_UP) return sv_nt<F, MOE_DEC_GATE_UP>(a, grid, s);
     if (a->phase == MOE_DEC_UP) return sv_nt<F, MOE_DEC_UP>(a, grid, s);
+    if (a->phase == MOE_SV_DOWN_E) return sv_nt<F, MOE_SV_DOWN_E>(a, grid, s);
     return sv_nt<F, MOE_DEC_DOWN>(a, grid, s);
 }
 
 template <int F, int PH1, int NT> static void *sv_fused_fn(void) { return (void *)k_svf<F, PH1, NT>; }
 
+/* the single launch serves T = 1 (token-major down, one pair per block) */
 template <int F> static void *sv_fused_pick(int ph1, int nt) {
-    if (ph1 == MOE_DEC_GATE_UP) return nt <= 1 ? sv_fused_fn<F, MOE_DEC_GATE_UP, 1>() : sv_fused_fn<F, MOE_DEC_GATE_UP, 4>();
-    return nt <= 1 ? sv_fused_fn<F, MOE_DEC_UP, 1>() : sv_fused_fn<F, MOE_DEC_UP, 4>();
+    if (nt > 1) return NULL;
+    return ph1 == MOE_DEC_GATE_UP ? sv_fused_fn<F, MOE_DEC_GATE_UP, 1>() : sv_fused_fn<F, MOE_DEC_UP, 1>();
 }
 
 #define SV_FORMATS(X) X(MOE_DF_BF16) X(MOE_DF_F16) X(MOE_DF_Q4_0) X(MOE_DF_Q8_0) X(MOE_DF_MXFP4) \
@@ -57,12 +62,13 @@ cudaError_t moe__sv_launch(int fmt, const moe_sv_args *a, dim3 grid, cudaStream_
 
 template <int F> static cudaError_t sv_prep_fmt(int optin, int *max_dyn) {
     cudaError_t e = cudaSuccess;
-    void *fns[] = {(void *)k_sv<F, MOE_DEC_GATE_UP, 1>,   (void *)k_sv<F, MOE_DEC_GATE_UP, 4>,
-                   (void *)k_sv<F, MOE_DEC_UP, 1>,        (void *)k_sv<F, MOE_DEC_UP, 4>,
-                   (void *)k_sv<F, MOE_DEC_DOWN, 1>,      (void *)k_svf<F, MOE_DEC_GATE_UP, 1>,
-                   (void *)k_svf<F, MOE_DEC_GATE_UP, 4>,  (void *)k_svf<F, MOE_DEC_UP, 1>,
-                   (void *)k_svf<F, MOE_DEC_UP, 4>};
-    for (int i = 0; i < 9 && e == cudaSuccess; i++) {
+    void *fns[] = {(void *)k_sv<F, MOE_DEC_GATE_UP, 1>, (void *)k_sv<F, MOE_DEC_GATE_UP, 4>,
+                   (void *)k_sv<F, MOE_DEC_GATE_UP, 8>, (void *)k_sv<F, MOE_DEC_UP, 1>,
+                   (void *)k_sv<F, MOE_DEC_UP, 4>,      (void *)k_sv<F, MOE_DEC_UP, 8>,
+                   (void *)k_sv<F, MOE_DEC_DOWN, 1>,    (void *)k_sv<F, MOE_SV_DOWN_E, 1>,
+                   (void *)k_sv<F, MOE_SV_DOWN_E, 4>,   (void *)k_sv<F, MOE_SV_DOWN_E, 8>,
+                   (void *)k_svf<F, MOE_DEC_GATE_UP, 1>, (void *)k_svf<F, MOE_DEC_UP, 1>};
+    for (int i = 0; i < (int)(sizeof fns / sizeof fns[0]) && e == cudaSuccess; i++) {
         cudaFuncAttributes fa;
         e = cudaFuncGetAttributes(&fa, fns[i]);
         if (e != cudaSuccess) break;

@@ -62,17 +62,18 @@ static __host__ __device__ __forceinline__ int sv_act_stride(int dense, int C) {
 /* Stages nr activation rows into shared memory (row i at dst + i * dstride) as
  * the mma type (dense) or as 8-bit blocks, all rows in one parallel loop of
  * the 256 consumer threads (a loop per row would pay an L2 round trip each).
- * Row i is list[first + i] / K of x (phase 1: pair -> token) or t * K +
- * list[first + i] of h (phase 2: the token's valid slots). */
+ * Row i is list[first + i] / K of x (mode 0, phase 1: pair -> token), t * K +
+ * list[first + i] of h (mode 1, token-major down: the token's valid slots) or
+ * list[first + i] of h (mode 2, expert-major down: the pairs). */
 template <int F>
 static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, const void *src, int type,
-                                                     const int *list, int first, int nr, int down, int K, int t, int C,
+                                                     const int *list, int first, int nr, int mode, int K, int t, int C,
                                                      int tid) {
     constexpr bool DENSE = F <= MOE_DF_F16;
     const int per = DENSE ? C / 8 : C / 32;
     for (int idx = tid; idx < nr * per; idx += 256) {
         const int i = idx / per, c = idx - i * per;
-        const int64_t row = down ? (int64_t)t * K + list[first + i] : list[first + i] / K;
+        const int64_t row = mode == 1 ? (int64_t)t * K + list[first + i] : mode == 2 ? list[first + i] : list[first + i] / K;
         uint8_t *d = dst + (size_t)i * dstride;
         if (DENSE) {
             uint4 v;
@@ -266,37 +267,42 @@ static __host__ __device__ __forceinline__ sv_fused_layout sv_layout_fused(const
 typedef struct sv_job {
     int on;                   /* the block has work in this phase */
     int e1, t2;               /* phase 1: the expert; phase 2: the token */
-    int n;                    /* pairs routed to e1, or valid slots of t2 */
+    int n;                    /* pairs of e1 this block takes, or valid slots of t2 */
+    int nvalid;               /* sv_route1: pairs with an id in range, in the whole launch */
     int r0, nrows, nrb, npass, per_pass;
     const int *list;          /* shared memory: the pairs, or the valid slots in order */
 } sv_job;
 
-/* Phase 1 routing of pair p, called by every thread: the block works when
- * p's id is in range and p is the first pair of its expert; warp 0 lists the
- * pairs of that expert in *list (count in *s_n, read after a barrier). */
+/* Expert-major routing of pair p (phase 1 and DOWN_E), called by every
+ * thread: the pairs of one expert, in pair order, go in groups of NT; the
+ * block works when p's id is in range and p opens a group (its rank among
+ * the expert's pairs is a multiple of NT). Warp 0 lists the group's pairs in
+ * *list (count in *s_n, read after a barrier). One pair per thread: T*K <=
+ * MOE_SV_MAXP < blockDim.x. */
 static __device__ __forceinline__ sv_job sv_route1(const moe_sv_args &a, int p, int tile, int *list, int *s_n) {
+    static_assert(MOE_SV_MAXP <= MOE_SV_THREADS, "one pair per thread");
     sv_job j;
     memset(&j, 0, sizeof j);
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, TK = a.T * a.K;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, TK = a.T * a.K, NT = a.NT;
     j.list = list;
     j.r0 = tile * a.R;
     j.e1 = p < TK ? a.ids[p] : -1;
-    int ok = (unsigned)j.e1 < (unsigned)a.E;
-    int dup = 0;
-    if (ok)
-        for (int q = tid; q < p; q += blockDim.x) dup |= a.ids[q] == j.e1;
-    dup = __syncthreads_or(dup);
-    j.on = ok && !dup;
+    const int ok = (unsigned)j.e1 < (unsigned)a.E;
+    const int idq = tid < TK ? a.ids[tid] : -1;
+    const int rank = __syncthreads_count(ok && tid < p && idq == j.e1);
+    j.nvalid = __syncthreads_count((unsigned)idq < (unsigned)a.E);
+    j.on = ok && rank % NT == 0;
     if (j.on && warp == 0) {
         int n = 0;
-        for (int b = p; b < TK; b += 32) {
+        for (int b = p; b < TK && n < NT; b += 32) {
             int q = b + lane;
             bool m = q < TK && a.ids[q] == j.e1;
             unsigned bal = __ballot_sync(0xffffffffu, m);
-            if (m) list[n + __popc(bal & ((1u << lane) - 1))] = q;
+            const int i = n + __popc(bal & ((1u << lane) - 1));
+            if (m && i < NT) list[i] = q;
             n += __popc(bal);
         }
-        if (lane == 0) *s_n = n;
+        if (lane == 0) *s_n = n < NT ? n : NT;
     }
     return j;
 }
@@ -328,7 +334,7 @@ static __device__ __forceinline__ sv_job sv_route2(const moe_sv_args &a, int t, 
 template <int PH, int NT> static __device__ __forceinline__ void sv_job_finish(const moe_sv_args &a, sv_job &j, int n) {
     constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
     if (!j.on) return;
-    j.n = n;
+    j.n = n; /* phase 1 and DOWN_E: at most NT (one pass) */
     j.nrows = min(a.R, a.N - j.r0);
     j.nrb = (j.nrows + a.SRS - 1) / a.SRS;
     j.npass = PH == MOE_DEC_DOWN ? 1 : (n + NT - 1) / NT;
@@ -377,13 +383,46 @@ static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv
     }
 }
 
+/* DOWN_E, after a block has written its y rows (every consumer thread
+ * calls it): the pairs count towards the row tile; the block that completes
+ * the tile (all nvalid pairs) writes out[t, r] = sum over valid slots k, in
+ * slot order, of w[t,k] * y[t*K+k, r] for every token, and re-arms the
+ * counter. Deterministic: the sum's order does not depend on which block
+ * comes last. */
+static __device__ __forceinline__ void sv_combine_tile(const moe_sv_args &a, const sv_job &j, int *s_flag) {
+    const int tid = threadIdx.x;
+    __threadfence(); /* this thread's y stores, before the count */
+    sv_consumer_sync();
+    if (tid == 0) {
+        const unsigned old = atomicAdd(&a.cnt[blockIdx.y], (unsigned)j.n);
+        *s_flag = old + (unsigned)j.n == (unsigned)j.nvalid;
+    }
+    sv_consumer_sync();
+    if (!*s_flag) return;
+    __threadfence();
+    const int K = a.K, N = a.N, nrows = j.nrows;
+    for (int idx = tid; idx < a.T * nrows; idx += 256) {
+        const int t = idx / nrows, r = j.r0 + (idx - t * nrows);
+        float sum = 0.f;
+        for (int k = 0; k < K; k++) {
+            const int p = t * K + k;
+            if ((unsigned)a.ids[p] < (unsigned)a.E) sum += a.w[p] * __ldcg(a.y + (int64_t)p * N + r);
+        }
+        dk_store_out(a.out, a.out_type, (int64_t)t * N + r, sum);
+    }
+    if (tid == 0) a.cnt[blockIdx.y] = 0;
+}
+
 /* Consumers (the 8 warps): job j's activations, stages and epilogue. Phase 2
  * expects h to be visible (the caller waits for it). */
 template <int F, int PH, int NT>
 static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv_job &j, uint8_t *acts, float *red,
-                                                  const uint8_t *ring, int slot_bytes, uint64_t *bars, int NS, int &gs) {
+                                                  const uint8_t *ring, int slot_bytes, uint64_t *bars, int NS, int &gs,
+                                                  int *s_flag) {
     constexpr bool DENSE = F <= MOE_DF_F16;
     constexpr bool DOWN = PH == MOE_DEC_DOWN;
+    constexpr bool DOWNE = PH == MOE_SV_DOWN_E;
+    constexpr int HT = DENSE ? (F == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16) : MOE_TYPE_F32; /* h's type */
     constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int K = a.K, SRS = a.SRS, C = a.C, NC = a.NC, n = j.n, nrows = j.nrows, r0 = j.r0;
@@ -393,14 +432,13 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
         for (int ri = tid; ri < nrows; ri += 256) dk_store_out(a.out, a.out_type, (int64_t)j.t2 * a.N + r0 + ri, 0.f);
         return;
     }
-    if (DOWN)
-        sv_stage_acts<F>(acts, astride, a.h, DENSE ? (F == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16) : MOE_TYPE_F32,
-                         j.list, 0, n, 1, K, j.t2, C, tid);
+    if (DOWN) sv_stage_acts<F>(acts, astride, a.h, HT, j.list, 0, n, 1, K, j.t2, C, tid);
     for (int pass = 0; pass < j.npass; pass++) {
         const int nt = DOWN ? 1 : min(NT, n - pass * NT);
         if (!DOWN) {
             if (pass) sv_consumer_sync(); /* the previous pass is done with acts and red */
-            sv_stage_acts<F>(acts, astride, a.x, a.x_type, j.list, pass * NT, nt, 0, K, 0, C, tid);
+            if (DOWNE) sv_stage_acts<F>(acts, astride, a.h, HT, j.list, pass * NT, nt, 2, K, 0, C, tid);
+            else sv_stage_acts<F>(acts, astride, a.x, a.x_type, j.list, pass * NT, nt, 0, K, 0, C, tid);
         }
         sv_consumer_sync();
         float macc[4] = {0.f, 0.f, 0.f, 0.f};
@@ -489,6 +527,11 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
 #pragma unroll
                 for (int g = 0; g < G; g++)
                     for (int pp = 0; pp < P; pp++) v[g] += red[((ri * G + g) * P + pp) * NT + q];
+                if (DOWNE) { /* y = down_e h + b, weighted and summed by sv_combine_tile */
+                    const float yv = v[0] + (a.b0 ? dk_bias(a.b0, a.b0_type, (int64_t)j.e1 * a.b0_se + (int64_t)r * a.b0_sn) : 0.f);
+                    a.y[(int64_t)j.list[pass * NT + q] * a.N + r] = yv;
+                    continue;
+                }
                 float gv, uv;
                 if (G == 2) {
                     gv = v[0] + (a.b0 ? dk_bias(a.b0, a.b0_type, (int64_t)j.e1 * a.b0_se + (int64_t)r * a.b0_sn) : 0.f);
@@ -505,6 +548,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
             }
         }
     }
+    if (DOWNE) sv_combine_tile(a, j, s_flag);
 }
 
 static __device__ __forceinline__ void sv_init_bars(uint64_t *bars, int NS) {
@@ -544,18 +588,30 @@ static __device__ __forceinline__ void sv_grid_sync(unsigned *gb) {
 template <int F, int PH, int NT>
 __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
 #ifdef SV_ON
-    constexpr bool DOWN = PH == MOE_DEC_DOWN;
+    constexpr bool DOWN = PH == MOE_DEC_DOWN, DOWNE = PH == MOE_SV_DOWN_E;
     extern __shared__ __align__(128) uint8_t sm[];
-    __shared__ int s_n;
+    __shared__ int s_n, s_flag;
     int red_off, act_off, ring_off, total;
     sv_layout(&a, &red_off, &act_off, &ring_off, &total);
     uint64_t *bars = (uint64_t *)sm; /* full [0, NS), empty [NS, 2 NS) */
     int *list = (int *)(sm + 128);
     const int NS = a.NS, slot_bytes = a.SRS * a.pitch;
     sv_job j;
-    if (!DOWN) {
+    if (DOWNE) { /* expert-major down: routed as phase 1; h waited for below */
+        j = sv_route1(a, blockIdx.x, blockIdx.y, list, &s_n);
+        if (j.nvalid == 0 && blockIdx.x == 0) { /* no id in range: out = 0 (no block has work) */
+            dk_grid_wait();
+            const int r0 = blockIdx.y * a.R, nr = min(a.R, a.N - r0);
+            for (int idx = threadIdx.x; idx < a.T * nr; idx += blockDim.x)
+                dk_store_out(a.out, a.out_type, (int64_t)(idx / nr) * a.N + r0 + idx % nr, 0.f);
+        }
+        if (!j.on) return;
+    } else if (!DOWN) {
         dk_grid_wait();
         dk_grid_launch_dependents();
+        /* the expert-major down launch's counters, for this forward */
+        if (a.cnt && blockIdx.x == 0 && blockIdx.y == 0)
+            for (int i = threadIdx.x; i < a.ncnt; i += blockDim.x) a.cnt[i] = 0;
         j = sv_route1(a, blockIdx.x, blockIdx.y, list, &s_n);
         if (!j.on) return;
     } else {
@@ -569,8 +625,8 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
         if (threadIdx.x == 256) sv_produce<PH>(a, j, sm + ring_off, slot_bytes, bars, NS, gs);
         return;
     }
-    if (DOWN) dk_grid_wait(); /* h comes from phase 1 */
-    sv_consume<F, PH, NT>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs);
+    if (DOWN || DOWNE) dk_grid_wait(); /* h comes from phase 1 */
+    sv_consume<F, PH, NT>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs, &s_flag);
 #endif
 }
 
@@ -602,9 +658,9 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1,
         }
         return;
     }
-    if (j1.on) sv_consume<F, PH1, NT>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs);
+    if (j1.on) sv_consume<F, PH1, NT>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL);
     sv_grid_sync(gb);
-    if (j2.on) sv_consume<F, MOE_DEC_DOWN, 1>(a2, j2, sm + L.act2, (float *)(sm + L.red2), sm + L.ring, L.slot, bars, NS, gs);
+    if (j2.on) sv_consume<F, MOE_DEC_DOWN, 1>(a2, j2, sm + L.act2, (float *)(sm + L.red2), sm + L.ring, L.slot, bars, NS, gs, NULL);
 #endif
 }
 

@@ -9,10 +9,15 @@
 #include <stdint.h>
 
 #define MOE_SV_THREADS 288 /* 8 consumer warps + 1 producer warp */
-#define MOE_SV_MAXP 256    /* (token, slot) pairs of one stream forward at most */
+#define MOE_SV_MAXP 256    /* (token, slot) pairs of one stream forward at most (< MOE_SV_THREADS) */
+/* Phase value of the expert-major down launch (after MOE_DEC_GATE_UP, MOE_DEC_UP,
+ * MOE_DEC_DOWN of decode.h): blocks per (expert, token group, row tile) as in
+ * phase 1, y[pair] = down_e h[pair] + b in f32, and the last block of each
+ * row tile to finish sums the slots in order into out. */
+#define MOE_SV_DOWN_E 3
 
 typedef struct moe_sv_args {
-    int phase;                /* MOE_DEC_GATE_UP, MOE_DEC_UP or MOE_DEC_DOWN */
+    int phase;                /* MOE_DEC_GATE_UP, MOE_DEC_UP, MOE_DEC_DOWN (token-major) or MOE_SV_DOWN_E */
     int dense;                /* bf16/f16 weights (else GGUF blocks) */
     /* weights [E, N, C]; w1 = up in phase GATE_UP; byte strides */
     const uint8_t *w0, *w1;
@@ -20,7 +25,7 @@ typedef struct moe_sv_args {
     int row_bytes;            /* bytes of one row */
     int pitch;                /* shared-memory bytes per staged row (multiple of 16) */
     int N, C;                 /* rows, reduced dimension */
-    int R, SRS, NS, NT;       /* rows per block, rows per stage, stages, tokens per pass (phase 1) */
+    int R, SRS, NS, NT;       /* rows per block, rows per stage, stages, pairs per block (phase 1, DOWN_E) */
     int KC, KCb, NC;          /* columns (bytes) per stage of a row, chunks per row (dense; GGUF: whole rows) */
     /* biases [E, N] (element strides), NULL = none */
     const void *b0, *b1;
@@ -37,6 +42,9 @@ typedef struct moe_sv_args {
     int T, K, E;
     void *out;                /* phase 2: out [T, N] of out_type */
     int out_type;
+    float *y;                 /* DOWN_E: y [T*K, N] f32 */
+    unsigned *cnt;            /* DOWN_E: pairs finished per row tile; phase 1 zeroes ncnt of them */
+    int ncnt;
     int pdl;                  /* phase 2 launched with programmatic dependent launch */
 } moe_sv_args;
 
