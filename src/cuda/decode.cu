@@ -37,6 +37,7 @@
 #include "decode_stream.h"
 
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -582,22 +583,29 @@ static int use_gemm(const dec_impl *im, int64_t T) { return im->gemm && T > im->
 static int use_qp(const dec_impl *im, int64_t T) { return im->qp && T > im->qp_min_t; }
 static int use_sv(const dec_impl *im, int64_t T) { return im->sv && T <= im->sv_max_t; }
 
-/* Expert-major down (MOE_SV_DOWN_E) for chunks of T >= 2 tokens, token-major
- * at T = 1 (the same bytes, no y round trip); MOE_SV_DOWNE=0/1 forces one. */
-static int sv_down_expert(const dec_impl *im, int64_t Tn) { return im->sv_downe >= 0 ? im->sv_downe : Tn >= 2; }
+/* Expert-major down (MOE_SV_DOWN_E) or token-major; MOE_SV_DOWNE=0/1 forces
+ * one. Measured on an H200 (bench/decode/README.md, session 4): expert-major
+ * is faster at T = 1 (GGUF 5-15%, dense 1-8% except qwen3, -2%), for dense
+ * rows at T >= 8, and for GGUF blocks from T = 8 once T*K >= E; between,
+ * the token-major down with its single cooperative launch wins (GGUF Q8_0
+ * T = 2: 56 vs 73 us). */
+static int sv_down_expert(const moe_layer *L, const dec_impl *im, int64_t Tn) {
+    if (im->sv_downe >= 0) return im->sv_downe;
+    return Tn == 1 || !im->quant || (Tn >= 8 && Tn * L->desc.K >= L->desc.E);
+}
 
 /* Workspace of one streaming chunk of Tn tokens: h [Tn*K, I] (mma type, f32
  * for GGUF), then for the expert-major down y [Tn*K, D] f32 and one counter
- * per row tile (at most D). */
+ * per (token, row tile) (at most D row tiles). */
 static size_t sv_ws_layout(const moe_layer *L, const dec_impl *im, int64_t Tn, size_t *y_off, size_t *cnt_off) {
     const moe_layer_desc *d = &L->desc;
     size_t o = al256((size_t)(Tn * d->K * d->I) * (im->quant ? 4 : 2));
     *y_off = *cnt_off = 0;
-    if (sv_down_expert(im, Tn)) {
+    if (sv_down_expert(L, im, Tn)) {
         *y_off = o;
         o = al256(o + (size_t)(Tn * d->K * d->D) * 4);
         *cnt_off = o;
-        o = al256(o + sizeof(unsigned) * (size_t)d->D);
+        o = al256(o + sizeof(unsigned) * (size_t)(Tn * d->D));
     }
     return o;
 }
@@ -714,26 +722,38 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     return 0;
 }
 
-static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t ncols, int nt_want) {
+/* Expected blocks per row tile of an expert-major launch: the experts' pair
+ * groups, sum over e of E[ceil(n_e / NT)] with n_e ~ Binomial(TK, 1/E)
+ * (uniform routing). Sizing the grid by min(TK, E) instead left a quarter to
+ * a half of the planned blocks without work at T = 2..16. */
+static int64_t sv_expected_groups(int64_t TK, int64_t E, int NT, int by_groups) {
+    const char *v = getenv("MOE_SV_PLAN"); /* 0 / 1 force min(TK, E) / the expected groups (measurements) */
+    if (v && *v) by_groups = v[0] != '0';
+    if (!by_groups) return TK < E ? TK : E;
+    if (E <= 1) return moe__cdiv(TK, NT);
+    const double p = 1.0 / (double)E, q = 1.0 - p;
+    double pm = pow(q, (double)TK), eg = 0.0;
+    for (int64_t n = 1; n <= TK; n++) {
+        pm *= (double)(TK - n + 1) / (double)n * p / q;
+        eg += pm * (double)((n + NT - 1) / NT);
+        if (pm < 1e-9 && (double)n > (double)TK * p) break;
+    }
+    const int64_t g = (int64_t)(eg * (double)E + 0.5);
+    return g < 1 ? 1 : g;
+}
+
+static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t TK, int64_t E, int nt_want, int by_groups) {
     static const int nts[3] = {8, 4, 1};
-    int fit = 0;
-    moe_sv_args b = *a;
     for (int i = 0; i < 3; i++) {
         if (nts[i] > nt_want) continue;
         moe_sv_args c = *a;
         c.NT = nts[i];
-        const int bps = sv_plan(im, &c, ncols);
-        if (bps == 2) {
+        if (sv_plan(im, &c, sv_expected_groups(TK, E, c.NT, by_groups))) {
             *a = c;
             return 1;
         }
-        if (bps && !fit) {
-            b = c;
-            fit = 1;
-        }
     }
-    if (fit) *a = b;
-    return fit;
+    return 0;
 }
 
 /* The two launches of one chunk of Tn tokens (Tn * K <= MOE_SV_MAXP); with
@@ -741,7 +761,7 @@ static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t ncols, int nt_
 static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const int32_t *ids, const float *wts,
                             const void *x, void *out, void *hbuf, cudaStream_t s, int plan_only) {
     const moe_layer_desc *d = &L->desc;
-    const int64_t TK = Tn * d->K, maxA = TK < d->E ? TK : d->E;
+    const int64_t TK = Tn * d->K;
     moe_sv_args a;
     memset(&a, 0, sizeof a);
     a.dense = !im->quant;
@@ -767,7 +787,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     a1.x = x; a1.x_type = d->act_type;
     a1.hout = hbuf;
 
-    const int emaj = sv_down_expert(im, Tn);
+    const int emaj = sv_down_expert(L, im, Tn);
     size_t y_off, cnt_off;
     sv_ws_layout(L, im, Tn, &y_off, &cnt_off);
     moe_sv_args a2 = a;
@@ -790,15 +810,20 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
 
     /* Pairs per block (expert-major launches): an expert's pairs go in groups
      * of NT, one block (per row tile) each, so a busy expert takes several
-     * blocks instead of passes; the largest of 8 / 4 / 1 (at most what Tn
-     * needs) whose activations and partial sums leave two blocks per SM,
-     * else the largest that fits at all. */
-    const int nt_want = Tn >= 5 ? 8 : Tn >= 2 ? 4 : 1;
-    if (!sv_plan_nt(im, &a1, maxA, nt_want)) return cudaErrorInvalidConfiguration;
+     * blocks instead of passes over its rows. NT = 8 where experts average
+     * more than 2 pairs, else 4 (1 at T = 1); the largest of 8 / 4 / 1 up to
+     * that which fits in shared memory. */
+    const int nt_want = Tn == 1 ? 1 : TK > 2 * d->E ? 8 : 4;
+    /* grids sized by the expected pair groups from T = 5 (GGUF T = 8-16: 1.1-1.5x
+     * faster than min(T*K, E) columns); at T <= 4 min(T*K, E), which keeps the
+     * GGUF single cooperative launch within one wave (T = 2-4: up to 1.3x) and
+     * measured faster for dense rows too (qwen3 T = 2: 55 vs 69 us) */
+    const int by_groups = Tn > 4;
+    if (!sv_plan_nt(im, &a1, TK, d->E, nt_want, by_groups)) return cudaErrorInvalidConfiguration;
     if (emaj) {
-        if (!sv_plan_nt(im, &a2, maxA, nt_want)) return cudaErrorInvalidConfiguration;
+        if (!sv_plan_nt(im, &a2, TK, d->E, nt_want, 1)) return cudaErrorInvalidConfiguration;
         a1.cnt = a2.cnt;
-        a1.ncnt = (int)moe__cdiv(a2.N, a2.R);
+        a1.ncnt = (int)(Tn * moe__cdiv(a2.N, a2.R));
     } else {
         a2.NT = 1;
         if (!sv_plan(im, &a2, Tn)) return cudaErrorInvalidConfiguration;
@@ -811,7 +836,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         cudaGetLastError();
         cap = cudaStreamCaptureStatusActive;
     }
-    if (im->sv_fused && cap == cudaStreamCaptureStatusNone && Tn == 1 && !emaj) {
+    if (im->sv_fused && cap == cudaStreamCaptureStatusNone && !emaj && a1.NT <= 4) {
         /* one launch: a block per phase 1 item and per phase 2 item, all resident */
         const int64_t n1 = TK * moe__cdiv(a1.N, a1.R), n2 = Tn * moe__cdiv(a2.N, a2.R);
         const int64_t grid = n1 > n2 ? n1 : n2;
@@ -885,9 +910,12 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     im->sv_downe = de && *de ? de[0] != '0' : -1;
     const char *mt = getenv("MOE_DECODE_STREAM_MAX_T");
     int64_t lim = MOE_SV_MAXP / d->K;
-    /* measured (bench/decode/README.md): dense, faster than the mma kernels at T = 1
-     * only; GGUF blocks, up to T*K = E/2 pairs (qwen3: T <= 8) */
+    /* measured (bench/decode/README.md, session 4, H200): dense, faster than the mma
+     * kernels at T = 1 only; GGUF blocks: Q4_K/Q5_K (whose mma kernels stream
+     * through cp.async rings) up to T*K = E/2 pairs (qwen3: T <= 8), the other
+     * types up to T = 16 at least (1.1-1.9x the mma kernels at T = 16) */
     int64_t def = dense ? 1 : d->E / (2 * d->K);
+    if (!dense && im->fmt1 != MOE_DF_Q4_K && im->fmt1 != MOE_DF_Q5_K && def < 16) def = 16;
     if (def < 1) def = 1;
     im->sv_max_t = mt && *mt ? strtoll(mt, NULL, 10) : (env && env[0] == '1' ? lim : def);
     if (im->sv_max_t > lim) im->sv_max_t = lim;
@@ -1131,10 +1159,10 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                  L->backend->name, (long long)T, T > Tn ? " (in chunks of tokens)" : "", moe_type_name(L->up.type),
                  moe_type_name(L->down.type), moe_act_name(d->act), moe_type_name(d->act_type), im->device,
                  im->cc_major, im->sm_count, L->gated ? "fused" : "up only",
-                 sv_down_expert(im, Tn) ? "down per (expert, pair group, row tile) into f32 rows, the last block of "
+                 sv_down_expert(L, im, Tn) ? "down per (expert, pair group, row tile) into f32 rows, the last block of "
                                           "each row tile summing the slots in order into out"
                                         : "down + weighted slot-order sum per (token, row tile)",
-                 im->sv_fused && Tn == 1 ? "both phases in one cooperative launch when every block fits at once (a grid-wide "
+                 im->sv_fused && !sv_down_expert(L, im, Tn) ? "both phases in one cooperative launch when every block fits at once (a grid-wide "
                                 "barrier; the down rows stream in meanwhile), else two launches"
                               : "two launches (programmatic dependent launch)",
                  im->quant ? "activations quantised to 8-bit blocks of 32 in shared memory, dp4a dot products"

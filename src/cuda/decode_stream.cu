@@ -42,10 +42,11 @@ template <int F> static cudaError_t sv_fmt(const moe_sv_args *a, dim3 grid, cuda
 
 template <int F, int PH1, int NT> static void *sv_fused_fn(void) { return (void *)k_svf<F, PH1, NT>; }
 
-/* the single launch serves T = 1 (token-major down, one pair per block) */
+/* the single launch has the token-major down phase, phase 1 groups up to 4 pairs */
 template <int F> static void *sv_fused_pick(int ph1, int nt) {
-    if (nt > 1) return NULL;
-    return ph1 == MOE_DEC_GATE_UP ? sv_fused_fn<F, MOE_DEC_GATE_UP, 1>() : sv_fused_fn<F, MOE_DEC_UP, 1>();
+    if (nt > 4) return NULL;
+    if (ph1 == MOE_DEC_GATE_UP) return nt <= 1 ? sv_fused_fn<F, MOE_DEC_GATE_UP, 1>() : sv_fused_fn<F, MOE_DEC_GATE_UP, 4>();
+    return nt <= 1 ? sv_fused_fn<F, MOE_DEC_UP, 1>() : sv_fused_fn<F, MOE_DEC_UP, 4>();
 }
 
 #define SV_FORMATS(X) X(MOE_DF_BF16) X(MOE_DF_F16) X(MOE_DF_Q4_0) X(MOE_DF_Q8_0) X(MOE_DF_MXFP4) \
@@ -67,7 +68,8 @@ template <int F> static cudaError_t sv_prep_fmt(int optin, int *max_dyn) {
                    (void *)k_sv<F, MOE_DEC_UP, 4>,      (void *)k_sv<F, MOE_DEC_UP, 8>,
                    (void *)k_sv<F, MOE_DEC_DOWN, 1>,    (void *)k_sv<F, MOE_SV_DOWN_E, 1>,
                    (void *)k_sv<F, MOE_SV_DOWN_E, 4>,   (void *)k_sv<F, MOE_SV_DOWN_E, 8>,
-                   (void *)k_svf<F, MOE_DEC_GATE_UP, 1>, (void *)k_svf<F, MOE_DEC_UP, 1>};
+                   (void *)k_svf<F, MOE_DEC_GATE_UP, 1>, (void *)k_svf<F, MOE_DEC_GATE_UP, 4>,
+                   (void *)k_svf<F, MOE_DEC_UP, 1>,     (void *)k_svf<F, MOE_DEC_UP, 4>};
     for (int i = 0; i < (int)(sizeof fns / sizeof fns[0]) && e == cudaSuccess; i++) {
         cudaFuncAttributes fa;
         e = cudaFuncGetAttributes(&fa, fns[i]);

@@ -384,25 +384,29 @@ static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv
 }
 
 /* DOWN_E, after a block has written its y rows (every consumer thread
- * calls it): the pairs count towards the row tile; the block that completes
- * the tile (all nvalid pairs) writes out[t, r] = sum over valid slots k, in
- * slot order, of w[t,k] * y[t*K+k, r] for every token, and re-arms the
- * counter. Deterministic: the sum's order does not depend on which block
- * comes last. */
-static __device__ __forceinline__ void sv_combine_tile(const moe_sv_args &a, const sv_job &j, int *s_flag) {
-    const int tid = threadIdx.x;
-    __threadfence(); /* this thread's y stores, before the count */
+ * calls it): each of its pairs counts towards its token's counter for this
+ * row tile; the block whose pair completes a token (all of the token's valid
+ * slots) writes out[t, r0 .. r0 + nrows) = sum over valid slots k, in slot
+ * order, of w[t,k] * y[t*K+k, r]. The sum's order does not depend on which
+ * block completes it: deterministic. Counters are zeroed by phase 1. */
+static __device__ __forceinline__ void sv_combine_tile(const moe_sv_args &a, const sv_job &j, int *s_tok) {
+    const int tid = threadIdx.x, K = a.K, N = a.N, nrows = j.nrows;
+    __threadfence(); /* this thread's y stores, before the counts */
+    if (tid == 0) s_tok[0] = 0;
     sv_consumer_sync();
-    if (tid == 0) {
-        const unsigned old = atomicAdd(&a.cnt[blockIdx.y], (unsigned)j.n);
-        *s_flag = old + (unsigned)j.n == (unsigned)j.nvalid;
+    if (tid < j.n) {
+        const int t = j.list[tid] / K;
+        int nv = 0;
+        for (int k = 0; k < K; k++) nv += (unsigned)a.ids[t * K + k] < (unsigned)a.E;
+        const unsigned old = atomicAdd(&a.cnt[(int64_t)t * gridDim.y + blockIdx.y], 1u);
+        if (old + 1 == (unsigned)nv) s_tok[1 + atomicAdd(&s_tok[0], 1)] = t;
     }
     sv_consumer_sync();
-    if (!*s_flag) return;
+    const int nt = s_tok[0];
+    if (!nt) return;
     __threadfence();
-    const int K = a.K, N = a.N, nrows = j.nrows;
-    for (int idx = tid; idx < a.T * nrows; idx += 256) {
-        const int t = idx / nrows, r = j.r0 + (idx - t * nrows);
+    for (int idx = tid; idx < nt * nrows; idx += 256) {
+        const int i = idx / nrows, t = s_tok[1 + i], r = j.r0 + (idx - i * nrows);
         float sum = 0.f;
         for (int k = 0; k < K; k++) {
             const int p = t * K + k;
@@ -410,7 +414,6 @@ static __device__ __forceinline__ void sv_combine_tile(const moe_sv_args &a, con
         }
         dk_store_out(a.out, a.out_type, (int64_t)t * N + r, sum);
     }
-    if (tid == 0) a.cnt[blockIdx.y] = 0;
 }
 
 /* Consumers (the 8 warps): job j's activations, stages and epilogue. Phase 2
@@ -418,7 +421,7 @@ static __device__ __forceinline__ void sv_combine_tile(const moe_sv_args &a, con
 template <int F, int PH, int NT>
 static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv_job &j, uint8_t *acts, float *red,
                                                   const uint8_t *ring, int slot_bytes, uint64_t *bars, int NS, int &gs,
-                                                  int *s_flag) {
+                                                  int *s_tok) {
     constexpr bool DENSE = F <= MOE_DF_F16;
     constexpr bool DOWN = PH == MOE_DEC_DOWN;
     constexpr bool DOWNE = PH == MOE_SV_DOWN_E;
@@ -548,7 +551,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
             }
         }
     }
-    if (DOWNE) sv_combine_tile(a, j, s_flag);
+    if (DOWNE) sv_combine_tile(a, j, s_tok);
 }
 
 static __device__ __forceinline__ void sv_init_bars(uint64_t *bars, int NS) {
@@ -590,7 +593,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
 #ifdef SV_ON
     constexpr bool DOWN = PH == MOE_DEC_DOWN, DOWNE = PH == MOE_SV_DOWN_E;
     extern __shared__ __align__(128) uint8_t sm[];
-    __shared__ int s_n, s_flag;
+    __shared__ int s_n, s_tok[1 + NT]; /* DOWN_E: tokens this block completes */
     int red_off, act_off, ring_off, total;
     sv_layout(&a, &red_off, &act_off, &ring_off, &total);
     uint64_t *bars = (uint64_t *)sm; /* full [0, NS), empty [NS, 2 NS) */
@@ -599,19 +602,24 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
     sv_job j;
     if (DOWNE) { /* expert-major down: routed as phase 1; h waited for below */
         j = sv_route1(a, blockIdx.x, blockIdx.y, list, &s_n);
-        if (j.nvalid == 0 && blockIdx.x == 0) { /* no id in range: out = 0 (no block has work) */
-            dk_grid_wait();
-            const int r0 = blockIdx.y * a.R, nr = min(a.R, a.N - r0);
-            for (int idx = threadIdx.x; idx < a.T * nr; idx += blockDim.x)
-                dk_store_out(a.out, a.out_type, (int64_t)(idx / nr) * a.N + r0 + idx % nr, 0.f);
+        if (blockIdx.x == 0) { /* tokens without an id in range: out = 0 (no pair completes them) */
+            const int r0 = blockIdx.y * a.R, nr = min(a.R, a.N - r0), lane = threadIdx.x & 31;
+            for (int t = threadIdx.x >> 5; t < a.T; t += blockDim.x >> 5) {
+                int nv = 0;
+                for (int k = lane; k < a.K; k += 32) nv += (unsigned)a.ids[t * a.K + k] < (unsigned)a.E;
+                if (!__any_sync(0xffffffffu, nv))
+                    for (int r = lane; r < nr; r += 32) dk_store_out(a.out, a.out_type, (int64_t)t * a.N + r0 + r, 0.f);
+            }
         }
         if (!j.on) return;
     } else if (!DOWN) {
         dk_grid_wait();
         dk_grid_launch_dependents();
-        /* the expert-major down launch's counters, for this forward */
-        if (a.cnt && blockIdx.x == 0 && blockIdx.y == 0)
-            for (int i = threadIdx.x; i < a.ncnt; i += blockDim.x) a.cnt[i] = 0;
+        /* the expert-major down launch's counters, for this forward: every block a slice */
+        if (a.cnt) {
+            const int nb = gridDim.x * gridDim.y, b = blockIdx.y * gridDim.x + blockIdx.x;
+            for (int i = b * blockDim.x + threadIdx.x; i < a.ncnt; i += nb * blockDim.x) a.cnt[i] = 0;
+        }
         j = sv_route1(a, blockIdx.x, blockIdx.y, list, &s_n);
         if (!j.on) return;
     } else {
@@ -626,7 +634,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
         return;
     }
     if (DOWN || DOWNE) dk_grid_wait(); /* h comes from phase 1 */
-    sv_consume<F, PH, NT>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs, &s_flag);
+    sv_consume<F, PH, NT>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs, s_tok);
 #endif
 }
 

@@ -12,8 +12,8 @@
 #define MOE_SV_MAXP 256    /* (token, slot) pairs of one stream forward at most (< MOE_SV_THREADS) */
 /* Phase value of the expert-major down launch (after MOE_DEC_GATE_UP, MOE_DEC_UP,
  * MOE_DEC_DOWN of decode.h): blocks per (expert, token group, row tile) as in
- * phase 1, y[pair] = down_e h[pair] + b in f32, and the last block of each
- * row tile to finish sums the slots in order into out. */
+ * phase 1, y[pair] = down_e h[pair] + b in f32, and the block that finishes
+ * a token's last pair in a row tile sums its slots in order into out. */
 #define MOE_SV_DOWN_E 3
 
 typedef struct moe_sv_args {
@@ -43,7 +43,7 @@ typedef struct moe_sv_args {
     void *out;                /* phase 2: out [T, N] of out_type */
     int out_type;
     float *y;                 /* DOWN_E: y [T*K, N] f32 */
-    unsigned *cnt;            /* DOWN_E: pairs finished per row tile; phase 1 zeroes ncnt of them */
+    unsigned *cnt;            /* DOWN_E: [T, row tiles] pairs of the token finished; phase 1 zeroes ncnt of them */
     int ncnt;
     int pdl;                  /* phase 2 launched with programmatic dependent launch */
 } moe_sv_args;
