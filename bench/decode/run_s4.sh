@@ -3,7 +3,8 @@
 #   PART=tests OUT=out bash bench/decode/run_s4.sh   # decode/quant C tests + compute-sanitizer on the new paths
 #   PART=bench OUT=out bash bench/decode/run_s4.sh   # bench_decode, HEAD binary (before) and this tree side by side
 # Binaries come gzipped in build-devbin/carry/ (built on the dev machine for sm_90a):
-#   moe-tests.gz, bench_decode.gz (this tree), bench_decode_head.gz (the commit before).
+#   moe-tests.gz, bench_decode.gz (this tree), bench_decode_head.gz (1a2c6c3, before the session),
+#   bench_decode_prev.gz (variant "prev": the previous commit of an A/B).
 OUT=${OUT:-bench/decode/out}; mkdir -p "$OUT"
 C=build-devbin/carry; mkdir -p /tmp/b
 for f in $C/*.gz; do gunzip -c $f > /tmp/b/$(basename $f .gz); chmod +x /tmp/b/$(basename $f .gz); done
@@ -24,7 +25,7 @@ if [ "${PART:-tests}" = tests ]; then
 else
   R=${REPS:-20}
   for v in ${VARIANTS:-head new}; do
-    b=/tmp/b/bench_decode; [ $v = head ] && b=/tmp/b/bench_decode_head
+    b=/tmp/b/bench_decode; [ $v = head ] && b=/tmp/b/bench_decode_head; [ $v = prev ] && b=/tmp/b/bench_decode_prev
     unset MOE_SV_DOWNE MOE_SV_PLAN MOE_DECODE_FUSED
     case $v in d0) export MOE_SV_DOWNE=0;; d1) export MOE_SV_DOWNE=1;; p0) export MOE_SV_PLAN=0;; f0) export MOE_DECODE_FUSED=0;; esac
     timeout 280 $b ${BENCH_ARGS:---dense --quant} --reps $R --json "$OUT/decode_$v.jsonl" > "$OUT/bench_$v.log" 2>&1

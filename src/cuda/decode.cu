@@ -911,11 +911,11 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     const char *mt = getenv("MOE_DECODE_STREAM_MAX_T");
     int64_t lim = MOE_SV_MAXP / d->K;
     /* measured (bench/decode/README.md, session 4, H200): dense, faster than the mma
-     * kernels at T = 1 only; GGUF blocks: Q4_K/Q5_K (whose mma kernels stream
-     * through cp.async rings) up to T*K = E/2 pairs (qwen3: T <= 8), the other
-     * types up to T = 16 at least (1.1-1.9x the mma kernels at T = 16) */
+     * kernels at T = 1 (within a few % either way at T = 2..16); GGUF blocks, faster
+     * at every T up to 16 (T = 16: Q4_K 1.04x, Q8_0 1.5x, Q6_K 2.0x, MXFP4 1.7-1.9x),
+     * so up to T = 16 or T*K = E/2 pairs, whichever is larger */
     int64_t def = dense ? 1 : d->E / (2 * d->K);
-    if (!dense && im->fmt1 != MOE_DF_Q4_K && im->fmt1 != MOE_DF_Q5_K && def < 16) def = 16;
+    if (!dense && def < 16) def = 16;
     if (def < 1) def = 1;
     im->sv_max_t = mt && *mt ? strtoll(mt, NULL, 10) : (env && env[0] == '1' ? lim : def);
     if (im->sv_max_t > lim) im->sv_max_t = lim;

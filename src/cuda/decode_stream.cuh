@@ -136,8 +136,7 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
  * lanes). Dense rows go through sv_mma_stage instead. */
 template <int F, int NT>
 static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, int act_stride, int nt, int C,
-                                                  int pp, int P, int lane, float acc[NT]) {
-    const int nu = C / 32, per = (nu + P - 1) / P, ub = pp * per, ue = min(nu, ub + per);
+                                                  int ub, int ue, int lane, float acc[NT]) {
     for (int u = ub + lane; u < ue; u += 32) {
         moe_qunit w;
         if (F == MOE_DF_Q4_0) moe_qunit_q4_0(row, u, &w);
@@ -161,6 +160,18 @@ static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint
                 acc[j] += moe_qunit_dot(&w, xv, xd, s16);
             }
         }
+    }
+}
+
+/* the first nt sums only (nt uniform across the warp) */
+template <int NT> static __device__ __forceinline__ void sv_warp_sum_n(float acc[NT], int nt) {
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+        if (j >= nt) break;
+        float v = acc[j];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        acc[j] = v;
     }
 }
 
@@ -342,43 +353,59 @@ template <int PH, int NT> static __device__ __forceinline__ void sv_job_finish(c
 }
 
 #ifdef SV_ON
-/* Producer (one lane): the bulk copies of every stage of job j, through the
- * ring position gs (continued across jobs). */
+/* Producer (the producer warp, lane r copying row r, r + 32, ... of a stage):
+ * the bulk copies of every stage of job j, through the ring position gs
+ * (continued across jobs). Lane 0 posts the stage's byte count (a warp sum)
+ * on the full barrier before any lane copies into it. */
 template <int PH>
 static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv_job &j, uint8_t *ring, int slot_bytes,
                                                   uint64_t *bars, int NS, int &gs) {
     constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
-    const int K = a.K, SRS = a.SRS, NC = a.NC, total = j.npass * j.per_pass;
+    constexpr bool DOWN = PH == MOE_DEC_DOWN;
+    const int K = a.K, SRS = a.SRS, NC = a.NC, total = j.npass * j.per_pass, lane = threadIdx.x & 31;
+    int c = 0, rb = 0, g = 0, kk = 0, s = 0;
+    if (total <= 0) return; /* a token without valid ids: no stages */
+    int slot = gs % NS, sph = (gs / NS) & 1;
+    int e = DOWN ? a.ids[j.t2 * K + j.list[0]] : j.e1;
     for (int i = 0; i < total; i++, gs++) {
-        const int slot = gs % NS;
-        if (gs >= NS) mbar_wait(smem_u32(&bars[NS + slot]), ((gs / NS) - 1) & 1);
-        const int s = i % j.per_pass, unit = s / NC, c = s - unit * NC;
-        int e, rb, g;
-        if (PH == MOE_DEC_DOWN) {
-            e = a.ids[j.t2 * K + j.list[unit / j.nrb]];
-            rb = unit % j.nrb;
-            g = 0;
-        } else {
-            e = j.e1;
-            rb = unit / G;
-            g = unit % G;
-        }
+        if (gs >= NS) mbar_wait(smem_u32(&bars[NS + slot]), sph ^ 1);
         const uint8_t *wb = g ? a.w1 : a.w0;
         const int64_t se = g ? a.w1_se : a.w0_se, sn = g ? a.w1_sn : a.w0_sn;
         const int rr0 = rb * SRS, rr1 = min(j.nrows, rr0 + SRS);
         const int cb = c * a.KCb, cl = min(a.KCb, a.row_bytes - cb);
+        const uint8_t *base = wb + (int64_t)e * se + (int64_t)j.r0 * sn + cb;
         uint32_t bytes = 0;
-        for (int r = rr0; r < rr1; r++) {
-            uintptr_t ad = (uintptr_t)(wb + (int64_t)e * se + (int64_t)(j.r0 + r) * sn) + cb;
+        for (int r = rr0 + lane; r < rr1; r += 32) {
+            const uintptr_t ad = (uintptr_t)(base + (int64_t)r * sn);
             bytes += (uint32_t)(((ad + cl + 15) & ~(uintptr_t)15) - (ad & ~(uintptr_t)15));
         }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) bytes += __shfl_xor_sync(0xffffffffu, bytes, o);
         const uint32_t fb = smem_u32(&bars[slot]);
-        mbar_expect_tx(fb, bytes);
+        if (lane == 0) mbar_expect_tx(fb, bytes);
+        __syncwarp();
         uint8_t *dst = ring + (size_t)slot * slot_bytes;
-        for (int r = rr0; r < rr1; r++) {
-            uintptr_t ad = (uintptr_t)(wb + (int64_t)e * se + (int64_t)(j.r0 + r) * sn) + cb;
-            uintptr_t lo = ad & ~(uintptr_t)15, hi = (ad + cl + 15) & ~(uintptr_t)15;
+        for (int r = rr0 + lane; r < rr1; r += 32) {
+            const uintptr_t ad = (uintptr_t)(base + (int64_t)r * sn);
+            const uintptr_t lo = ad & ~(uintptr_t)15, hi = (ad + cl + 15) & ~(uintptr_t)15;
             bulk_g2s(smem_u32(dst + (r - rr0) * a.pitch), (const void *)lo, (uint32_t)(hi - lo), fb);
+        }
+        if (++slot == NS) { slot = 0; sph ^= 1; }
+        /* the next stage: (c, then rb and kk for the down phase, or g then rb) */
+        if (++s == j.per_pass) { /* next pass: the same rows again */
+            s = c = rb = g = kk = 0;
+            e = DOWN ? a.ids[j.t2 * K + j.list[0]] : j.e1;
+        } else if (++c == NC) {
+            c = 0;
+            if (DOWN) {
+                if (++rb == j.nrb) {
+                    rb = 0;
+                    if (++kk < j.n) e = a.ids[j.t2 * K + j.list[kk]];
+                }
+            } else if (++g == G) {
+                g = 0;
+                ++rb;
+            }
         }
     }
 }
@@ -428,7 +455,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
     constexpr int HT = DENSE ? (F == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16) : MOE_TYPE_F32; /* h's type */
     constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int K = a.K, SRS = a.SRS, C = a.C, NC = a.NC, n = j.n, nrows = j.nrows, r0 = j.r0;
+    const int K = a.K, SRS = a.SRS, C = a.C, NC = DENSE ? a.NC : 1, n = j.n, nrows = j.nrows, r0 = j.r0;
     const int P = DENSE ? 8 : SRS >= 8 ? 1 : 8 / SRS;
     const int astride = sv_act_stride(DENSE, C);
     if (DOWN && n == 0) { /* no valid id: out = 0 */
@@ -445,21 +472,17 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
         }
         sv_consumer_sync();
         float macc[4] = {0.f, 0.f, 0.f, 0.f};
+        /* stage s = unit * NC + c, unit = kk * nrb + rb (token-major down) or rb * G + g:
+         * counters advanced per stage (no divisions in the loop); ring slot and phase too */
+        int c = 0, rb = 0, g = 0, kk = 0;
+        int slot = gs % NS, sph = (gs / NS) & 1;
+        int e = DOWN ? a.ids[j.t2 * K + j.list[0]] : j.e1;
+        /* GGUF: this warp's row within a stage and its part of the row's units */
+        const int gP = DENSE ? 1 : P, gnrw = SRS >= 8 ? SRS / 8 : 1;
+        const int gi0 = SRS >= 8 ? warp : warp / gP, gpp = SRS >= 8 ? 0 : warp - (warp / gP) * gP;
+        const int gper = (C / 32 + gP - 1) / gP, gub = gpp * gper, gue = min(C / 32, gub + gper);
         for (int s = 0; s < j.per_pass; s++, gs++) {
-            const int slot = gs % NS;
-            mbar_wait(smem_u32(&bars[slot]), (gs / NS) & 1);
-            const int unit = s / NC, c = s - unit * NC;
-            int rb, g, kk = 0, e;
-            if (DOWN) {
-                kk = unit / j.nrb;
-                rb = unit % j.nrb;
-                g = 0;
-                e = a.ids[j.t2 * K + j.list[kk]];
-            } else {
-                rb = unit / G;
-                g = unit % G;
-                e = j.e1;
-            }
+            mbar_wait(smem_u32(&bars[slot]), sph);
             const uint8_t *st = ring + (size_t)slot * slot_bytes;
             if (DENSE) {
                 /* tensor cores: tokens x 8 rows per mma, k split over the 8 warps */
@@ -481,19 +504,20 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
             } else {
                 const uint8_t *wb = g ? a.w1 : a.w0;
                 const int64_t se = g ? a.w1_se : a.w0_se, sn = g ? a.w1_sn : a.w0_sn;
-                const int nrw = SRS >= 8 ? SRS / 8 : 1;
-                for (int m = 0; m < nrw; m++) {
-                    const int i = SRS >= 8 ? warp + 8 * m : warp / P, pp = SRS >= 8 ? 0 : warp % P;
+                const uint8_t *wrow0 = wb + (int64_t)e * se + (int64_t)r0 * sn;
+                for (int m = 0; m < gnrw; m++) {
+                    const int i = gi0 + 8 * m, pp = gpp;
                     const int ri = rb * SRS + i;
                     if (ri >= nrows) continue;
-                    const uintptr_t ad = (uintptr_t)(wb + (int64_t)e * se + (int64_t)(r0 + ri) * sn);
+                    const uintptr_t ad = (uintptr_t)(wrow0 + (int64_t)ri * sn);
                     const uint8_t *row = st + i * a.pitch + (ad & 15);
                     float acc[NT];
 #pragma unroll
                     for (int q = 0; q < NT; q++) acc[q] = 0.f;
-                    if (DOWN) sv_row_dot<F, NT>(row, acts + kk * astride, astride, 1, C, pp, P, lane, acc);
-                    else sv_row_dot<F, NT>(row, acts, astride, nt, C, pp, P, lane, acc);
-                    sv_warp_sum<NT>(acc);
+                    if (DOWN) sv_row_dot<F, NT>(row, acts + kk * astride, astride, 1, C, gub, gue, lane, acc);
+                    else sv_row_dot<F, NT>(row, acts, astride, nt, C, gub, gue, lane, acc);
+                    if (DOWN) sv_warp_sum<1>(acc);
+                    else sv_warp_sum_n<NT>(acc, nt);
                     if (lane == 0) {
                         if (DOWN) {
                             red[(ri * K + kk) * P + pp] = acc[0];
@@ -507,6 +531,19 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
             }
             __syncwarp();
             if (lane == 0) mbar_arrive(smem_u32(&bars[NS + slot]));
+            if (++slot == NS) { slot = 0; sph ^= 1; }
+            if (++c == NC) {
+                c = 0;
+                if (DOWN) {
+                    if (++rb == j.nrb) {
+                        rb = 0;
+                        if (++kk < n) e = a.ids[j.t2 * K + j.list[kk]];
+                    }
+                } else if (++g == G) {
+                    g = 0;
+                    ++rb;
+                }
+            }
         }
         sv_consumer_sync();
         /* epilogue */
@@ -629,8 +666,8 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
     __syncthreads();
     sv_job_finish<PH, NT>(a, j, s_n);
     int gs = 0;
-    if (threadIdx.x >= 256) {
-        if (threadIdx.x == 256) sv_produce<PH>(a, j, sm + ring_off, slot_bytes, bars, NS, gs);
+    if (threadIdx.x >= 256) { /* the producer warp */
+        sv_produce<PH>(a, j, sm + ring_off, slot_bytes, bars, NS, gs);
         return;
     }
     if (DOWN || DOWNE) dk_grid_wait(); /* h comes from phase 1 */
@@ -659,11 +696,9 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1,
     sv_job_finish<PH1, NT>(a1, j1, s_n1);
     sv_job_finish<MOE_DEC_DOWN, 1>(a2, j2, s_n2);
     int gs = 0;
-    if (threadIdx.x >= 256) {
-        if (threadIdx.x == 256) {
-            if (j1.on) sv_produce<PH1>(a1, j1, sm + L.ring, L.slot, bars, NS, gs);
-            if (j2.on) sv_produce<MOE_DEC_DOWN>(a2, j2, sm + L.ring, L.slot, bars, NS, gs);
-        }
+    if (threadIdx.x >= 256) { /* the producer warp */
+        if (j1.on) sv_produce<PH1>(a1, j1, sm + L.ring, L.slot, bars, NS, gs);
+        if (j2.on) sv_produce<MOE_DEC_DOWN>(a2, j2, sm + L.ring, L.slot, bars, NS, gs);
         return;
     }
     if (j1.on) sv_consume<F, PH1, NT>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL);
