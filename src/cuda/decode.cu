@@ -610,10 +610,17 @@ static size_t sv_ws_layout(const moe_layer *L, const dec_impl *im, int64_t Tn, s
     return o;
 }
 
+/* The largest chunk's layout, or the last (shorter) chunk's when its down
+ * phase differs and needs more (y where the long chunks have none). */
 static size_t sv_workspace(const moe_layer *L, const dec_impl *im, int64_t T) {
-    const int64_t chunk = MOE_SV_MAXP / L->desc.K;
+    const int64_t chunk = MOE_SV_MAXP / L->desc.K, rem = T % chunk;
     size_t yo, co;
-    return sv_ws_layout(L, im, T < chunk ? T : chunk, &yo, &co);
+    size_t n = sv_ws_layout(L, im, T < chunk ? T : chunk, &yo, &co);
+    if (T > chunk && rem) {
+        const size_t r = sv_ws_layout(L, im, rem, &yo, &co);
+        if (r > n) n = r;
+    }
+    return n;
 }
 
 static size_t dec_workspace(const moe_layer *L, int64_t T) {
