@@ -171,6 +171,7 @@ typedef struct dec_impl {
     int sv_smem_block, sv_smem_sm; /* dynamic shared memory one block may take; per SM */
     int sv_fused;                /* both phases in one cooperative launch where the grid fits (MOE_DECODE_FUSED) */
     int sv_downe;                /* MOE_SV_DOWNE: 1 expert-major down at every T, 0 token-major, -1 by T */
+    int sv_plan;                 /* MOE_SV_PLAN: grids by 1 expected pair groups, 0 min(T*K, E), -1 by T */
     unsigned *sv_gbar;           /* its grid-barrier counters (device, zeroed) */
     int sv_fused_logged;         /* the first fall-back to two launches was logged */
     char sv_why[160];            /* why they do not, for describe */
@@ -734,8 +735,6 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
  * (uniform routing). Sizing the grid by min(TK, E) instead left a quarter to
  * a half of the planned blocks without work at T = 2..16. */
 static int64_t sv_expected_groups(int64_t TK, int64_t E, int NT, int by_groups) {
-    const char *v = getenv("MOE_SV_PLAN"); /* 0 / 1 force min(TK, E) / the expected groups (measurements) */
-    if (v && *v) by_groups = v[0] != '0';
     if (!by_groups) return TK < E ? TK : E;
     if (E <= 1) return moe__cdiv(TK, NT);
     const double p = 1.0 / (double)E, q = 1.0 - p;
@@ -751,6 +750,7 @@ static int64_t sv_expected_groups(int64_t TK, int64_t E, int NT, int by_groups) 
 
 static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t TK, int64_t E, int nt_want, int by_groups) {
     static const int nts[3] = {8, 4, 1};
+    if (im->sv_plan >= 0) by_groups = im->sv_plan;
     for (int i = 0; i < 3; i++) {
         if (nts[i] > nt_want) continue;
         moe_sv_args c = *a;
@@ -915,6 +915,8 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     }
     const char *de = getenv("MOE_SV_DOWNE");
     im->sv_downe = de && *de ? de[0] != '0' : -1;
+    const char *pl = getenv("MOE_SV_PLAN");
+    im->sv_plan = pl && *pl ? pl[0] != '0' : -1;
     const char *mt = getenv("MOE_DECODE_STREAM_MAX_T");
     int64_t lim = MOE_SV_MAXP / d->K;
     /* measured (bench/decode/README.md, session 4, H200): dense, faster than the mma

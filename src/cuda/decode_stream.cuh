@@ -279,7 +279,6 @@ typedef struct sv_job {
     int on;                   /* the block has work in this phase */
     int e1, t2;               /* phase 1: the expert; phase 2: the token */
     int n;                    /* pairs of e1 this block takes, or valid slots of t2 */
-    int nvalid;               /* sv_route1: pairs with an id in range, in the whole launch */
     int r0, nrows, nrb, npass, per_pass;
     const int *list;          /* shared memory: the pairs, or the valid slots in order */
 } sv_job;
@@ -301,7 +300,6 @@ static __device__ __forceinline__ sv_job sv_route1(const moe_sv_args &a, int p, 
     const int ok = (unsigned)j.e1 < (unsigned)a.E;
     const int idq = tid < TK ? a.ids[tid] : -1;
     const int rank = __syncthreads_count(ok && tid < p && idq == j.e1);
-    j.nvalid = __syncthreads_count((unsigned)idq < (unsigned)a.E);
     j.on = ok && rank % NT == 0;
     if (j.on && warp == 0) {
         int n = 0;
