@@ -714,19 +714,29 @@ __global__ void __launch_bounds__(256, FM::MINB) k_dec(const moe_dec_args a) {
     }
 }
 
+/* The launch configuration of the decode kernels: grid x threads, dynamic
+ * shared memory, stream, and with pdl the programmatic dependent launch
+ * attribute (the kernel may start while the previous one finishes; it calls
+ * griddepcontrol.wait before reading that kernel's output). at: storage for
+ * the attribute, alive until the launch. */
+static inline void dk_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at, dim3 grid, unsigned threads,
+                                    size_t smem, cudaStream_t s, int pdl) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->gridDim = grid;
+    cfg->blockDim = dim3(threads, 1, 1);
+    cfg->dynamicSmemBytes = smem;
+    cfg->stream = s;
+    at->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at->val.programmaticStreamSerializationAllowed = 1;
+    cfg->attrs = at;
+    cfg->numAttrs = pdl ? 1 : 0;
+}
+
 template <typename FM, typename MT, int PH, int NT>
 static cudaError_t dk_launch_one(const moe_dec_args *a, dim3 grid, cudaStream_t s) {
     cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(256, 1, 1);
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = a->pdl ? 1 : 0;
+    cudaLaunchAttribute at;
+    dk_launch_config(&cfg, &at, grid, 256, 0, s, a->pdl);
     return cudaLaunchKernelEx(&cfg, k_dec<FM, MT, PH, NT>, *a);
 }
 

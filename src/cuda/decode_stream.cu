@@ -12,16 +12,8 @@ int moe__sv_smem_bytes(const moe_sv_args *a) {
 
 template <int F, int PH, int NT> static cudaError_t sv_one(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
     cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(MOE_SV_THREADS);
-    cfg.dynamicSmemBytes = (size_t)moe__sv_smem_bytes(a);
-    cfg.stream = s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = a->pdl ? 1 : 0;
+    cudaLaunchAttribute at;
+    dk_launch_config(&cfg, &at, grid, MOE_SV_THREADS, (size_t)moe__sv_smem_bytes(a), s, a->pdl);
     return cudaLaunchKernelEx(&cfg, k_sv<F, PH, NT>, *a);
 }
 
