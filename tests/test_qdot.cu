@@ -6,10 +6,13 @@
  *           moe_dequantize_row's value bit for bit (NaN where it is NaN), for
  *           rows made by moe_quantize_row (several lengths and kinds of data)
  *           and rows of random bytes, each placed at the weakest alignment
- *           the decoders are promised; every load is checked to be no wider
- *           than that alignment, aligned, and inside the row.
- *   dot     moe_qunit_dot against a float64 dot of the dequantised weights
- *           and the dequantised activations: |err| <= 1e-5 * sum of |terms|.
+ *           the decoders are promised; every load is checked to be aligned,
+ *           inside the row, and no wider than that alignment, except 4-byte
+ *           word loads, which may cover the aligned words holding the row.
+ *   dot     every unit has its format's shape (one scale, no min, ... as
+ *           the kernel's cheaper dot assumes), and moe_qunit_dot_kind of that
+ *           shape agrees with a float64 dot of the dequantised weights and
+ *           the dequantised activations: |err| <= 1e-5 * sum of |terms|.
  *   qx      moe_qx_quantize32 equal to moe__quantize_row_q8_32 (the CPU's
  *           Q8_1-style activation blocks) bit for bit, and |x/d - q| <= 1/2.
  * With a GPU, the decoders also run in a kernel (rows in shared memory at
@@ -77,10 +80,13 @@ static char hook_msg[160];
 
 static void qdot_load_hook(const uint8_t *p, int n) {
     hook_loads++;
-    const char *why = n > hook_align ? "wider than the row's alignment"
-                      : ((uintptr_t)p & (uintptr_t)(n - 1)) ? "misaligned"
-                      : (p < hook_lo || p + n > hook_hi) ? "outside the row"
-                                                          : NULL;
+    /* a word load may reach the aligned words holding the row's first and last bytes */
+    const uint8_t *lo = n == 4 ? hook_lo - ((uintptr_t)hook_lo & 3) : hook_lo;
+    const uint8_t *hi = n == 4 ? hook_hi + (-(uintptr_t)hook_hi & 3) : hook_hi;
+    const char *why = ((uintptr_t)p & (uintptr_t)(n - 1)) ? "misaligned"
+                      : n != 4 && n > hook_align       ? "wider than the row's alignment"
+                      : (p < lo || p + n > hi)         ? "outside the row (words: the aligned words holding it)"
+                                                       : NULL;
     if (why && !hook_bad++)
         snprintf(hook_msg, sizeof hook_msg, "%d-byte load at row + %ld: %s", n, (long)(p - hook_lo), why);
 }
@@ -110,14 +116,35 @@ typedef struct fmt {
     int block, bytes; /* elements and bytes per block */
     int align;        /* what the kernel promises for a row's first byte */
     unit_fn fn;
+    int kind;         /* the unit shape (MOE_QDOT_*) the kernel's dot assumes */
 } fmt;
 
+/* The kinds are written here independently of the kernel's table
+ * (decode_stream.cuh sv_qdot_kind): the shape checks below fail if a
+ * decoder stops making units of its kind. */
 static const fmt FMTS[] = {
-    {"q4_0", MOE_TYPE_Q4_0, 32, 18, 2, moe_qunit_q4_0},   {"q8_0", MOE_TYPE_Q8_0, 32, 34, 2, moe_qunit_q8_0},
-    {"mxfp4", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4}, {"q2_K", MOE_TYPE_Q2_K, 256, 84, 4, moe_qunit_q2_k},
-    {"q3_K", MOE_TYPE_Q3_K, 256, 110, 2, moe_qunit_q3_k}, {"q4_K", MOE_TYPE_Q4_K, 256, 144, 16, moe_qunit_q4_k},
-    {"q5_K", MOE_TYPE_Q5_K, 256, 176, 16, moe_qunit_q5_k}, {"q6_K", MOE_TYPE_Q6_K, 256, 210, 2, moe_qunit_q6_k},
+    {"q4_0", MOE_TYPE_Q4_0, 32, 18, 2, moe_qunit_q4_0, MOE_QDOT_S},
+    {"q8_0", MOE_TYPE_Q8_0, 32, 34, 2, moe_qunit_q8_0, MOE_QDOT_S},
+    {"mxfp4", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4, MOE_QDOT_S},
+    {"q2_K", MOE_TYPE_Q2_K, 256, 84, 4, moe_qunit_q2_k, MOE_QDOT_SSMM},
+    {"q3_K", MOE_TYPE_Q3_K, 256, 110, 2, moe_qunit_q3_k, MOE_QDOT_SS},
+    {"q4_K", MOE_TYPE_Q4_K, 256, 144, 16, moe_qunit_q4_k, MOE_QDOT_SM},
+    {"q5_K", MOE_TYPE_Q5_K, 256, 176, 16, moe_qunit_q5_k, MOE_QDOT_SM},
+    {"q6_K", MOE_TYPE_Q6_K, 256, 210, 2, moe_qunit_q6_k, MOE_QDOT_SS},
 };
+
+/* Does unit w have the shape `kind` promises (bitwise: a -0 min is not 0)? */
+static int same_f32(float a, float b);
+static int has_shape(const moe_qunit *w, int kind) {
+    const int one_sc = same_f32(w->sc[0], w->sc[1]), one_mn = same_f32(w->mn[0], w->mn[1]);
+    const int no_mn = moe__f32_as_u32(w->mn[0]) == 0 && moe__f32_as_u32(w->mn[1]) == 0;
+    switch (kind) {
+    case MOE_QDOT_S: return one_sc && no_mn;
+    case MOE_QDOT_SS: return no_mn;
+    case MOE_QDOT_SM: return one_sc && one_mn;
+    default: return 1;
+    }
+}
 enum { NFMT = sizeof FMTS / sizeof FMTS[0] };
 
 /* Byte offsets of the fp16 fields in a block (-1: none), to keep random
@@ -224,7 +251,7 @@ static int same_f32(float a, float b) { return (a != a && b != b) || moe__f32_as
 /* ---- checks (1) and (2) for one row ---- */
 
 typedef struct row_stats {
-    long elems, bad_elems, units, bad_dots, overflow_units;
+    long elems, bad_elems, units, bad_dots, bad_shapes, overflow_units;
     double max_rel;
     char first[200];
 } row_stats;
@@ -256,7 +283,10 @@ static void check_row(const fmt *f, const uint8_t *row, int C, const float *ref,
         int s16[2];
         fill_acts(x, u);
         moe_qx_quantize32(x, xq, &xd, s16);
-        const float got = moe_qunit_dot(&w, xq, xd, s16);
+        if (!has_shape(&w, f->kind) && !st->bad_shapes++ && !st->bad_elems)
+            snprintf(st->first, sizeof st->first, "unit %d: sc %.9g %.9g mn %.9g %.9g, not the shape the kernel assumes",
+                     u, w.sc[0], w.sc[1], w.mn[0], w.mn[1]);
+        const float got = moe_qunit_dot_kind(f->kind, &w, xq, xd, s16);
         double want = 0, bound = 0, inter = 0;
         for (int j = 0; j < 32; j++) {
             const double xj = (double)q_byte(xq, j);
@@ -330,10 +360,11 @@ static void check_format_rows(const fmt *f) {
                        hook_bad ? ")" : "");
                 if (st.bad_elems) printf("     first: %s\n", st.first);
                 if (!ok_q) printf("     moe_quantize_row / moe_dequantize_row failed\n");
-                report(ok_q && !st.bad_dots, "%-5s C=%-4d %-10s dot: %ld units, %ld bad, max |err|/sum|terms| %.2e%s",
-                       f->name, C, KIND_NAME[kind], st.units, st.bad_dots, st.max_rel,
+                report(ok_q && !st.bad_dots && !st.bad_shapes,
+                       "%-5s C=%-4d %-10s dot: %ld units, %ld bad, %ld of another shape, max |err|/sum|terms| %.2e%s",
+                       f->name, C, KIND_NAME[kind], st.units, st.bad_dots, st.bad_shapes, st.max_rel,
                        st.overflow_units ? " (some units overflow f32: non-finite accepted)" : "");
-                if (st.bad_dots && !st.bad_elems) printf("     first: %s\n", st.first);
+                if ((st.bad_dots || st.bad_shapes) && !st.bad_elems) printf("     first: %s\n", st.first);
             }
             free(row);
             free(scratch);
@@ -416,7 +447,7 @@ static void check_mxfp4_table(void) {
 #define PROBE_SMEM 4096
 
 #define QDOT_PROBE(name)                                                                                       \
-    __global__ void probe_##name(const uint8_t *g, int nbytes, int off, int nunits, const int32_t *xq,         \
+    __global__ void probe_##name(const uint8_t *g, int nbytes, int off, int nunits, int kind, const int32_t *xq, \
                                  const float *xd, const int *s16, moe_qunit *units, float *dots) {             \
         __shared__ __align__(16) uint8_t sm[PROBE_SMEM + 16];                                                  \
         for (int i = threadIdx.x; i < nbytes; i += blockDim.x) sm[off + i] = g[i];                             \
@@ -425,7 +456,7 @@ static void check_mxfp4_table(void) {
             moe_qunit w;                                                                                       \
             moe_qunit_##name(sm + off, u, &w);                                                                 \
             units[u] = w;                                                                                      \
-            dots[u] = moe_qunit_dot(&w, xq + 8 * u, xd[u], s16 + 2 * u);                                       \
+            dots[u] = moe_qunit_dot_kind(kind, &w, xq + 8 * u, xd[u], s16 + 2 * u);                            \
         }                                                                                                      \
     }
 QDOT_PROBE(q4_0)
@@ -442,8 +473,8 @@ __global__ void probe_qx(const float *x, int nb, int32_t *q, float *d, int *s16)
         moe_qx_quantize32(x + 32 * b, q + 8 * b, d + b, s16 + 2 * b);
 }
 
-typedef void (*probe_fn)(const uint8_t *, int, int, int, const int32_t *, const float *, const int *, moe_qunit *,
-                         float *);
+typedef void (*probe_fn)(const uint8_t *, int, int, int, int, const int32_t *, const float *, const int *,
+                         moe_qunit *, float *);
 static const probe_fn PROBES[NFMT] = {probe_q4_0, probe_q8_0, probe_mxfp4, probe_q2_k,
                                       probe_q3_k, probe_q4_k, probe_q5_k, probe_q6_k};
 
@@ -494,7 +525,7 @@ static void check_gpu(void) {
             cudaMemcpy(g_xq, xq, 32 * nu, cudaMemcpyHostToDevice);
             cudaMemcpy(g_xd, xd, 4 * nu, cudaMemcpyHostToDevice);
             cudaMemcpy(g_s16, s16, 8 * nu, cudaMemcpyHostToDevice);
-            PROBES[fi]<<<1, 128>>>(g_row, (int)nbytes, off, nu, g_xq, g_xd, g_s16, g_units, g_dots);
+            PROBES[fi]<<<1, 128>>>(g_row, (int)nbytes, off, nu, f->kind, g_xq, g_xd, g_s16, g_units, g_dots);
             if (!gpu_ok(cudaGetLastError(), "launch") || !gpu_ok(cudaDeviceSynchronize(), "kernel")) return;
             moe_qunit *dev = (moe_qunit *)malloc(sizeof(moe_qunit) * nu);
             float *ddots = (float *)malloc(sizeof(float) * nu);
@@ -511,7 +542,7 @@ static void check_gpu(void) {
                 int same = !memcmp(w.q, dev[u].q, sizeof w.q);
                 for (int h = 0; h < 2; h++) same &= same_f32(w.sc[h], dev[u].sc[h]) && same_f32(w.mn[h], dev[u].mn[h]);
                 bad_units += !same;
-                const float host = moe_qunit_dot(&w, xq + 8 * u, xd[u], s16 + 2 * u);
+                const float host = moe_qunit_dot_kind(f->kind, &w, xq + 8 * u, xd[u], s16 + 2 * u);
                 double bound = 0;
                 for (int j = 0; j < 32; j++)
                     bound += (fabs((double)w.sc[j / 16] * q_byte(w.q, j)) + fabs((double)w.mn[j / 16])) *

@@ -131,12 +131,22 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
     }
 }
 
+/* The unit shape (qdot.cuh) of a GGUF format's decoder. */
+template <int F> static __host__ __device__ constexpr int sv_qdot_kind() {
+    return F == MOE_DF_Q4_0 || F == MOE_DF_Q8_0 || F == MOE_DF_MXFP4 ? MOE_QDOT_S
+           : F == MOE_DF_Q3_K || F == MOE_DF_Q6_K                     ? MOE_QDOT_SS
+           : F == MOE_DF_Q4_K || F == MOE_DF_Q5_K                     ? MOE_QDOT_SM
+                                                                      : MOE_QDOT_SSMM;
+}
+
 /* One GGUF weight row (in shared memory) against NT staged 8-bit activation
  * rows, units of part pp of P; sums per token in acc (not reduced across
- * lanes). Dense rows go through sv_mma_stage instead. */
+ * lanes). Dense rows go through sv_mma_stage instead. The activation sums
+ * are loaded only for the formats with a min. */
 template <int F, int NT>
 static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, int act_stride, int nt, int C,
                                                   int ub, int ue, int lane, float acc[NT]) {
+    constexpr int DK = sv_qdot_kind<F>();
     for (int u = ub + lane; u < ue; u += 32) {
         moe_qunit w;
         if (F == MOE_DF_Q4_0) moe_qunit_q4_0(row, u, &w);
@@ -155,9 +165,13 @@ static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint
                 int4 q0 = xq[0], q1 = xq[1];
                 const int32_t xv[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
                 const float xd = ((const float *)(xa + C))[u];
-                const int2 xs = ((const int2 *)(xa + C + C / 8))[u];
-                const int s16[2] = {xs.x, xs.y};
-                acc[j] += moe_qunit_dot(&w, xv, xd, s16);
+                int s16[2] = {0, 0};
+                if (DK == MOE_QDOT_SM || DK == MOE_QDOT_SSMM) {
+                    const int2 xs = ((const int2 *)(xa + C + C / 8))[u];
+                    s16[0] = xs.x;
+                    s16[1] = xs.y;
+                }
+                acc[j] += moe_qunit_dot_kind(DK, &w, xv, xd, s16);
             }
         }
     }

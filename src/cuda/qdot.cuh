@@ -12,7 +12,15 @@
  *
  * Alignment contract: `row` (the first byte of the row's first block) is
  * aligned to 16 for Q4_K/Q5_K, 4 for Q2_K, 2 for Q4_0/Q8_0/Q3_K/Q6_K and 1
- * for MXFP4; no decoder loads a wider type than that.
+ * for MXFP4. Loads of 1, 2 and 16 bytes stay inside the unit's block and are
+ * no wider than that alignment; the formats whose blocks are not 4-aligned
+ * (Q4_0, Q8_0, MXFP4, Q3_K, Q6_K) read their 32-byte or 16-byte fields as the
+ * aligned 4-byte words that hold them (a funnel shift each): such a word may
+ * reach up to 3 bytes before or after the block, never past the aligned
+ * words holding the row. On the device the row sits in a shared-memory
+ * stage, where that is always in bounds; one word load replaces two to four
+ * byte loads, and the loads of 32 lanes at a 17- or 34-byte stride conflict
+ * less as words than as bytes.
  */
 #ifndef MOE_CUDA_QDOT_CUH
 #define MOE_CUDA_QDOT_CUH
@@ -146,6 +154,41 @@ MOE__QFN uint32_t moe__qrotr(uint32_t x, int n) {
 #endif
 }
 
+/* The low 32 bits of hi:lo >> n for n in [0, 32] (n = 32 gives hi; one
+ * SHF.R.U32 on the device, __funnelshift_rc). */
+MOE__QFN uint32_t moe__qshf(uint32_t lo, uint32_t hi, int n) {
+#ifdef __CUDA_ARCH__
+    return __funnelshift_rc(lo, hi, (unsigned)n);
+#else
+    return n >= 32 ? hi : n ? lo >> n | hi << (32 - n) : lo;
+#endif
+}
+
+/* NW aligned words from the one holding byte p: w[i] = the word at
+ * (p & ~3) + 4i. The address stays a pointer into p's object (no integer
+ * round trip), so the compiler still sees a shared-memory load. */
+#define MOE__QWORDS(p, w, NW)                                                                      \
+    do {                                                                                           \
+        const uint8_t *moe__a = (p) - ((uintptr_t)(p) & 3);                                        \
+        MOE__QUNROLL                                                                               \
+        for (int moe__i = 0; moe__i < (NW); moe__i++) (w)[moe__i] = moe__qld32(moe__a + 4 * moe__i); \
+    } while (0)
+
+/* n words of bytes p, p + 1, ... (p at any alignment) out of the aligned
+ * words holding them: n loads when p is 4-aligned, else n + 1, and n funnel
+ * shifts. */
+MOE__QFN void moe__qldu(const uint8_t *p, uint32_t *w, int n) {
+    const uint8_t *a = p - ((uintptr_t)p & 3);
+    const int sh = 8 * (int)((uintptr_t)p & 3);
+    uint32_t lo = moe__qld32(a);
+    MOE__QUNROLL
+    for (int i = 0; i < n; i++) {
+        const uint32_t hi = i + 1 < n || sh ? moe__qld32(a + 4 * (i + 1)) : 0u;
+        w[i] = moe__qshf(lo, hi, sh);
+        lo = hi;
+    }
+}
+
 /* Each byte replaced by its bit 7 copied into all eight bits (prmt.b32's
  * sign-replicate mode, which __byte_perm does not expose). */
 MOE__QFN uint32_t moe__qsignx4(uint32_t x) {
@@ -192,26 +235,35 @@ MOE__QFN uint32_t moe__qsub32x4(uint32_t x) { return (x + 0x60606060u) ^ 0x80808
 
 /* ---- the 32-element formats: unit u is block u ---- */
 
-/* Q4_0: q = nibble - 8, sc = d. Per unit (sm_90a SASS): 9 u16 loads, ~35 ALU. */
+/* Q4_0: q = nibble - 8, sc = d. The 18 bytes of a 2-aligned unit lie in 5
+ * aligned words: d in the first (low or high half), qs from byte 2 or 4.
+ * Per unit (sm_90a SASS): 5 word loads, ~25 ALU. */
 MOE__QFN void moe_qunit_q4_0(const uint8_t *row, int u, moe_qunit *w) {
     const uint8_t *p = row + 18 * u;
-    const float d = moe__qh2f(moe__qld16(p));
+    const int sh = 8 * (int)((uintptr_t)p & 3); /* 0 or 16 */
+    uint32_t v[5];
+    MOE__QWORDS(p, v, 5);
+    const float d = moe__qh2f((v[0] >> sh) & 0xffffu);
     MOE__QUNROLL
     for (int i = 0; i < 4; i++) {
-        const uint32_t v = moe__qld16x2(p + 2 + 4 * i);
-        w->q[i] = (int32_t)moe__qsub8x4(v & 0x0F0F0F0Fu);
-        w->q[i + 4] = (int32_t)moe__qsub8x4((v >> 4) & 0x0F0F0F0Fu);
+        const uint32_t q = moe__qshf(v[i], v[i + 1], 16 + sh);
+        w->q[i] = (int32_t)moe__qsub8x4(q & 0x0F0F0F0Fu);
+        w->q[i + 4] = (int32_t)moe__qsub8x4((q >> 4) & 0x0F0F0F0Fu);
     }
     w->sc[0] = w->sc[1] = d;
     w->mn[0] = w->mn[1] = 0.f;
 }
 
-/* Q8_0: q as stored, sc = d. Per unit: 17 u16 loads, ~11 ALU (8 merges). */
+/* Q8_0: q as stored, sc = d. As Q4_0: 34 bytes in 9 aligned words. Per
+ * unit: 9 word loads, 8 funnel shifts. */
 MOE__QFN void moe_qunit_q8_0(const uint8_t *row, int u, moe_qunit *w) {
     const uint8_t *p = row + 34 * u;
-    const float d = moe__qh2f(moe__qld16(p));
+    const int sh = 8 * (int)((uintptr_t)p & 3); /* 0 or 16 */
+    uint32_t v[9];
+    MOE__QWORDS(p, v, 9);
+    const float d = moe__qh2f((v[0] >> sh) & 0xffffu);
     MOE__QUNROLL
-    for (int i = 0; i < 8; i++) w->q[i] = (int32_t)moe__qld16x2(p + 2 + 4 * i);
+    for (int i = 0; i < 8; i++) w->q[i] = (int32_t)moe__qshf(v[i], v[i + 1], 16 + sh);
     w->sc[0] = w->sc[1] = d;
     w->mn[0] = w->mn[1] = 0.f;
 }
@@ -232,20 +284,30 @@ MOE__QFN uint32_t moe__mxfp4_lookup4(uint32_t c) {
     return moe__byte_perm(lo, hi, 0x3210u | ((c >> 1) & 0x4444u));
 }
 
-/* MXFP4: q = kvalue, sc = 2^(e-128). Bytes only (1-aligned). Per unit: 17
- * byte loads, ~95 ALU (8 merges, 8 lookups of 4 codes at 8 each, 8 byte
- * permutes for the element order): the dearest format. */
+/* The values of the eight codes of a word of qs (byte b: code of element b
+ * in the low nibble, of element b + 16 in the high one) as two words: the
+ * low nibbles' values in *lo, the high nibbles' in *hi, in byte order. */
+MOE__QFN void moe__mxfp4_lookup8(uint32_t q, uint32_t *lo, uint32_t *hi) {
+    const uint32_t v0 = moe__mxfp4_lookup4(q), v1 = moe__mxfp4_lookup4(q >> 16); /* lookup4 reads 16 bits */
+    *lo = moe__byte_perm(v0, v1, 0x6420u);
+    *hi = moe__byte_perm(v0, v1, 0x7531u);
+}
+
+/* MXFP4: q = kvalue, sc = 2^(e-128). A 17-byte unit at any alignment lies in
+ * 5 aligned words: e in the first, qs from byte 1 to 4 of it. Per unit: 5
+ * word loads (17 byte loads before), ~60 ALU (4 lookups of 8 codes). */
 MOE__QFN void moe_qunit_mxfp4(const uint8_t *row, int u, moe_qunit *w) {
     const uint8_t *p = row + 17 * u;
-    const float d = moe__qu2f(moe__e8m0_half_bits((uint8_t)moe__qld8(p)));
+    const int sh = 8 * (int)((uintptr_t)p & 3);
+    uint32_t v[5];
+    MOE__QWORDS(p, v, 5);
+    const float d = moe__qu2f(moe__e8m0_half_bits((uint8_t)(v[0] >> sh)));
     MOE__QUNROLL
     for (int i = 0; i < 4; i++) {
-        const uint8_t *b = p + 1 + 4 * i;
-        /* qs[4i], qs[4i+1] -> values of lo0 hi0 lo1 hi1; then qs[4i+2], qs[4i+3] */
-        const uint32_t v0 = moe__mxfp4_lookup4(moe__qld8(b) | moe__qld8(b + 1) << 8);
-        const uint32_t v1 = moe__mxfp4_lookup4(moe__qld8(b + 2) | moe__qld8(b + 3) << 8);
-        w->q[i] = (int32_t)moe__byte_perm(v0, v1, 0x6420u);     /* low nibbles: elements 4i.. */
-        w->q[i + 4] = (int32_t)moe__byte_perm(v0, v1, 0x7531u); /* high: elements 16 + 4i.. */
+        uint32_t lo, hi;
+        moe__mxfp4_lookup8(moe__qshf(v[i], v[i + 1], 8 + sh), &lo, &hi);
+        w->q[i] = (int32_t)lo;     /* elements 4i .. 4i + 3 */
+        w->q[i + 4] = (int32_t)hi; /* elements 16 + 4i .. */
     }
     w->sc[0] = w->sc[1] = d;
     w->mn[0] = w->mn[1] = 0.f;
@@ -273,17 +335,20 @@ MOE__QFN void moe_qunit_q2_k(const uint8_t *row, int u, moe_qunit *w) {
 }
 
 /* Q3_K: q = low 2 bits - (hmask bit clear ? 4 : 0), in [-4, 3]; sc = d *
- * (6-bit scale - 32). Per unit: 35 u16 loads, ~79 ALU (16 merges, 4 per word). */
+ * (6-bit scale - 32). Per unit: 16-18 word loads (hmask and the qs piece,
+ * 32 bytes each at a 2-aligned offset) and 3 u16 loads, ~95 ALU. */
 MOE__QFN void moe_qunit_q3_k(const uint8_t *row, int u, moe_qunit *w) {
     const uint8_t *p = row + 110 * (u >> 3);
     const int k = u & 7, sh = 2 * (k & 3);
-    const uint8_t *qs = p + 32 + 32 * (k >> 2);
+    uint32_t hm[8], qs[8];
+    moe__qldu(p, hm, 8);
+    moe__qldu(p + 32 + 32 * (k >> 2), qs, 8);
     MOE__QUNROLL
     for (int i = 0; i < 8; i++) {
         /* 0xFF in the bytes whose hmask bit k is set (moved to bit 7) */
-        const uint32_t set = moe__qsignx4(moe__qld16x2(p + 4 * i) << (7 - k));
+        const uint32_t set = moe__qsignx4(hm[i] << (7 - k));
         /* the low two bits, and 0xFC where the bit is clear: lo - 4 as int8 */
-        w->q[i] = (int32_t)moe__qmerge_not(0x03030303u, moe__qld16x2(qs + 4 * i) >> sh, set);
+        w->q[i] = (int32_t)moe__qmerge_not(0x03030303u, qs[i] >> sh, set);
     }
     /* Sub-blocks 2k, 2k+1: low nibbles in scales[2k % 8 + {0, 1}] (>> 4 for
      * k >= 4), top two bits in scales[8 + 2(k % 2) + {0, 1}] >> 2(k / 2). */
@@ -342,16 +407,19 @@ MOE__QFN void moe_qunit_q5_k(const uint8_t *row, int u, moe_qunit *w) {
 }
 
 /* Q6_K: q = (low nibble | 2 high bits << 4) - 32, sc = d * scale (int8).
- * Per unit: 34 u16 loads, ~87 ALU (16 merges, 6 per word). */
+ * Per unit: 16-18 word loads (32 bytes of ql and of qh at 2-aligned
+ * offsets) and 2 u16 loads, ~100 ALU. */
 MOE__QFN void moe_qunit_q6_k(const uint8_t *row, int u, moe_qunit *w) {
     const uint8_t *p = row + 210 * (u >> 3);
     const int k = u & 7, h = k >> 2, s = k & 3;
-    const uint8_t *ql = p + 64 * h + 32 * (s & 1), *qh = p + 128 + 32 * h;
     const int shl = 4 * (s >> 1), shh = 2 * s - 4;
+    uint32_t ql[8], qh[8];
+    moe__qldu(p + 64 * h + 32 * (s & 1), ql, 8);
+    moe__qldu(p + 128 + 32 * h, qh, 8);
     MOE__QUNROLL
     for (int i = 0; i < 8; i++) {
-        const uint32_t lo = (moe__qld16x2(ql + 4 * i) >> shl) & 0x0F0F0F0Fu;
-        const uint32_t hi = moe__qrotr(moe__qld16x2(qh + 4 * i), shh) & 0x30303030u;
+        const uint32_t lo = (ql[i] >> shl) & 0x0F0F0F0Fu;
+        const uint32_t hi = moe__qrotr(qh[i], shh) & 0x30303030u;
         w->q[i] = (int32_t)moe__qsub32x4(lo | hi);
     }
     const uint32_t sc = moe__qld16(p + 192 + 2 * k);
@@ -404,16 +472,37 @@ MOE__QFN void moe_qx_quantize32(const float *x, int32_t q[8], float *d, int s16[
     s16[1] = sum[1];
 }
 
-/* d * (sc0 * S0 + sc1 * S1 - mn0 * s16[0] - mn1 * s16[1]), S0 / S1 the int8
- * dot products of the two halves (4 dp4a each). */
-MOE__QFN float moe_qunit_dot(const moe_qunit *w, const int32_t xq[8], float d, const int s16[2]) {
+/* The shapes of unit a format's decoder makes, and the cheaper dot each
+ * allows (the kernel skips the activation sums where there is no min):
+ *   MOE_QDOT_S    sc[0] == sc[1], mn = 0       Q4_0, Q8_0, MXFP4
+ *   MOE_QDOT_SS   mn = 0                       Q3_K, Q6_K
+ *   MOE_QDOT_SM   sc[0] == sc[1], mn[0] == mn[1]  Q4_K, Q5_K
+ *   MOE_QDOT_SSMM any                          Q2_K
+ * tests/test_qdot.cu checks every unit it decodes against its format's shape. */
+enum { MOE_QDOT_S, MOE_QDOT_SS, MOE_QDOT_SM, MOE_QDOT_SSMM };
+
+/* d * (sc0 * S0 + sc1 * S1 - mn0 * s16[0] - mn1 * s16[1]) in the cheapest
+ * form the shape allows (S = S0 + S1 exact in int); kind is a constant at
+ * every call in device code, so the switch folds. s16 is not read for S and SS. */
+MOE__QFN float moe_qunit_dot_kind(int kind, const moe_qunit *w, const int32_t xq[8], float d, const int *s16) {
     int s0 = 0, s1 = 0;
     MOE__QUNROLL
     for (int i = 0; i < 4; i++) {
         s0 = moe__dp4a(w->q[i], xq[i], s0);
         s1 = moe__dp4a(w->q[i + 4], xq[i + 4], s1);
     }
-    return d * (w->sc[0] * (float)s0 + w->sc[1] * (float)s1 - w->mn[0] * (float)s16[0] - w->mn[1] * (float)s16[1]);
+    switch (kind) {
+    case MOE_QDOT_S: return d * (w->sc[0] * (float)(s0 + s1));
+    case MOE_QDOT_SS: return d * (w->sc[0] * (float)s0 + w->sc[1] * (float)s1);
+    case MOE_QDOT_SM: return d * (w->sc[0] * (float)(s0 + s1) - w->mn[0] * (float)(s16[0] + s16[1]));
+    default:
+        return d * (w->sc[0] * (float)s0 + w->sc[1] * (float)s1 - w->mn[0] * (float)s16[0] - w->mn[1] * (float)s16[1]);
+    }
+}
+
+/* The general form (any unit). */
+MOE__QFN float moe_qunit_dot(const moe_qunit *w, const int32_t xq[8], float d, const int s16[2]) {
+    return moe_qunit_dot_kind(MOE_QDOT_SSMM, w, xq, d, s16);
 }
 
 #endif
