@@ -7,7 +7,8 @@
 # Binaries come gzipped in build-devbin/carry/ (built on the dev machine for sm_90a):
 #   moe-tests.gz, moe-qdot-test.gz, bench_decode.gz (this tree, "new"),
 #   bench_decode_head.gz ("head": the commit before the change),
-#   bench_decode_<v>.gz (any other variant <v>; run 1's u2 was the unit loop of sv_row_dot
+#   bench_decode_<v>.gz (any other variant <v>; f0 / f1 are this tree's binary with
+#   MOE_DECODE_FUSED=0 / 1; run 1's u2 was the unit loop of sv_row_dot
 #   under `#pragma unroll 2`, a macro since removed: slower, s5/README.md).
 OUT=${OUT:-bench/decode/out}; mkdir -p "$OUT"
 C=build-devbin/carry; mkdir -p /tmp/b
@@ -18,16 +19,23 @@ if [ "${TESTS:-1}" = 1 ]; then
   ( timeout 200 /tmp/b/moe-tests cuda_decode; timeout 200 /tmp/b/moe-tests cuda_quant; timeout 60 /tmp/b/moe-qdot-test | grep -E "^FAIL|gpu|passed" ) > "$OUT/tests.log" 2>&1
   [ "$NO_SAN" = 1 ] || ( MOE_SV_DOWNE=1 timeout 120 compute-sanitizer --tool memcheck /tmp/b/moe-tests cuda_quant_cases_stream
     MOE_SV_DOWNE=0 timeout 120 compute-sanitizer --tool memcheck /tmp/b/moe-tests cuda_quant_cases_stream
-    timeout 120 compute-sanitizer --tool racecheck /tmp/b/moe-tests cuda_quant_cases_stream_down_expert ) > "$OUT/sanitizer.log" 2>&1
+    timeout 120 compute-sanitizer --tool racecheck /tmp/b/moe-tests cuda_quant_cases_stream_down_expert
+    timeout 60 compute-sanitizer --tool memcheck /tmp/b/moe-tests cuda_decode_bad_ids
+    timeout 60 compute-sanitizer --tool racecheck /tmp/b/moe-tests cuda_decode_bad_ids
+    timeout 60 compute-sanitizer --tool synccheck /tmp/b/moe-tests cuda_decode_bad_ids ) > "$OUT/sanitizer.log" 2>&1
   echo "== tests"; grep -E "^FAIL|FAILED|passed, |^skip|fail" "$OUT/tests.log" | head -30
   echo "== sanitizer"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, " "$OUT/sanitizer.log"
 fi
 [ "${BENCH:-1}" = 1 ] || exit 0
 R=${REPS:-20}
 for v in ${VARIANTS:-head new}; do
-  b=/tmp/b/bench_decode; [ $v != new ] && b=/tmp/b/bench_decode_$v
+  # f0 / f1: this tree with MOE_DECODE_FUSED=0 / 1 (two launches / one cooperative launch)
+  b=/tmp/b/bench_decode; case $v in new|f0|f1) ;; *) b=/tmp/b/bench_decode_$v;; esac
+  unset MOE_DECODE_FUSED
+  case $v in f0) export MOE_DECODE_FUSED=0;; f1) export MOE_DECODE_FUSED=1;; esac
   timeout 200 $b ${BENCH_ARGS:---quant} --reps $R --json "$OUT/decode_$v.jsonl" > "$OUT/bench_$v.log" 2>&1
 done
+unset MOE_DECODE_FUSED
 python3 - "$OUT" <<'PY'
 import json, sys, collections, os
 o = sys.argv[1]
