@@ -78,19 +78,6 @@ TEST(cuda_decode_cases_stream_down_token) { run_table_down("cuda-decode", "0"); 
 TEST(cuda_decode_cases_stream_down_expert) { run_table_down("cuda-decode", "1"); }
 TEST(cuda_quant_cases_stream_down_token) { run_table_down("cuda-quant", "0"); }
 TEST(cuda_quant_cases_stream_down_expert) { run_table_down("cuda-quant", "1"); }
-/* the expert-major down phase inside the single cooperative launch (the GGUF
- * default where the grid fits; dense rows only when forced) and, for GGUF, as
- * two launches */
-TEST(cuda_decode_cases_stream_1launch_down_expert) {
-    setenv("MOE_DECODE_FUSED", "1", 1);
-    run_table_down("cuda-decode", "1");
-    unsetenv("MOE_DECODE_FUSED");
-}
-TEST(cuda_quant_cases_stream_2launch_down_expert) {
-    setenv("MOE_DECODE_FUSED", "0", 1);
-    run_table_down("cuda-quant", "1");
-    unsetenv("MOE_DECODE_FUSED");
-}
 
 /* One case per weight type at many T: small decode batches, a T over the
  * route kernel's tiles, odd T. */
@@ -242,19 +229,16 @@ TEST(cuda_decode_bad_ids) {
     d.backend = "cuda-decode";
     int major = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-    /* streaming kernels (two launches, then one cooperative launch), then the mma kernels */
-    static const char *modes[] = {"1", "1", "0"};
-    for (int m = 0; m < 3 && !moe_test_failed(); m++) {
+    static const char *modes[] = {"1", "0"}; /* streaming kernels, then the mma kernels */
+    for (int m = 0; m < 2 && !moe_test_failed(); m++) {
     setenv("MOE_DECODE_STREAM", modes[m], 1);
-    setenv("MOE_DECODE_FUSED", m == 1 ? "1" : "0", 1);
     moe_layer *L = NULL;
     CHECK_STATUS(moe_layer_create(ctx, &d, &L), MOE_OK);
     unsetenv("MOE_DECODE_STREAM");
-    unsetenv("MOE_DECODE_FUSED");
     char desc[1024];
     moe_layer_describe(L, T, desc, sizeof desc);
     if (major >= 9) /* a forced family must be the one that runs */
-        CHECK_MSG((strstr(desc, "streaming kernels (") != NULL) == (m < 2), "MOE_DECODE_STREAM=%s: %s", modes[m], desc);
+        CHECK_MSG((strstr(desc, "streaming kernels (") != NULL) == (m == 0), "MOE_DECODE_STREAM=%s: %s", modes[m], desc);
     float hx[3 * 64];
     for (int i = 0; i < 3 * 64; i++) hx[i] = 1.0f / 64;
     int32_t hid[6] = {1, 77, -5, 1 << 30, 2, 3}; /* token 1: no valid id */

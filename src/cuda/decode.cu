@@ -843,9 +843,9 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         cudaGetLastError();
         cap = cudaStreamCaptureStatusActive;
     }
-    if (im->sv_fused && cap == cudaStreamCaptureStatusNone && a1.NT <= 4 && (!emaj || a2.NT == a1.NT)) {
+    if (im->sv_fused && cap == cudaStreamCaptureStatusNone && !emaj && a1.NT <= 4) {
         /* one launch: a block per phase 1 item and per phase 2 item, all resident */
-        const int64_t n1 = TK * moe__cdiv(a1.N, a1.R), n2 = (emaj ? TK : Tn) * moe__cdiv(a2.N, a2.R);
+        const int64_t n1 = TK * moe__cdiv(a1.N, a1.R), n2 = Tn * moe__cdiv(a2.N, a2.R);
         const int64_t grid = n1 > n2 ? n1 : n2;
         moe_sv_args f1 = a1, f2 = a2;
         f1.NS = f2.NS = 0;
@@ -1171,7 +1171,7 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                  sv_down_expert(L, im, Tn) ? "down per (expert, pair group, row tile) into f32 rows, the last block of "
                                           "each row tile summing the slots in order into out"
                                         : "down + weighted slot-order sum per (token, row tile)",
-                 im->sv_fused ? "both phases in one cooperative launch when every block fits at once (a grid-wide "
+                 im->sv_fused && !sv_down_expert(L, im, Tn) ? "both phases in one cooperative launch when every block fits at once (a grid-wide "
                                 "barrier; the down rows stream in meanwhile), else two launches"
                               : "two launches (programmatic dependent launch)",
                  im->quant ? "activations quantised to 8-bit blocks of 32 in shared memory, dp4a dot products"

@@ -32,18 +32,13 @@ template <int F> static cudaError_t sv_fmt(const moe_sv_args *a, dim3 grid, cuda
     return sv_nt<F, MOE_DEC_DOWN>(a, grid, s);
 }
 
-template <int F, int PH1, int PH2, int NT> static void *sv_fused_fn(void) { return (void *)k_svf<F, PH1, PH2, NT>; }
+template <int F, int PH1, int NT> static void *sv_fused_fn(void) { return (void *)k_svf<F, PH1, NT>; }
 
-/* the single launch: phase 1 groups up to 4 pairs; the expert-major down
- * phase groups as many as phase 1 (ph2: MOE_DEC_DOWN or MOE_SV_DOWN_E) */
-template <int F, int PH2> static void *sv_fused_pick_ph1(int ph1, int nt) {
-    if (ph1 == MOE_DEC_GATE_UP)
-        return nt <= 1 ? sv_fused_fn<F, MOE_DEC_GATE_UP, PH2, 1>() : sv_fused_fn<F, MOE_DEC_GATE_UP, PH2, 4>();
-    return nt <= 1 ? sv_fused_fn<F, MOE_DEC_UP, PH2, 1>() : sv_fused_fn<F, MOE_DEC_UP, PH2, 4>();
-}
-template <int F> static void *sv_fused_pick(int ph1, int ph2, int nt) {
+/* the single launch has the token-major down phase, phase 1 groups up to 4 pairs */
+template <int F> static void *sv_fused_pick(int ph1, int nt) {
     if (nt > 4) return NULL;
-    return ph2 == MOE_SV_DOWN_E ? sv_fused_pick_ph1<F, MOE_SV_DOWN_E>(ph1, nt) : sv_fused_pick_ph1<F, MOE_DEC_DOWN>(ph1, nt);
+    if (ph1 == MOE_DEC_GATE_UP) return nt <= 1 ? sv_fused_fn<F, MOE_DEC_GATE_UP, 1>() : sv_fused_fn<F, MOE_DEC_GATE_UP, 4>();
+    return nt <= 1 ? sv_fused_fn<F, MOE_DEC_UP, 1>() : sv_fused_fn<F, MOE_DEC_UP, 4>();
 }
 
 #define SV_FORMATS(X) X(MOE_DF_BF16) X(MOE_DF_F16) X(MOE_DF_Q4_0) X(MOE_DF_Q8_0) X(MOE_DF_MXFP4) \
@@ -65,10 +60,8 @@ template <int F> static cudaError_t sv_prep_fmt(int optin, int *max_dyn) {
                    (void *)k_sv<F, MOE_DEC_UP, 4>,      (void *)k_sv<F, MOE_DEC_UP, 8>,
                    (void *)k_sv<F, MOE_DEC_DOWN, 1>,    (void *)k_sv<F, MOE_SV_DOWN_E, 1>,
                    (void *)k_sv<F, MOE_SV_DOWN_E, 4>,   (void *)k_sv<F, MOE_SV_DOWN_E, 8>,
-                   sv_fused_pick<F>(MOE_DEC_GATE_UP, MOE_DEC_DOWN, 1), sv_fused_pick<F>(MOE_DEC_GATE_UP, MOE_DEC_DOWN, 4),
-                   sv_fused_pick<F>(MOE_DEC_UP, MOE_DEC_DOWN, 1),      sv_fused_pick<F>(MOE_DEC_UP, MOE_DEC_DOWN, 4),
-                   sv_fused_pick<F>(MOE_DEC_GATE_UP, MOE_SV_DOWN_E, 1), sv_fused_pick<F>(MOE_DEC_GATE_UP, MOE_SV_DOWN_E, 4),
-                   sv_fused_pick<F>(MOE_DEC_UP, MOE_SV_DOWN_E, 1),     sv_fused_pick<F>(MOE_DEC_UP, MOE_SV_DOWN_E, 4)};
+                   (void *)k_svf<F, MOE_DEC_GATE_UP, 1>, (void *)k_svf<F, MOE_DEC_GATE_UP, 4>,
+                   (void *)k_svf<F, MOE_DEC_UP, 1>,     (void *)k_svf<F, MOE_DEC_UP, 4>};
     for (int i = 0; i < (int)(sizeof fns / sizeof fns[0]) && e == cudaSuccess; i++) {
         cudaFuncAttributes fa;
         e = cudaFuncGetAttributes(&fa, fns[i]);
@@ -93,9 +86,9 @@ cudaError_t moe__sv_prepare(int *max_dyn) {
 
 int moe__sv_fused_smem_bytes(const moe_sv_args *a1, const moe_sv_args *a2) { return sv_layout_fused(a1, a2).total; }
 
-static void *sv_fused_lookup(int fmt, int ph1, int ph2, int nt) {
+static void *sv_fused_lookup(int fmt, int ph1, int nt) {
     switch (fmt) {
-#define X(f) case f: return sv_fused_pick<f>(ph1, ph2, nt);
+#define X(f) case f: return sv_fused_pick<f>(ph1, nt);
         SV_FORMATS(X)
 #undef X
     }
@@ -104,8 +97,7 @@ static void *sv_fused_lookup(int fmt, int ph1, int ph2, int nt) {
 
 cudaError_t moe__sv_fused_launch(int fmt, const moe_sv_args *a1, const moe_sv_args *a2, unsigned *gb, int grid,
                                  cudaStream_t s, int *resident) {
-    if (a2->phase == MOE_SV_DOWN_E && a2->NT != a1->NT) return cudaErrorInvalidValue;
-    void *fn = sv_fused_lookup(fmt, a1->phase, a2->phase, a1->NT);
+    void *fn = sv_fused_lookup(fmt, a1->phase, a1->NT);
     if (!fn) return cudaErrorInvalidValue;
     const int smem = moe__sv_fused_smem_bytes(a1, a2);
     int per_sm = 0, dev = 0, sms = 0;

@@ -437,9 +437,7 @@ static __device__ __forceinline__ void sv_combine_tile(const moe_sv_args &a, con
         const int t = j.list[tid] / K;
         int nv = 0;
         for (int k = 0; k < K; k++) nv += (unsigned)a.ids[t * K + k] < (unsigned)a.E;
-        /* counter (t, row tile), tiles of a.R rows (grid.y of k_sv; k_svf's grid is flat) */
-        const int tile = j.r0 / a.R, ntiles = (a.N + a.R - 1) / a.R;
-        const unsigned old = atomicAdd(&a.cnt[(int64_t)t * ntiles + tile], 1u);
+        const unsigned old = atomicAdd(&a.cnt[(int64_t)t * gridDim.y + blockIdx.y], 1u);
         if (old + 1 == (unsigned)nv) s_tok[1 + atomicAdd(&s_tok[0], 1)] = t;
     }
     sv_consumer_sync();
@@ -455,27 +453,6 @@ static __device__ __forceinline__ void sv_combine_tile(const moe_sv_args &a, con
         }
         dk_store_out(a.out, a.out_type, (int64_t)t * N + r, sum);
     }
-}
-
-/* DOWN_E, by one block per row tile: out = 0 for the tokens without an id in
- * range (no pair completes them). */
-static __device__ __forceinline__ void sv_zero_idless(const moe_sv_args &a, int tile) {
-    const int r0 = tile * a.R, nr = min(a.R, a.N - r0), lane = threadIdx.x & 31;
-    for (int t = threadIdx.x >> 5; t < a.T; t += blockDim.x >> 5) {
-        int nv = 0;
-        for (int k = lane; k < a.K; k += 32) nv += (unsigned)a.ids[t * a.K + k] < (unsigned)a.E;
-        if (!__any_sync(0xffffffffu, nv))
-            for (int r = lane; r < nr; r += 32) dk_store_out(a.out, a.out_type, (int64_t)t * a.N + r0 + r, 0.f);
-    }
-}
-
-/* Phase 1 of a forward with the expert-major down phase: every block zeroes
- * a slice of the down phase's counters, with threads [0, nth) (k_svf: the
- * consumers, whose stores its grid-wide barrier orders before phase 2). */
-static __device__ __forceinline__ void sv_zero_counters(const moe_sv_args &a, int nth) {
-    if (!a.cnt) return;
-    const int nb = gridDim.x * gridDim.y, b = blockIdx.y * gridDim.x + blockIdx.x;
-    for (int i = b * nth + threadIdx.x; i < a.ncnt; i += nb * nth) a.cnt[i] = 0;
 }
 
 /* Consumers (the 8 warps): job j's activations, stages and epilogue. Phase 2
@@ -674,12 +651,24 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
     sv_job j;
     if (DOWNE) { /* expert-major down: routed as phase 1; h waited for below */
         j = sv_route1(a, blockIdx.x, blockIdx.y, list, &s_n);
-        if (blockIdx.x == 0) sv_zero_idless(a, blockIdx.y);
+        if (blockIdx.x == 0) { /* tokens without an id in range: out = 0 (no pair completes them) */
+            const int r0 = blockIdx.y * a.R, nr = min(a.R, a.N - r0), lane = threadIdx.x & 31;
+            for (int t = threadIdx.x >> 5; t < a.T; t += blockDim.x >> 5) {
+                int nv = 0;
+                for (int k = lane; k < a.K; k += 32) nv += (unsigned)a.ids[t * a.K + k] < (unsigned)a.E;
+                if (!__any_sync(0xffffffffu, nv))
+                    for (int r = lane; r < nr; r += 32) dk_store_out(a.out, a.out_type, (int64_t)t * a.N + r0 + r, 0.f);
+            }
+        }
         if (!j.on) return;
     } else if (!DOWN) {
         dk_grid_wait();
         dk_grid_launch_dependents();
-        sv_zero_counters(a, blockDim.x); /* the expert-major down launch's, for this forward */
+        /* the expert-major down launch's counters, for this forward: every block a slice */
+        if (a.cnt) {
+            const int nb = gridDim.x * gridDim.y, b = blockIdx.y * gridDim.x + blockIdx.x;
+            for (int i = b * blockDim.x + threadIdx.x; i < a.ncnt; i += nb * blockDim.x) a.cnt[i] = 0;
+        }
         j = sv_route1(a, blockIdx.x, blockIdx.y, list, &s_n);
         if (!j.on) return;
     } else {
@@ -700,42 +689,33 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
 
 /* Both phases in one cooperative launch of gridDim.x blocks (all resident):
  * block b takes phase 1 item b (pair b % TK, row tile b / TK) and phase 2 item
- * b: token b % T and row tile b / T for the token-major down phase (PH2 =
- * MOE_DEC_DOWN), pair b % TK and row tile b / TK for the expert-major one
- * (MOE_SV_DOWN_E, groups of NT pairs as phase 1; its counters are zeroed by
- * phase 1, before the grid-wide barrier). Its producer streams the phase 2
- * rows as soon as the phase 1 stages are issued, so they arrive while the
- * other blocks finish phase 1 and the grid-wide barrier (gb) completes. */
-template <int F, int PH1, int PH2, int NT>
+ * b (token b % T, row tile b / T). Its producer streams the phase 2 rows as
+ * soon as the phase 1 stages are issued, so they arrive while the other
+ * blocks finish phase 1 and the grid-wide barrier (gb) completes. */
+template <int F, int PH1, int NT>
 __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1, const moe_sv_args a2, unsigned *gb) {
 #ifdef SV_ON
-    constexpr bool DE = PH2 == MOE_SV_DOWN_E;
-    constexpr int NT2 = DE ? NT : 1;
     extern __shared__ __align__(128) uint8_t sm[];
-    __shared__ int s_n1, s_n2, s_tok[1 + NT2];
+    __shared__ int s_n1, s_n2;
     const sv_fused_layout L = sv_layout_fused(&a1, &a2);
     uint64_t *bars = (uint64_t *)sm;
     const int NS = a1.NS, b = blockIdx.x, TK = a1.T * a1.K;
-    const int n1 = TK * ((a1.N + a1.R - 1) / a1.R);
-    const int c2 = DE ? TK : a2.T, n2 = c2 * ((a2.N + a2.R - 1) / a2.R);
+    const int n1 = TK * ((a1.N + a1.R - 1) / a1.R), n2 = a2.T * ((a2.N + a2.R - 1) / a2.R);
     sv_job j1 = sv_route1(a1, b < n1 ? b % TK : TK, b / TK, (int *)(sm + 128), &s_n1);
-    sv_job j2 = DE ? sv_route1(a2, b < n2 ? b % TK : TK, b / TK, (int *)(sm + L.list2), &s_n2)
-                   : sv_route2(a2, b < n2 ? b % a2.T : a2.T, b / a2.T, (int *)(sm + L.list2), &s_n2);
-    if (DE && b < n2 && b % TK == 0) sv_zero_idless(a2, b / TK);
+    sv_job j2 = sv_route2(a2, b < n2 ? b % a2.T : a2.T, b / a2.T, (int *)(sm + L.list2), &s_n2);
     sv_init_bars(bars, NS);
     __syncthreads();
     sv_job_finish<PH1, NT>(a1, j1, s_n1);
-    sv_job_finish<PH2, NT2>(a2, j2, s_n2);
+    sv_job_finish<MOE_DEC_DOWN, 1>(a2, j2, s_n2);
     int gs = 0;
     if (threadIdx.x >= 256) { /* the producer warp */
         if (j1.on) sv_produce<PH1>(a1, j1, sm + L.ring, L.slot, bars, NS, gs);
-        if (j2.on) sv_produce<PH2>(a2, j2, sm + L.ring, L.slot, bars, NS, gs);
+        if (j2.on) sv_produce<MOE_DEC_DOWN>(a2, j2, sm + L.ring, L.slot, bars, NS, gs);
         return;
     }
-    if (DE) sv_zero_counters(a1, 256);
     if (j1.on) sv_consume<F, PH1, NT>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL);
     sv_grid_sync(gb);
-    if (j2.on) sv_consume<F, PH2, NT2>(a2, j2, sm + L.act2, (float *)(sm + L.red2), sm + L.ring, L.slot, bars, NS, gs, s_tok);
+    if (j2.on) sv_consume<F, MOE_DEC_DOWN, 1>(a2, j2, sm + L.act2, (float *)(sm + L.red2), sm + L.ring, L.slot, bars, NS, gs, NULL);
 #endif
 }
 

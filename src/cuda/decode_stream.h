@@ -56,8 +56,7 @@ int moe__sv_smem_bytes(const moe_sv_args *a);
 /* Launches phase a->phase of format fmt on grid (pairs or tokens, row tiles). */
 cudaError_t moe__sv_launch(int fmt, const moe_sv_args *a, dim3 grid, cudaStream_t s);
 /* Both phases in one cooperative launch (k_svf) of `grid` blocks: a1 phase 1,
- * a2 phase 2, token-major (MOE_DEC_DOWN) or expert-major (MOE_SV_DOWN_E, with
- * a2->NT == a1->NT) (their R, SRS, pitch planned as for two launches; a1->NS is the
+ * a2 phase 2 (their R, SRS, pitch planned as for two launches; a1->NS is the
  * ring depth of the fused layout); gb: two zeroed counters owned by the layer
  * (the kernel leaves them zeroed). cudaErrorCooperativeLaunchTooLarge when
  * the grid cannot be resident at once (*resident: blocks that can). */
