@@ -695,6 +695,16 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         a->pitch = a->KCb + 16; /* rows 16 B apart modulo 128: ldmatrix without bank conflicts */
     } else {
         while (srs < 32 && 2 * srs * a->pitch <= stage_target) srs *= 2;
+        /* Below 8 rows a stage, each row's units go to P = 8 / srs warps; where
+         * that leaves many lanes idle in a warp's last pass (gpt-oss Q8_0, 90
+         * units a row: 45 per warp on 64 lanes, 70%) and whole rows keep them
+         * busier (90 on 96, 94%), take 8 rows a stage, up to twice the stage
+         * target (H200, gpt-oss-20b Q8_0 T=1: 46.6 -> 42.2 us; bench/decode/s5) */
+        if (srs < 8 && 8 * a->pitch <= 2 * stage_target) {
+            const int units = a->C / 32, parts = 8 / srs, per = (units + parts - 1) / parts;
+            const double busy = (double)per / (32 * ((per + 31) / 32)), whole = (double)units / (32 * ((units + 31) / 32));
+            if (busy < 0.85 && whole > busy + 0.1) srs = 8;
+        }
         a->KC = a->C;
         a->KCb = a->row_bytes;
         a->NC = 1;
