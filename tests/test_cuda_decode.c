@@ -39,13 +39,16 @@ static void run_table(const char *backend) {
     printf("     %s: %d cases passed, %d skipped\n", backend, passed, skipped);
 }
 
-/* The backends' two kernel families, each forced in turn: the streaming
- * kernels wherever they fit (MOE_DECODE_STREAM=1, every T up to 256 / K) and
- * the mma kernels (MOE_DECODE_STREAM=0); the default mixes them by T. */
+/* The backends' two kernel families, each forced in turn at every T (no
+ * hand-over to the grouped GEMM: MOE_DECODE_MAX_T=-1): the streaming kernels
+ * wherever they fit (MOE_DECODE_STREAM=1, every T up to 256 / K) and the mma
+ * kernels (MOE_DECODE_STREAM=0); the default mixes them and the GEMM by T. */
 static void run_table_with(const char *backend, const char *stream) {
     setenv("MOE_DECODE_STREAM", stream, 1);
+    setenv("MOE_DECODE_MAX_T", "-1", 1);
     run_table(backend);
     unsetenv("MOE_DECODE_STREAM");
+    unsetenv("MOE_DECODE_MAX_T");
 }
 
 TEST(cuda_decode_cases) { run_table("cuda-decode"); }
@@ -146,12 +149,14 @@ TEST(cuda_quant_sweep_T_stream_and_mma) {
 TEST(cuda_decode_sweep_T_stream_and_mma) {
     static const moe_type q[] = {MOE_TYPE_BF16, MOE_TYPE_F16};
     static const char *modes[] = {"1", "0"};
+    setenv("MOE_DECODE_MAX_T", "-1", 1); /* the forced family at every T, no hand-over */
     for (int m = 0; m < 2 && !moe_test_failed(); m++) {
         setenv("MOE_DECODE_STREAM", modes[m], 1);
         sweep("cuda-decode", q, 1, MOE_TYPE_F32);
         if (!moe_test_failed()) sweep("cuda-decode", q + 1, 1, MOE_TYPE_F16);
         unsetenv("MOE_DECODE_STREAM");
     }
+    unsetenv("MOE_DECODE_MAX_T");
 }
 
 /* cuda-quant's prefill path (GGUF blocks dequantised into the workspace, then
@@ -232,9 +237,11 @@ TEST(cuda_decode_bad_ids) {
     static const char *modes[] = {"1", "0"}; /* streaming kernels, then the mma kernels */
     for (int m = 0; m < 2 && !moe_test_failed(); m++) {
     setenv("MOE_DECODE_STREAM", modes[m], 1);
+    setenv("MOE_DECODE_MAX_T", "-1", 1); /* T = 3 on the decode kernels, not the grouped GEMM */
     moe_layer *L = NULL;
     CHECK_STATUS(moe_layer_create(ctx, &d, &L), MOE_OK);
     unsetenv("MOE_DECODE_STREAM");
+    unsetenv("MOE_DECODE_MAX_T");
     char desc[1024];
     moe_layer_describe(L, T, desc, sizeof desc);
     if (major >= 9) /* a forced family must be the one that runs */

@@ -9,7 +9,9 @@
  *
  *   nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Iinclude bench/decode/bench_decode.cu \
  *        build-gpu/libmoe_internal.a -lcuda -o build-gpu/bench_decode
- *   build-gpu/bench_decode [--json FILE] [--dense] [--quant] [--cross]
+ *   build-gpu/bench_decode [--json FILE] [--dense [--default]] [--quant] [--cross] [--only PRESET] [--tokens T]
+ * --default adds, for --dense, the layer a user gets without variables ("default":
+ * streaming or mma kernels by T, the grouped GEMM above the hand-over).
  */
 #include "moe.h"
 
@@ -238,12 +240,13 @@ static void report(const preset &P, moe_type wt, const char *variant, moe_layer 
 }
 
 int main(int argc, char **argv) {
-    int dense = 0, quant = 0, cross = 0, prefill = 0;
+    int dense = 0, quant = 0, cross = 0, prefill = 0, dense_default = 0;
     const char *json = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--dense")) dense = 1;
         else if (!strcmp(argv[i], "--quant")) quant = 1;
+        else if (!strcmp(argv[i], "--default")) dense_default = 1;
         else if (!strcmp(argv[i], "--cross")) cross = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only_preset = argv[++i];
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) only_T = atoll(argv[++i]);
@@ -323,6 +326,9 @@ int main(int argc, char **argv) {
             moe_layer *Lk = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
             unsetenv("MOE_DECODE_STREAM");
             unsetenv("MOE_DECODE_MAX_T");
+            /* what a user gets: no variables (streaming or mma kernels by T, the
+             * grouped GEMM above the hand-over) */
+            moe_layer *Ldef = dense_default ? make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode") : NULL;
             for (int64_t T : Ts) {
                 if (only_T && T != only_T) continue;
                 int64_t touched;
@@ -334,26 +340,41 @@ int main(int argc, char **argv) {
                     tm = time_fwd(Lk, P, T, 30, &touched);
                     report(P, MOE_TYPE_BF16, "kdec", Lk, T, tm, touched, s.expert_bytes);
                 }
+                if (Ldef) {
+                    srand(1000 + (int)T);
+                    tm = time_fwd(Ldef, P, T, 30, &touched);
+                    report(P, MOE_TYPE_BF16, "default", Ldef, T, tm, touched, s.expert_bytes);
+                }
             }
+            moe_layer_free(Ldef);
             if (cross) { /* the crossover with the grouped GEMM backend */
-                static const int64_t Tc[] = {16, 32, 64, 128, 256, 512};
+                static const int64_t Tc[] = {4, 8, 16, 32, 64, 128, 256, 512};
                 setenv("MOE_DECODE_MAX_T", "-1", 1);
                 moe_layer *Ld = L;
                 moe_layer *G = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-sm90");
+                moe_layer *J = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-jit");
                 unsetenv("MOE_DECODE_MAX_T");
                 for (int64_t T : Tc) {
                     if (only_T && T != only_T) continue;
                     int64_t touched;
                     if (T > 64) {
+                        srand(1000 + (int)T);
                         timing tm = time_fwd(Ld, P, T, 15, &touched);
                         report(P, MOE_TYPE_BF16, "decode", Ld, T, tm, touched, s.expert_bytes);
                     }
                     if (G) {
+                        srand(1000 + (int)T);
                         timing tm = time_fwd(G, P, T, 15, &touched);
                         report(P, MOE_TYPE_BF16, "gemm-sm90", G, T, tm, touched, s.expert_bytes);
                     }
+                    if (J) {
+                        srand(1000 + (int)T);
+                        timing tm = time_fwd(J, P, T, 15, &touched);
+                        report(P, MOE_TYPE_BF16, "gemm-jit", J, T, tm, touched, s.expert_bytes);
+                    }
                 }
                 moe_layer_free(G);
+                moe_layer_free(J);
             }
             moe_layer_free(L);
             moe_layer_free(Lk);

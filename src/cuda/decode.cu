@@ -15,8 +15,8 @@
  * (MOE_DECODE_PDL=0 turns it off): each kernel's blocks are resident
  * before the previous one ends.
  *
- * cuda-decode above a token threshold (MOE_DECODE_MAX_T, default
- * DEC_PAIRS_PER_EXPERT_MAX * E / K) hands the forward to the grouped GEMM backend
+ * cuda-decode above a token threshold (MOE_DECODE_MAX_T, default dec_max_t:
+ * T > 4, or T > 2 where E <= 4K) hands the forward to the grouped GEMM backend
  * (cuda-jit, else cuda-sm90, else cuda-sm80) through a second layer state made at init, when
  * that backend takes the layer; otherwise it runs its own kernels in chunks
  * for every T. cuda-quant runs its own kernels for every T.
@@ -43,15 +43,17 @@
 #include <string.h>
 
 /* cuda-decode hands a forward to the grouped GEMM backend (when it takes the
- * layer) once the average pairs per expert T*K/E exceed this. Measured on an
- * H200 in session 2 (bench/decode/results_h200_cross_s2.jsonl, mma decode
- * kernels vs cuda-sm90): the decode kernels win at <= 2 pairs per expert on every
- * preset, the GEMM at >= 8; at 4 the GEMM wins for qwen3 (329 vs 393 us),
- * deepseek-v3 and mixtral, the decode kernels for gpt-oss-20b/120b (426 vs 496,
- * 1577 vs 1638). The session 1 value, 16, left 1.5-3x on the table at 8-16
- * pairs (qwen3 T=256: 761 vs 361 us). cuda-jit, now first in the hand-over,
- * is 0-8% faster than cuda-sm90. */
-#define DEC_PAIRS_PER_EXPERT_MAX 3
+ * layer) above T = dec_max_t(E, K): 4, or 2 where E <= 4K (the experts average a
+ * pair each by T = 4). Measured on an H200 in session 5 (bench/decode/s5/
+ * run7_cross.jsonl: the mma decode kernels, cuda-jit and cuda-sm90 at T = 4..512,
+ * same routing per T): since session 3's 64-row tiles the GEMM reads the touched
+ * experts at 75-97% of the read bandwidth from T = 8 (qwen3 T=8 146 vs 171 us,
+ * T=32 278 vs 310; mixtral T=4 452 vs 551, T=8 597 vs 669; deepseek-v3 2-5% ahead
+ * from T = 4), while gpt-oss-20b/120b keep the decode kernels ahead up to T = 16-32
+ * (T=8: 246 vs 231, 398 vs 372). Over the 25 measured (preset, T) this rule is
+ * within 1.0% of the faster path on average, 7.1% at worst (gpt-oss-120b T=8);
+ * session 2's rule (3 pairs per expert, T > 3E/K) was 3.8% and 21.9% (mixtral T=4). */
+static int64_t dec_max_t(int64_t E, int64_t K) { return E <= 4 * K ? 2 : 4; }
 
 /* ------------------------------------------------------------------------ */
 /* Routing kernel                                                            */
@@ -488,7 +490,7 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
     im->max_t = INT64_MAX;
     if (!quant) {
         const char *mt = getenv("MOE_DECODE_MAX_T");
-        im->max_t = mt && *mt ? strtoll(mt, NULL, 10) : DEC_PAIRS_PER_EXPERT_MAX * d->E / d->K;
+        im->max_t = mt && *mt ? strtoll(mt, NULL, 10) : dec_max_t(d->E, d->K);
         if (im->max_t < 0) im->max_t = INT64_MAX; /* negative: never hand over */
         if (im->max_t != INT64_MAX) im->gemm = make_gemm_layer(L, im);
     }
