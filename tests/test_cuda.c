@@ -66,6 +66,21 @@ TEST(cuda_cases_sm90_bm128) { run_cases_bm("cuda-sm90", "128"); }
 TEST(cuda_cases_jit_bm64) { run_cases_bm("cuda-jit", "64"); }
 TEST(cuda_cases_jit_bm128) { run_cases_bm("cuda-jit", "128"); }
 
+/* GEMM 1's A rows through the permuted copy xp and TMA (MOE_SM90_GATHER=0),
+ * and gathered from x by the producer warpgroup (=1; the default for I <= 2048),
+ * each forced on both tiles. */
+static void run_cases_gather(const char *backend, const char *bm, const char *gather) {
+    setenv("MOE_SM90_GATHER", gather, 1);
+    run_cases_bm(backend, bm);
+    unsetenv("MOE_SM90_GATHER");
+}
+TEST(cuda_cases_sm90_xp_bm64) { run_cases_gather("cuda-sm90", "64", "0"); }
+TEST(cuda_cases_sm90_xp_bm128) { run_cases_gather("cuda-sm90", "128", "0"); }
+TEST(cuda_cases_sm90_gather_bm64) { run_cases_gather("cuda-sm90", "64", "1"); }
+TEST(cuda_cases_sm90_gather_bm128) { run_cases_gather("cuda-sm90", "128", "1"); }
+TEST(cuda_cases_jit_xp) { run_cases_gather("cuda-jit", "128", "0"); }
+TEST(cuda_cases_jit_gather) { run_cases_gather("cuda-jit", "64", "1"); }
+
 /* Thread-block clusters with TMA multicast (MOE_SM90_CM / MOE_SM90_CN; not
  * the default): the case table under each shape; cuda-jit reads them at
  * layer creation, cuda-sm90 per forward. */

@@ -44,7 +44,7 @@ typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUt
 /* One grouped GEMM over the expert-sorted (token, slot) pairs.
  *   mode 1 (gate/up): h[r, n] = act(A[r] . gate_e[n] + bg, A[r] . up_e[n] + bu)   r in expert-sorted order
  *   mode 2 (down):    y[p, n] = w[p] * (h[r] . down_e[n] + bd)                       p = sorted_pair[r]
- * A rows: mode 1 sm80 gathers x[pair / K]; sm90 reads the permuted copy xp[r];
+ * A rows: mode 1 sm80 gathers x[pair / K]; sm90 too (gather = 1), or reads the permuted copy xp[r];
  * mode 2 reads h[r]. Weights are [E, N, C] with stride_c = 1. */
 typedef struct moe_cuda_gemm {
     int mode;                 /* 1 or 2 */
@@ -73,6 +73,8 @@ typedef struct moe_cuda_gemm {
     int max_mtiles;
     int cm, cn;               /* sm90 cluster shape: M tiles of bm*cm rows split over cm CTAs; cn n-tiles share A */
     int bm;                   /* sm90 M tile: 128 or 64 rows (64: cm = cn = 1); the tile list is built for bm*cm */
+    int gather;               /* sm90 mode 1, cm = cn = 1: A = x [T, C], rows x[sorted_pair[r] / K] copied by the
+                                 producer warp (cp.async), no permuted copy */
 } moe_cuda_gemm;
 
 #ifdef __CUDACC__

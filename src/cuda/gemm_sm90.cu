@@ -9,10 +9,12 @@
  * in the unrolled epilogue made 330 KB kernels that thrashed the instruction
  * cache (NOTES.md, run 3).
  *
- * A rows must be contiguous for TMA, so GEMM 1 reads the permuted copy xp of
- * x made by the scatter step (layer.cu); a cp.async row gather in the
- * producer warpgroup was tried and deadlocked (bench/cuda/lab, NOTES.md run
- * 5). Weights are read through 3-D tensor maps [E, N, C] made once at layer
+ * A rows for TMA must be contiguous, so GEMM 1 either reads the permuted copy
+ * xp of x made by the scatter step (layer.cu), or (g.gather, 1x1 clusters; the
+ * default for I <= 2048, layer.cu sm90_gather) its producer warpgroup gathers
+ * the rows from x with cp.async, placed in TMA's 128B-swizzle pattern and
+ * completing on the full barrier (cp.async.mbarrier.arrive.noinc; the consumers
+ * fence the generic proxy before wgmma). Weights are read through 3-D tensor maps [E, N, C] made once at layer
  * creation: rows past N (the end of one expert) and columns past C are
  * zero-filled by TMA, never read from the next expert. With gate/up, the B
  * tile is 128 gate rows then the same 128 up rows (two TMA boxes), so a
@@ -178,6 +180,10 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tmA, cons
 /* A: [TK, C] rows in expert order, made per call (the workspace moves); with
  * CN = 2 each CTA of a pair loads half of the BM rows */
 static int tmap_a(const moe_cuda_gemm *g, CUtensorMap *tmA, char *why, size_t n) {
+    if (g->mode == 1 && g->gather) { /* the producer copies x rows itself; the kernel never reads this map */
+        memset(tmA, 0, sizeof *tmA);
+        return 0;
+    }
     cuuint64_t dims[2] = {(cuuint64_t)g->C, (cuuint64_t)g->TK};
     cuuint64_t strides[1] = {(cuuint64_t)g->C * 2};
     cuuint32_t box[2] = {BK, (cuuint32_t)(g->bm / g->cn)};

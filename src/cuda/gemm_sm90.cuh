@@ -24,7 +24,8 @@
 #define B_BYTES (BN * BK * 2)
 #define SM90_STAGES(bm) ((bm) == 64 ? 5 : 4)
 #define SM90_STAGE_BYTES(bm) ((bm) * BK * 2 + B_BYTES)
-#define SM90_SMEM_BYTES(bm) (SM90_STAGES(bm) * SM90_STAGE_BYTES(bm) + 1024 + 2 * SM90_STAGES(bm) * 8)
+/* the ring, 1024 for its alignment, the barriers, GEMM 1's gather table (x row per A row) */
+#define SM90_SMEM_BYTES(bm) (SM90_STAGES(bm) * SM90_STAGE_BYTES(bm) + 1024 + 2 * SM90_STAGES(bm) * 8 + 4 * (bm))
 #define NTHREADS 384
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -85,6 +86,20 @@ static __device__ __forceinline__ void tma_3d(uint32_t dst, const CUtensorMap *t
                  "%4}], [%5];\n" ::"r"(dst),
                  "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
                  : "memory");
+}
+/* GEMM 1's gathered A rows (g.gather): 16 bytes from global to shared,
+ * zero-filled past src_bytes (16 or 0); the barrier gets one arrival (counted
+ * in its init, .noinc) once this thread's earlier copies have landed. They are
+ * generic-proxy writes read by wgmma (async proxy): the consumers fence
+ * (fence.proxy.async) after the full barrier, before their wgmmas. */
+static __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, uint32_t src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+static __device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+static __device__ __forceinline__ void fence_proxy_async_smem(void) {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 /* wgmma descriptor of a K-major tile with 128-byte rows, 128B swizzle, 8-row
  * groups 1024 bytes apart. */
@@ -149,9 +164,13 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     constexpr int CS = CM * CN;
     const uint32_t rank = CS > 1 ? cluster_rank() : 0;
     const int rm = (int)rank % CM, rn = (int)rank / CM;
+    /* GEMM 1 without clusters may gather its A rows from x (cp.async by the
+     * producer warp, 128B-swizzled by hand) instead of a TMA box of xp: then the
+     * full barrier counts 1 (TMA of B) + 128 (the producer warpgroup's copies) arrivals */
+    const bool gather = MODE == 1 && CS == 1 && g.gather;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
-            mbar_init(bars + 8 * s, 1);
+            mbar_init(bars + 8 * s, gather ? 129 : 1);
             mbar_init(bars + 8 * (STAGES + s), 8 * (CM + CN - 1)); /* 2 consumer warpgroups x 4 warps per CTA */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -165,7 +184,56 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0) {
+        if (gather) {
+            /* per k-block the producer warpgroup copies the A tile's BMT rows x 8
+             * chunks of 16 bytes, 4 whole rows (4 x 128 contiguous bytes) per warp
+             * instruction: warp w takes rows [w BMT/4, (w + 1) BMT/4), lane l chunk
+             * l % 8 of row 4j + l / 8 of them; chunk c of row r lands at c ^ (r % 8)
+             * (the 128B swizzle TMA would apply); rows past the expert's and columns
+             * past C are zeros. The tile's x row of each A row is looked up once per
+             * tile into a table after the barriers (named barrier 1: these 128). */
+            const int tid = threadIdx.x, c = tid & 7, rw = (tid >> 5) * (BMT / 4) + ((tid & 31) >> 3);
+            const T *x = (const T *)g.A;
+            int *tab = (int *)(smem_raw + (bars - smem_u32(smem_raw)) + 16 * STAGES);
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int u = cid; u < total; u += ncl) {
+                int mu, nu;
+                moe_cuda_raster(u, MU, NU, &mu, &nu);
+                const int2 tl = g.tiles[mu];
+                const int e = tl.x, n0 = nu * NOUT;
+                const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;
+                asm volatile("bar.sync 1, 128;\n" ::: "memory"); /* the previous tile's copies were issued */
+                if (tid < BMT) {
+                    const int m = tl.y + tid;
+                    tab[tid] = m < rows ? g.sorted_pair[rbase + m] / g.K : -1;
+                }
+                asm volatile("bar.sync 1, 128;\n" ::: "memory");
+                for (int kb = 0; kb < kblocks; kb++) {
+                    const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
+                    mbar_wait(empty, phase ^ 1);
+                    const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
+                    if (tid == 0) {
+                        mbar_expect_tx(full, B_BYTES);
+#pragma unroll
+                        for (int j = 0; j < 2; j++) {
+                            const CUtensorMap *tb = GATED && j == 1 ? &tmB1 : &tmB0;
+                            tma_3d(sb + j * (B_BYTES / 2), tb, kb * BK, GATED ? n0 : n0 + 128 * j, e, full);
+                        }
+                    }
+                    const int col = kb * BK + 8 * c;
+#pragma unroll
+                    for (int j = 0; j < BMT / 16; j++) {
+                        const int r = rw + 4 * j, xr = tab[r];
+                        const bool ok = xr >= 0 && col < GC;
+                        cp_async16(sa + r * 128 + ((c ^ (r & 7)) << 4), ok ? (const void *)(x + (int64_t)xr * GC + col) : g.A,
+                                   ok ? 16u : 0u);
+                    }
+                    cp_async_arrive(full);
+                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
+                }
+            }
+        } else if (threadIdx.x == 0) {
             uint16_t maskA = 0, maskB = 0;
             for (int j = 0; j < CN; j++) maskA |= (uint16_t)(1u << (rm + CM * j));
             for (int i = 0; i < CM; i++) maskB |= (uint16_t)(1u << (i + CM * rn));
@@ -229,6 +297,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             for (int kb = 0; kb < kblocks; kb++) {
                 const uint32_t full = bars + 8 * stage;
                 mbar_wait(full, phase);
+                if (gather) fence_proxy_async_smem(); /* the A rows came through the generic proxy */
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
                 if (BMT == 128) {
                     /* this warpgroup's 64 A rows against all 256 B rows */

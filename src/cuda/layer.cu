@@ -7,8 +7,9 @@
  *   2. scan   : expert offsets, per-expert M tiles of MOE_CUDA_BM rows and the
  *               per-tile work list (expert, m0); one block looping over E in
  *               chunks, so any E works
- *   3. scatter: expert-sorted pair list (pair = t*K + k); sm90 also writes the
- *               permuted copy xp of x so that TMA can load A tiles
+ *   3. scatter: expert-sorted pair list (pair = t*K + k); with MOE_SM90_GATHER=0
+ *               (or clusters) sm90 also writes the permuted copy xp of x so that
+ *               TMA can load A tiles; by default its GEMM 1 gathers x rows itself
  *   4. GEMM 1 : h = act(x gate^T + bg, x up^T + bu), bf16/f16  (gemm_sm80.cu / gemm_sm90.cu)
  *   5. GEMM 2 : y[pair] = w[pair] * (h down^T + bd), one row per pair, act_type
  *   6. combine: out[t] = sum over k of y[t*K + k], in slot order, f32 sums
@@ -86,7 +87,7 @@ static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cn
     }
 }
 
-/* One warp per pair: its sorted position, and (sm90) the row copy into xp. */
+/* One warp per pair: its sorted position, and (sm90 without gather) the row copy into xp. */
 static __global__ void k_scatter(const int32_t *__restrict__ ids, int TK, int E, int K, int D,
                                  const int *__restrict__ off, int *__restrict__ cursor, int32_t *__restrict__ sorted,
                                  const uint4 *__restrict__ x, uint4 *__restrict__ xp) {
@@ -179,7 +180,8 @@ typedef struct {
 
 static size_t align_up(size_t v) { return (v + 255) & ~(size_t)255; }
 
-static ws_layout ws_plan(const moe_layer *L, int64_t T, int sm90) {
+/* sm90: the Hopper tile list; xp: room for the permuted copy of x (sm90 without gather) */
+static ws_layout ws_plan(const moe_layer *L, int64_t T, int sm90, int xp) {
     ws_layout w;
     int64_t E = L->desc.E, K = L->desc.K, D = L->desc.D, I = L->desc.I, TK = T * K;
     size_t es = 2;
@@ -191,7 +193,7 @@ static ws_layout ws_plan(const moe_layer *L, int64_t T, int sm90) {
     w.tiles = o; o = align_up(o + sizeof(int2) * (size_t)w.max_mtiles);
     w.gtiles = o; o = align_up(o + sizeof(int2) * (size_t)w.max_mtiles + sizeof(int)); /* a group's tiles, then their count */
     w.sorted = o; o = align_up(o + sizeof(int32_t) * (size_t)TK);
-    w.xp = o; if (sm90) o = align_up(o + es * (size_t)(TK * D));
+    w.xp = o; if (xp) o = align_up(o + es * (size_t)(TK * D));
     w.h = o; o = align_up(o + es * (size_t)(TK * I));
     w.y = o; o = align_up(o + es * (size_t)(TK * D));
     w.total = o;
@@ -388,6 +390,22 @@ static int weight_tmaps(const moe_layer *L, moe_cuda_impl *im, char *why, size_t
     return bad;
 }
 
+/* GEMM 1 gathers its A rows from x in the producer warpgroup (cp.async) instead
+ * of reading a permuted copy xp made by the scatter kernel, where the copy would
+ * cost most: it writes and reads T*K*D elements against 6*T*K*D*I FLOPs, about
+ * 125 / I of the GEMMs' time on an H200, while the gather costs GEMM 1 up to ~10%
+ * near its peak. Measured (bench/cuda/s5, H200): qwen3 (I = 768) 4-12% faster,
+ * deepseek-v3 (2048) 4-6%, gpt-oss-120b / mixtral (2880, 14336) within +-3%,
+ * gpt-oss-20b (2880) 3-10% slower. Default: I <= 2048; MOE_SM90_GATHER=0|1
+ * forces it; clusters (MOE_SM90_CM / CN = 2, read here as cuda-jit reads them)
+ * multicast A through TMA and keep xp. Fixed at init: the workspace depends on it. */
+static int sm90_gather(const moe_layer *L) {
+    const char *g = getenv("MOE_SM90_GATHER"), *cm = getenv("MOE_SM90_CM"), *cn = getenv("MOE_SM90_CN");
+    if ((cm && atoi(cm) == 2) || (cn && atoi(cn) == 2)) return 0;
+    if (g && *g) return g[0] != '0';
+    return L->desc.I <= 2048;
+}
+
 static moe_status init_common(moe_layer *L, int sm90) {
     moe_cuda_impl *im = (moe_cuda_impl *)calloc(1, sizeof *im);
     if (!im) return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY, "out of memory");
@@ -414,6 +432,7 @@ static moe_status init_common(moe_layer *L, int sm90) {
         return moe__layer_error(L, MOE_ERR_CUDA, "device %d setup: %s", L->ctx->p.cuda_device, cudaGetErrorString(e));
     }
     if (sm90) {
+        im->gather = sm90_gather(L);
         char why[256];
         if (weight_tmaps(L, im, why, sizeof why)) {
             moe_cuda_dev_leave(&g);
@@ -458,8 +477,10 @@ static void fini_cuda(moe_layer *L) {
     L->impl = NULL;
 }
 
-static size_t ws_sm90(const moe_layer *L, int64_t T) { return ws_plan(L, T, 1).total; }
-static size_t ws_sm80(const moe_layer *L, int64_t T) { return ws_plan(L, T, 0).total; }
+static size_t ws_sm90(const moe_layer *L, int64_t T) {
+    return ws_plan(L, T, 1, !((const moe_cuda_impl *)L->impl)->gather).total;
+}
+static size_t ws_sm80(const moe_layer *L, int64_t T) { return ws_plan(L, T, 0, 0).total; }
 
 static void fill_gemm1(const moe_layer *L, moe_cuda_gemm *g) {
     const moe_layer_desc *d = &L->desc;
@@ -515,13 +536,13 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         return moe__layer_error(L, MOE_ERR_SIZE_OVERFLOW, "T = %lld x K = %lld pairs: too many for the CUDA backend",
                                 (long long)T, (long long)K);
     cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
-    ws_layout w = ws_plan(L, T, im->sm90);
+    ws_layout w = ws_plan(L, T, im->sm90, im->sm90 && !im->gather);
     char *ws = (char *)a->ws;
     int *cnt = (int *)(ws + w.cnt), *cursor = cnt + E, *off = (int *)(ws + w.off), *ntl = (int *)(ws + w.ntiles);
     int2 *tiles = (int2 *)(ws + w.tiles), *gtiles = (int2 *)(ws + w.gtiles);
     int *gntl = (int *)(gtiles + w.max_mtiles);
     int32_t *sorted = (int32_t *)(ws + w.sorted);
-    void *xp = im->sm90 ? ws + w.xp : NULL, *h = ws + w.h, *y = ws + w.y;
+    void *xp = im->sm90 && !im->gather ? ws + w.xp : NULL, *h = ws + w.h, *y = ws + w.y;
     moe_status st = MOE_OK;
     moe_cuda_dev_guard g;
     char why[256] = "";
@@ -538,7 +559,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         if (im->jit) {
             cm = im->jit->cm; /* compiled for one shape, at init */
             cn = im->jit->cn;
-        } else if (im->sm90) {
+        } else if (im->sm90 && !im->gather) { /* gather: A rows copied by the producer, 1x1 only */
             cm = 1; /* clusters measured slower (NOTES.md, run 2) */
             cn = 1;
             const char *ev = getenv("MOE_SM90_CM");
@@ -558,7 +579,8 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         fill_gemm1(L, &g1);
         g1.dtype = d->act_type;
         g1.E = (int)E; g1.K = (int)K; g1.TK = (int)TK;
-        g1.A = im->sm90 ? xp : a->x;
+        g1.A = xp ? xp : a->x;
+        g1.gather = im->sm90 && im->gather;
         g1.out = h;
         g1.sorted_pair = sorted; g1.exp_off = off; g1.tiles = tiles; g1.n_mtiles = ntl; g1.w = a->w;
         g1.max_mtiles = (int)(TK / (bm * cm) + (E < TK ? E : TK) + 1); /* the tile list's bound for this bm */
@@ -568,6 +590,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g2 = g1;
         fill_gemm2(L, &g2);
         g2.A = h;
+        g2.gather = 0; /* GEMM 2 reads h through TMA */
         g2.out = y;
         for (int64_t e0 = 0; e0 < E; e0 += group) {
             const int64_t ne = E - e0 < group ? E - e0 : group;
