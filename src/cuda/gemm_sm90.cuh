@@ -184,6 +184,19 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        /* the B tile of k-block kb into sb: two TMA boxes (gate and up rows n0..,
+         * or rows n0 and n0 + 128 of one tensor); with CM = 2 each CTA of a pair
+         * loads one box and multicasts it (maskB) */
+        auto load_b = [&](uint32_t sb, int kb, int n0, int e, uint32_t full, uint16_t maskB) {
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                if (CM == 2 && j != rm) continue;
+                const CUtensorMap *tb = GATED && j == 1 ? &tmB1 : &tmB0;
+                const int row = GATED ? n0 : n0 + 128 * j;
+                if (CM == 1) tma_3d(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full);
+                else tma_3d_mc(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full, maskB);
+            }
+        };
         if (gather) {
             /* per k-block the producer warpgroup copies the A tile's BMT rows x 8
              * chunks of 16 bytes, 4 whole rows (4 x 128 contiguous bytes) per warp
@@ -215,11 +228,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
                     if (tid == 0) {
                         mbar_expect_tx(full, B_BYTES);
-#pragma unroll
-                        for (int j = 0; j < 2; j++) {
-                            const CUtensorMap *tb = GATED && j == 1 ? &tmB1 : &tmB0;
-                            tma_3d(sb + j * (B_BYTES / 2), tb, kb * BK, GATED ? n0 : n0 + 128 * j, e, full);
-                        }
+                        load_b(sb, kb, n0, e, full, 0);
                     }
                     const int col = kb * BK + 8 * c;
 #pragma unroll
@@ -253,14 +262,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     const uint32_t da = sa + (BMT / CN) * rn * 128;
                     if (CN == 1) tma_2d(da, &tmA, kb * BK, arow, full);
                     else tma_2d_mc(da, &tmA, kb * BK, arow, full, maskA);
-#pragma unroll
-                    for (int j = 0; j < 2; j++) {
-                        if (CM == 2 && j != rm) continue;
-                        const CUtensorMap *tb = GATED && j == 1 ? &tmB1 : &tmB0;
-                        const int row = GATED ? n0 : n0 + 128 * j;
-                        if (CM == 1) tma_3d(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full);
-                        else tma_3d_mc(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full, maskB);
-                    }
+                    load_b(sb, kb, n0, e, full, maskB);
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
             }
