@@ -12,7 +12,7 @@
  *
  * Alignment contract: `row` (the first byte of the row's first block) is
  * aligned to 16 for Q4_K/Q5_K, 4 for Q2_K, 2 for Q4_0/Q8_0/Q3_K/Q6_K and 1
- * for MXFP4. Loads of 1, 2 and 16 bytes stay inside the unit's block and are
+ * for MXFP4. Loads of 2 and 16 bytes stay inside the unit's block and are
  * no wider than that alignment; the formats whose blocks are not 4-aligned
  * (Q4_0, Q8_0, MXFP4, Q3_K, Q6_K) read their 32-byte or 16-byte fields as the
  * aligned 4-byte words that hold them (a funnel shift each): such a word may
@@ -57,13 +57,6 @@ typedef struct moe_qunit {
 
 /* ---- loads, conversions and the byte instructions, with host versions ---- */
 
-MOE__QFN uint32_t moe__qld8(const uint8_t *p) {
-#ifndef __CUDA_ARCH__
-    MOE_QDOT_LOAD_HOOK(p, 1);
-#endif
-    return *p;
-}
-
 MOE__QFN uint32_t moe__qld16(const uint8_t *p) {
 #ifdef __CUDA_ARCH__
     return *(const uint16_t *)p;
@@ -95,9 +88,6 @@ MOE__QFN void moe__qld128(const uint8_t *p, uint32_t w[4]) {
     memcpy(w, p, 16);
 #endif
 }
-
-/* Two 16-bit loads as one word (p 2-aligned). */
-MOE__QFN uint32_t moe__qld16x2(const uint8_t *p) { return moe__qld16(p) | moe__qld16(p + 2) << 16; }
 
 MOE__QFN float moe__qu2f(uint32_t u) {
 #ifdef __CUDA_ARCH__
