@@ -227,7 +227,7 @@ MOE__QFN uint32_t moe__qsub32x4(uint32_t x) { return (x + 0x60606060u) ^ 0x80808
 
 /* Q4_0: q = nibble - 8, sc = d. The 18 bytes of a 2-aligned unit lie in 5
  * aligned words: d in the first (low or high half), qs from byte 2 or 4.
- * Per unit (sm_90a SASS): 5 word loads, ~25 ALU. */
+ * Per unit: 5 word loads, 4 funnel shifts, the nibble arithmetic. */
 MOE__QFN void moe_qunit_q4_0(const uint8_t *row, int u, moe_qunit *w) {
     const uint8_t *p = row + 18 * u;
     const int sh = 8 * (int)((uintptr_t)p & 3); /* 0 or 16 */
@@ -285,7 +285,8 @@ MOE__QFN void moe__mxfp4_lookup8(uint32_t q, uint32_t *lo, uint32_t *hi) {
 
 /* MXFP4: q = kvalue, sc = 2^(e-128). A 17-byte unit at any alignment lies in
  * 5 aligned words: e in the first, qs from byte 1 to 4 of it. Per unit: 5
- * word loads (17 byte loads before), ~60 ALU (4 lookups of 8 codes). */
+ * word loads (17 byte loads before); about 75 instructions in the sm_90a SASS,
+ * mostly the 4 lookups of 8 codes (and re-materialised table constants). */
 MOE__QFN void moe_qunit_mxfp4(const uint8_t *row, int u, moe_qunit *w) {
     const uint8_t *p = row + 17 * u;
     const int sh = 8 * (int)((uintptr_t)p & 3);
@@ -326,7 +327,8 @@ MOE__QFN void moe_qunit_q2_k(const uint8_t *row, int u, moe_qunit *w) {
 
 /* Q3_K: q = low 2 bits - (hmask bit clear ? 4 : 0), in [-4, 3]; sc = d *
  * (6-bit scale - 32). Per unit: 16-18 word loads (hmask and the qs piece,
- * 32 bytes each at a 2-aligned offset) and 3 u16 loads, ~95 ALU. */
+ * 32 bytes each at a 2-aligned offset) and 3 u16 loads, a funnel shift per
+ * word where the offset is not 4-aligned. */
 MOE__QFN void moe_qunit_q3_k(const uint8_t *row, int u, moe_qunit *w) {
     const uint8_t *p = row + 110 * (u >> 3);
     const int k = u & 7, sh = 2 * (k & 3);
@@ -398,7 +400,8 @@ MOE__QFN void moe_qunit_q5_k(const uint8_t *row, int u, moe_qunit *w) {
 
 /* Q6_K: q = (low nibble | 2 high bits << 4) - 32, sc = d * scale (int8).
  * Per unit: 16-18 word loads (32 bytes of ql and of qh at 2-aligned
- * offsets) and 2 u16 loads, ~100 ALU. */
+ * offsets) and 2 u16 loads, a funnel shift per word where the offset is
+ * not 4-aligned. */
 MOE__QFN void moe_qunit_q6_k(const uint8_t *row, int u, moe_qunit *w) {
     const uint8_t *p = row + 210 * (u >> 3);
     const int k = u & 7, h = k >> 2, s = k & 3;
