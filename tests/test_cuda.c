@@ -274,7 +274,12 @@ static void bad_ids_and_graph(const char *backend, int need_sm90, const char *bm
     cudaMemcpy(b, s.out2, sizeof b, cudaMemcpyDeviceToHost);
     if (exec) cudaGraphExecDestroy(exec);
     if (graph) cudaGraphDestroy(graph);
+    /* x off its 16-byte alignment: refused before any launch */
+    moe_status st3 = moe_layer_forward(s.L, ST, (const char *)s.x + 8, s.ids, s.tw, s.out2, s.ws, s.wsz);
+    cudaError_t ce3 = cudaStreamSynchronize(s.stream);
     small_free(&s);
+    CHECK_MSG(st3 == MOE_ERR_INVALID_ARGUMENT && ce3 == cudaSuccess, "misaligned x: %s, %s (want MOE_ERR_INVALID_ARGUMENT)",
+              moe_status_name(st3), cudaGetErrorString(ce3));
     if (bm) unsetenv("MOE_SM90_BM");
     CHECK_MSG(st == MOE_OK && ce == cudaSuccess, "forward with ids out of range: %s, %s", moe_status_name(st),
               cudaGetErrorString(ce));

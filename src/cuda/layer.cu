@@ -535,6 +535,10 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
     if (TK > INT32_MAX / 2 || TK * (D > d->I ? D : d->I) / 8 > ((int64_t)1 << 40))
         return moe__layer_error(L, MOE_ERR_SIZE_OVERFLOW, "T = %lld x K = %lld pairs: too many for the CUDA backend",
                                 (long long)T, (long long)K);
+    /* the scatter, gather and combine kernels move 16-byte pieces of x, out and the workspace */
+    if (((uintptr_t)a->x | (uintptr_t)a->out | (uintptr_t)a->ws) & 15)
+        return moe__layer_error(L, MOE_ERR_INVALID_ARGUMENT, "x, out and the workspace must be 16-byte aligned for %s",
+                                L->backend->name);
     cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
     ws_layout w = ws_plan(L, T, im->sm90, im->sm90 && !im->gather);
     char *ws = (char *)a->ws;
@@ -653,8 +657,10 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
              "%s: T = %lld, %s, device %d (sm_%d%d, %d SMs): route count/scan/scatter%s, grouped GEMM gate/up %s "
              "(%s, BM %d), GEMM down with weights, deterministic combine over %lld slots%s",
              L->backend->name, (long long)T, moe_type_name(d->act_type), im->device, im->cc_major, im->cc_minor,
-             im->sm_count, im->sm90 ? " + permuted copy of x" : "",
-             im->sm90 ? "TMA + wgmma, warp-specialised persistent" : "cp.async row gather + mma.sync",
+             im->sm_count, im->sm90 && !im->gather ? " + permuted copy of x" : "",
+             im->sm90 ? (im->gather ? "x rows gathered by cp.async, weights by TMA, wgmma, warp-specialised persistent"
+                                    : "TMA + wgmma, warp-specialised persistent")
+                      : "cp.async row gather + mma.sync",
              moe_act_name(d->act), im->sm90 ? moe__cuda_sm90_bm(L, T, 1, 1) : MOE_CUDA_BM, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
 }
