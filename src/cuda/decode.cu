@@ -504,8 +504,12 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
     return MOE_OK;
 }
 
-/* Shared-memory bytes a stage of rows may take (several rows when they are short). */
+/* Shared-memory bytes a stage of rows may take (several rows when they are
+ * short): dense rows (twice this, sv_plan), and GGUF rows, whose stages are
+ * larger so that each lane takes several units of a row per stage and the
+ * per-stage work (barriers, lane sums, partial sums) is spread over more units. */
 #define SV_STAGE_TARGET (16 * 1024)
+#define SV_STAGE_GGUF (40 * 1024)
 
 /* Can the streaming kernels read tensor t ([E, N, C], a view)? Their bulk copies
  * start at the 16-byte boundary below a row and end at the one above it. */
@@ -674,11 +678,12 @@ static int xmode_of(moe_type act, int fmt) {
 static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     a->pitch = ((a->row_bytes + 15) & ~15) + (a->dense ? 0 : 16);
     /* tuning knobs for measurements (bench/decode): stage bytes, blocks per SM, ring depth */
-    static int stage_target = -1, bps_max = 2, ns_max = 6, smem_cap = 1 << 30;
+    static int stage_target = -1, gguf_target = SV_STAGE_GGUF, bps_max = 2, ns_max = 6, smem_cap = 1 << 30;
     if (stage_target < 0) {
         const char *v;
         if ((v = getenv("MOE_SV_SMEM")) && atoi(v) > 0) smem_cap = atoi(v);
         stage_target = (v = getenv("MOE_SV_STAGE")) && atoi(v) > 0 ? atoi(v) : SV_STAGE_TARGET;
+        if (v && atoi(v) > 0) gguf_target = stage_target;
         if ((v = getenv("MOE_SV_BPS")) && atoi(v) > 0) bps_max = atoi(v);
         if ((v = getenv("MOE_SV_NS")) && atoi(v) > 1) ns_max = atoi(v);
     }
@@ -696,13 +701,13 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         a->KCb = 2 * a->KC;
         a->pitch = a->KCb + 16; /* rows 16 B apart modulo 128: ldmatrix without bank conflicts */
     } else {
-        while (srs < 32 && 2 * srs * a->pitch <= stage_target) srs *= 2;
+        while (srs < 32 && 2 * srs * a->pitch <= gguf_target) srs *= 2;
         /* Below 8 rows a stage, each row's units go to P = 8 / srs warps; where
          * that leaves many lanes idle in a warp's last pass (gpt-oss Q8_0, 90
          * units a row: 45 per warp on 64 lanes, 70%) and whole rows keep them
          * busier (90 on 96, 94%), take 8 rows a stage, up to twice the stage
          * target (H200, gpt-oss-20b Q8_0 T=1: 46.6 -> 42.2 us; bench/decode/s5) */
-        if (srs < 8 && 8 * a->pitch <= 2 * stage_target) {
+        if (srs < 8 && 8 * a->pitch <= 2 * gguf_target) {
             const int units = a->C / 32, parts = 8 / srs, per = (units + parts - 1) / parts;
             const double busy = (double)per / (32 * ((per + 31) / 32)), whole = (double)units / (32 * ((units + 31) / 32));
             if (busy < 0.85 && whole > busy + 0.1) srs = 8;
@@ -714,6 +719,12 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     if (!a->dense) { /* no more rows per stage than a block gets (else too few blocks) */
         int64_t rt = moe__cdiv((int64_t)a->N * ncols, (int64_t)im->sm_count * bps_max);
         while (srs > 1 && srs > rt) srs >>= 1;
+        /* stages beyond 8 rows only where rounding a block's rows up to
+         * whole stages adds at most 1/8: more leaves SMs idle (qwen3 Q4_K T=2,
+         * 47 rows a block taken as 64: 192 blocks for 264 places, 6% slower
+         * than 8-row stages; bench/decode/s6 run 2). Requiring two stages a
+         * block instead cost the short down rows their lanes (run 3). */
+        while (srs > 8 && moe__cdiv(rt, srs) * srs > rt + rt / 8) srs >>= 1;
     }
     a->SRS = srs;
     const int stage = srs * a->pitch;

@@ -20,10 +20,12 @@
  *            wait for h, then out[t, r] = sum over valid slots k, in slot
  *            order, of w[t,k] * (down_e h[t,k] + bd). No atomics: bitwise
  *            deterministic; a token with no valid id gets out = 0.
- * Rows of a stage: SRS whole rows of one tensor (and one expert). Consumer
- * warp w takes row w (SRS >= 8: rows w, w + 8, ...) or, when SRS < 8, part
- * w % P of row w / P (P = 8 / SRS column parts); each (row, part, token) sum
- * goes to shared memory once, and the epilogue adds the parts in order.
+ * Rows of a stage: SRS whole rows of one tensor (and one expert). GGUF
+ * rows: consumer warp w takes row w (SRS >= 16: rows w, w + 8, ..., each
+ * on 256 / SRS lanes) or, when SRS < 8, part w % P of row w / P (P = 8 / SRS
+ * column parts); each (row, part, token) sum goes to shared memory once, and
+ * the epilogue adds the parts in order. Dense rows: 8 rows a stage, tensor
+ * cores, the k range split over the warps.
  * Quantized rows are copied from their 16-byte-aligned start (rows of
  * Q8_0 etc. need not be aligned); the consumer starts at the offset.
  */
@@ -139,62 +141,83 @@ template <int F> static __host__ __device__ constexpr int sv_qdot_kind() {
                                                                       : MOE_QDOT_SSMM;
 }
 
-/* One GGUF weight row (in shared memory) against NT staged 8-bit activation
- * rows, units of part pp of P; sums per token in acc (not reduced across
- * lanes). Dense rows go through sv_mma_stage instead. The activation sums
- * are loaded only for the formats with a min. */
+/* Unit u of a GGUF row against the staged activation rows (sv_row_dot);
+ * for the 256-element formats, u is piece k of block blk. */
 template <int F, int NT>
-static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, int act_stride, int nt, int C,
-                                                  int ub, int ue, int lane, float acc[NT]) {
+static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, int blk, int k, const uint8_t *act,
+                                                   int act_stride, int nt, int C, float acc[NT]) {
     constexpr int DK = sv_qdot_kind<F>();
-    for (int u = ub + lane; u < ue; u += 32) {
-        moe_qunit w;
-        if (F == MOE_DF_Q4_0) moe_qunit_q4_0(row, u, &w);
-        else if (F == MOE_DF_Q8_0) moe_qunit_q8_0(row, u, &w);
-        else if (F == MOE_DF_MXFP4) moe_qunit_mxfp4(row, u, &w);
-        else if (F == MOE_DF_Q2_K) moe_qunit_q2_k(row, u, &w);
-        else if (F == MOE_DF_Q3_K) moe_qunit_q3_k(row, u, &w);
-        else if (F == MOE_DF_Q4_K) moe_qunit_q4_k(row, u, &w);
-        else if (F == MOE_DF_Q5_K) moe_qunit_q5_k(row, u, &w);
-        else moe_qunit_q6_k(row, u, &w);
+    moe_qunit w;
+    if (F == MOE_DF_Q4_0) moe_qunit_q4_0(row, u, &w);
+    else if (F == MOE_DF_Q8_0) moe_qunit_q8_0(row, u, &w);
+    else if (F == MOE_DF_MXFP4) moe_qunit_mxfp4(row, u, &w);
+    else if (F == MOE_DF_Q2_K) moe_qunit_q2_k_bk(row, blk, k, &w);
+    else if (F == MOE_DF_Q3_K) moe_qunit_q3_k_bk(row, blk, k, &w);
+    else if (F == MOE_DF_Q4_K) moe_qunit_q4_k_bk(row, blk, k, &w);
+    else if (F == MOE_DF_Q5_K) moe_qunit_q5_k_bk(row, blk, k, &w);
+    else moe_qunit_q6_k_bk(row, blk, k, &w);
 #pragma unroll
-        for (int j = 0; j < NT; j++) {
-            if (j < nt) {
-                const uint8_t *xa = act + j * act_stride;
-                const int4 *xq = (const int4 *)(xa + 32 * u);
-                int4 q0 = xq[0], q1 = xq[1];
-                const int32_t xv[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-                const float xd = ((const float *)(xa + C))[u];
-                int s16[2] = {0, 0};
-                if (DK == MOE_QDOT_SM || DK == MOE_QDOT_SSMM) {
-                    const int2 xs = ((const int2 *)(xa + C + C / 8))[u];
-                    s16[0] = xs.x;
-                    s16[1] = xs.y;
-                }
-                acc[j] += moe_qunit_dot_kind(DK, &w, xv, xd, s16);
+    for (int j = 0; j < NT; j++) {
+        if (j < nt) {
+            const uint8_t *xa = act + j * act_stride;
+            const int4 *xq = (const int4 *)(xa + 32 * u);
+            int4 q0 = xq[0], q1 = xq[1];
+            const int32_t xv[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+            const float xd = ((const float *)(xa + C))[u];
+            int s16[2] = {0, 0};
+            if (DK == MOE_QDOT_SM || DK == MOE_QDOT_SSMM) {
+                const int2 xs = ((const int2 *)(xa + C + C / 8))[u];
+                s16[0] = xs.x;
+                s16[1] = xs.y;
             }
+            acc[j] += moe_qunit_dot_kind(DK, &w, xv, xd, s16);
         }
     }
 }
 
-/* the first nt sums only (nt uniform across the warp) */
-template <int NT> static __device__ __forceinline__ void sv_warp_sum_n(float acc[NT], int nt) {
+/* One GGUF weight row (in shared memory) against NT staged 8-bit activation
+ * rows: units ub + li, ub + li + L, ... below ue, taken by lane li of the L
+ * lanes that share the row; sums per token in acc (not reduced across lanes).
+ * Dense rows go through sv_mma_stage instead. The activation sums are loaded
+ * only for the formats with a min. */
+template <int F, int NT>
+static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, int act_stride, int nt, int C,
+                                                  int ub, int ue, int li, int L, float acc[NT]) {
+    /* 256-element blocks (8 units): where the lane's units are L apart with
+     * L and ub multiples of 8, each is sub-block k0 of its block, so the
+     * decoder's shifts and offsets that depend on the sub-block alone are
+     * loop invariant (the decoders take the block and k0 apart) */
+    constexpr bool SB = F == MOE_DF_Q2_K || F == MOE_DF_Q3_K || F == MOE_DF_Q4_K || F == MOE_DF_Q5_K || F == MOE_DF_Q6_K;
+    if (SB && ((ub | L) & 7) == 0) {
+        const int k0 = li & 7;
+        for (int b = (ub + li) >> 3; (b << 3) + k0 < ue; b += L >> 3)
+            sv_unit_dot<F, NT>(row, (b << 3) | k0, b, k0, act, act_stride, nt, C, acc);
+        return;
+    }
+    if (L == 32) /* a constant stride where a warp takes the row (gpt-oss-20b Q8_0: 6% slower with L, s6 run 3) */
+        for (int u = ub + li; u < ue; u += 32) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, act_stride, nt, C, acc);
+    else
+        for (int u = ub + li; u < ue; u += L) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, act_stride, nt, C, acc);
+}
+
+/* The first nt sums over the L lanes (8, 16 or 32) that share a row: lanes
+ * L apart hold other rows. Every lane of the warp calls it. All five
+ * shuffles run, without branches; the two levels that may reach another
+ * row (16, 8) add 0 instead where they do (a branch per level cost
+ * gpt-oss-20b Q8_0, whose warps take whole rows, 6-9%: s6 runs 2-4). */
+template <int NT> static __device__ __forceinline__ void sv_group_sum_n(float acc[NT], int nt, int L) {
+    const bool x16 = L > 16, x8 = L > 8;
 #pragma unroll
     for (int j = 0; j < NT; j++) {
         if (j >= nt) break;
         float v = acc[j];
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        acc[j] = v;
-    }
-}
-
-template <int NT> static __device__ __forceinline__ void sv_warp_sum(float acc[NT]) {
-#pragma unroll
-    for (int j = 0; j < NT; j++) {
-        float v = acc[j];
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        const float t16 = __shfl_xor_sync(0xffffffffu, v, 16);
+        v += x16 ? t16 : 0.f;
+        const float t8 = __shfl_xor_sync(0xffffffffu, v, 8);
+        v += x8 ? t8 : 0.f;
+        v += __shfl_xor_sync(0xffffffffu, v, 4);
+        v += __shfl_xor_sync(0xffffffffu, v, 2);
+        v += __shfl_xor_sync(0xffffffffu, v, 1);
         acc[j] = v;
     }
 }
@@ -489,9 +512,17 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
         int c = 0, rb = 0, g = 0, kk = 0;
         int slot = gs % NS, sph = (gs / NS) & 1;
         int e = DOWN ? a.ids[j.t2 * K + j.list[0]] : j.e1;
-        /* GGUF: this warp's row within a stage and its part of the row's units */
-        const int gP = DENSE ? 1 : P, gnrw = SRS >= 8 ? SRS / 8 : 1;
-        const int gi0 = SRS >= 8 ? warp : warp / gP, gpp = SRS >= 8 ? 0 : warp - (warp / gP) * gP;
+        /* GGUF: this lane's row within a stage and its part of the row's units.
+         * Below 8 rows a stage, a row's units go to P = 8 / SRS warps; from 8
+         * rows, each warp takes SRS / 8 rows, gL = 256 / SRS lanes a row (a lane
+         * takes every gL-th unit), so that a lane works through several units
+         * per stage and sums over gL lanes, not 32 (was one row per warp and a
+         * warp sum per row: on 24-unit rows, 8 lanes idle and 10 shuffles and
+         * adds per unit per token). Lanes of different rows reading the same
+         * unit of an activation row load the same address. */
+        const int gP = DENSE ? 1 : P, gL = SRS >= 16 ? 256 / SRS : 32;
+        const int gi = (SRS >= 8 ? warp : warp / gP) + 8 * (lane / gL), gli = lane & (gL - 1);
+        const int gpp = SRS >= 8 ? 0 : warp - (warp / gP) * gP;
         const int gper = (C / 32 + gP - 1) / gP, gub = gpp * gper, gue = min(C / 32, gub + gper);
         for (int s = 0; s < j.per_pass; s++, gs++) {
             mbar_wait(smem_u32(&bars[slot]), sph);
@@ -517,27 +548,25 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
                 const uint8_t *wb = g ? a.w1 : a.w0;
                 const int64_t se = g ? a.w1_se : a.w0_se, sn = g ? a.w1_sn : a.w0_sn;
                 const uint8_t *wrow0 = wb + (int64_t)e * se + (int64_t)r0 * sn;
-                for (int m = 0; m < gnrw; m++) {
-                    const int i = gi0 + 8 * m, pp = gpp;
-                    const int ri = rb * SRS + i;
-                    if (ri >= nrows) continue;
+                const int ri = rb * SRS + gi;
+                const bool valid = ri < nrows;
+                float acc[NT];
+#pragma unroll
+                for (int q = 0; q < NT; q++) acc[q] = 0.f;
+                if (valid) {
                     const uintptr_t ad = (uintptr_t)(wrow0 + (int64_t)ri * sn);
-                    const uint8_t *row = st + i * a.pitch + (ad & 15);
-                    float acc[NT];
+                    const uint8_t *row = st + gi * a.pitch + (ad & 15);
+                    if (DOWN) sv_row_dot<F, NT>(row, acts + kk * astride, astride, 1, C, gub, gue, gli, gL, acc);
+                    else sv_row_dot<F, NT>(row, acts, astride, nt, C, gub, gue, gli, gL, acc);
+                }
+                sv_group_sum_n<NT>(acc, DOWN ? 1 : nt, gL); /* every lane: the shuffles take the whole warp */
+                if (valid && gli == 0) {
+                    if (DOWN) {
+                        red[(ri * K + kk) * P + gpp] = acc[0];
+                    } else {
 #pragma unroll
-                    for (int q = 0; q < NT; q++) acc[q] = 0.f;
-                    if (DOWN) sv_row_dot<F, NT>(row, acts + kk * astride, astride, 1, C, gub, gue, lane, acc);
-                    else sv_row_dot<F, NT>(row, acts, astride, nt, C, gub, gue, lane, acc);
-                    if (DOWN) sv_warp_sum<1>(acc);
-                    else sv_warp_sum_n<NT>(acc, nt);
-                    if (lane == 0) {
-                        if (DOWN) {
-                            red[(ri * K + kk) * P + pp] = acc[0];
-                        } else {
-#pragma unroll
-                            for (int q = 0; q < NT; q++)
-                                if (q < nt) red[((ri * G + g) * P + pp) * NT + q] = acc[q];
-                        }
+                        for (int q = 0; q < NT; q++)
+                            if (q < nt) red[((ri * G + g) * P + gpp) * NT + q] = acc[q];
                     }
                 }
             }

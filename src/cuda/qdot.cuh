@@ -304,15 +304,17 @@ MOE__QFN void moe_qunit_mxfp4(const uint8_t *row, int u, moe_qunit *w) {
     w->mn[0] = w->mn[1] = 0.f;
 }
 
-/* ---- the K-quants: unit u is 32-element piece k = u % 8 of block u / 8.
+/* ---- the K-quants: unit u is 32-element piece k = u % 8 of block u / 8
+ * (moe_qunit_*_bk take the block and k apart, so that a caller whose k does
+ * not change over a loop lets the compiler hoist what depends on k alone).
  * In the 2-bit layouts (Q2_K, Q3_K, Q6_K) piece k = 4h + s is field s of
  * bytes 32h .. 32h + 31 (blocks.h). ---- */
 
 /* Q2_K: q = 2-bit value, sc = d * scale, mn = dmin * min (sub-blocks 2k,
  * 2k + 1). Per unit: 10 u32/u16 loads, ~43 ALU (2 per word, the rest scales). */
-MOE__QFN void moe_qunit_q2_k(const uint8_t *row, int u, moe_qunit *w) {
-    const uint8_t *p = row + 84 * (u >> 3);
-    const int k = u & 7, sh = 2 * (k & 3);
+MOE__QFN void moe_qunit_q2_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w) {
+    const uint8_t *p = row + 84 * blk;
+    const int sh = 2 * (k & 3);
     const uint32_t dd = moe__qld32(p + 80); /* d | dmin << 16 */
     const uint32_t s = moe__qld16(p + 2 * k);
     const float d = moe__qh2f(dd & 0xffffu), dmin = moe__qh2f(dd >> 16);
@@ -324,14 +326,15 @@ MOE__QFN void moe_qunit_q2_k(const uint8_t *row, int u, moe_qunit *w) {
     w->sc[1] = d * (float)((s >> 8) & 0xF);
     w->mn[1] = dmin * (float)(s >> 12);
 }
+MOE__QFN void moe_qunit_q2_k(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q2_k_bk(row, u >> 3, u & 7, w); }
 
 /* Q3_K: q = low 2 bits - (hmask bit clear ? 4 : 0), in [-4, 3]; sc = d *
  * (6-bit scale - 32). Per unit: 16-18 word loads (hmask and the qs piece,
  * 32 bytes each at a 2-aligned offset) and 3 u16 loads, a funnel shift per
  * word where the offset is not 4-aligned. */
-MOE__QFN void moe_qunit_q3_k(const uint8_t *row, int u, moe_qunit *w) {
-    const uint8_t *p = row + 110 * (u >> 3);
-    const int k = u & 7, sh = 2 * (k & 3);
+MOE__QFN void moe_qunit_q3_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w) {
+    const uint8_t *p = row + 110 * blk;
+    const int sh = 2 * (k & 3);
     uint32_t hm[8], qs[8];
     moe__qldu(p, hm, 8);
     moe__qldu(p + 32 + 32 * (k >> 2), qs, 8);
@@ -351,6 +354,7 @@ MOE__QFN void moe_qunit_q3_k(const uint8_t *row, int u, moe_qunit *w) {
     w->sc[1] = d * (float)((int)(((a >> 8) & 0xF) | ((b >> 8) & 3) << 4) - 32);
     w->mn[0] = w->mn[1] = 0.f;
 }
+MOE__QFN void moe_qunit_q3_k(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q3_k_bk(row, u >> 3, u & 7, w); }
 
 /* Q4_K / Q5_K: the 6-bit scale and min of sub-block k from the first 16
  * bytes of the block (h[0] = d | dmin << 16, h[1..3] = scales[0..11]), as
@@ -368,9 +372,9 @@ MOE__QFN void moe__q4k_unit_scales(const uint32_t h[4], int k, moe_qunit *w) {
 
 /* Q4_K: q = nibble k % 2 of qs[32(k / 2) + l]. Per unit: 3 x 16-byte loads,
  * ~51 ALU (2 per word, the rest scales). */
-MOE__QFN void moe_qunit_q4_k(const uint8_t *row, int u, moe_qunit *w) {
-    const uint8_t *p = row + 144 * (u >> 3);
-    const int k = u & 7, sh = 4 * (k & 1);
+MOE__QFN void moe_qunit_q4_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w) {
+    const uint8_t *p = row + 144 * blk;
+    const int sh = 4 * (k & 1);
     uint32_t h[4], q[8];
     moe__qld128(p, h);
     moe__qld128(p + 16 + 32 * (k >> 1), q);
@@ -379,13 +383,14 @@ MOE__QFN void moe_qunit_q4_k(const uint8_t *row, int u, moe_qunit *w) {
     for (int i = 0; i < 8; i++) w->q[i] = (int32_t)((q[i] >> sh) & 0x0F0F0F0Fu);
     moe__q4k_unit_scales(h, k, w);
 }
+MOE__QFN void moe_qunit_q4_k(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q4_k_bk(row, u >> 3, u & 7, w); }
 
 /* Q5_K: as Q4_K plus bit k of qh[l] as bit 4 (a rotation brings bit k of
  * each byte to bit 4 of the same byte). Per unit: 5 x 16-byte loads, ~68 ALU
  * (4 per word). */
-MOE__QFN void moe_qunit_q5_k(const uint8_t *row, int u, moe_qunit *w) {
-    const uint8_t *p = row + 176 * (u >> 3);
-    const int k = u & 7, sh = 4 * (k & 1);
+MOE__QFN void moe_qunit_q5_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w) {
+    const uint8_t *p = row + 176 * blk;
+    const int sh = 4 * (k & 1);
     uint32_t h[4], qh[8], q[8];
     moe__qld128(p, h);
     moe__qld128(p + 16, qh);
@@ -397,14 +402,15 @@ MOE__QFN void moe_qunit_q5_k(const uint8_t *row, int u, moe_qunit *w) {
         w->q[i] = (int32_t)(((q[i] >> sh) & 0x0F0F0F0Fu) | (moe__qrotr(qh[i], k - 4) & 0x10101010u));
     moe__q4k_unit_scales(h, k, w);
 }
+MOE__QFN void moe_qunit_q5_k(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q5_k_bk(row, u >> 3, u & 7, w); }
 
 /* Q6_K: q = (low nibble | 2 high bits << 4) - 32, sc = d * scale (int8).
  * Per unit: 16-18 word loads (32 bytes of ql and of qh at 2-aligned
  * offsets) and 2 u16 loads, a funnel shift per word where the offset is
  * not 4-aligned. */
-MOE__QFN void moe_qunit_q6_k(const uint8_t *row, int u, moe_qunit *w) {
-    const uint8_t *p = row + 210 * (u >> 3);
-    const int k = u & 7, h = k >> 2, s = k & 3;
+MOE__QFN void moe_qunit_q6_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w) {
+    const uint8_t *p = row + 210 * blk;
+    const int h = k >> 2, s = k & 3;
     const int shl = 4 * (s >> 1), shh = 2 * s - 4;
     uint32_t ql[8], qh[8];
     moe__qldu(p + 64 * h + 32 * (s & 1), ql, 8);
@@ -421,6 +427,7 @@ MOE__QFN void moe_qunit_q6_k(const uint8_t *row, int u, moe_qunit *w) {
     w->sc[1] = d * (float)((int)((sc >> 8) ^ 0x80u) - 0x80);
     w->mn[0] = w->mn[1] = 0.f;
 }
+MOE__QFN void moe_qunit_q6_k(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q6_k_bk(row, u >> 3, u & 7, w); }
 
 /* ---- activations and the dot product ---- */
 
