@@ -10,9 +10,10 @@
  *   nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Iinclude bench/decode/bench_decode.cu \
  *        build-gpu/libmoe_internal.a -lcuda -o build-gpu/bench_decode
  *   build-gpu/bench_decode [--json FILE] [--dense [--default]] [--quant] [--cross] [--only PRESET] [--tokens T]
- *                          [--qtypes q4_K,q8_0,...]
+ *                          [--qtypes q4_K,q8_0,...] [--qtokens 1,2,4,8,16]
  * --quant runs qwen3-30b-a3b and gpt-oss-20b, or with --only any preset (the K-quants
- * where D and I are multiples of 256), the types of --qtypes (default all four).
+ * where D and I are multiples of 256), the types of --qtypes (default all four), at the
+ * T of --qtokens (default 1, 2, 4, 8, 16).
  * --default adds, for --dense, the layer a user gets without variables ("default":
  * streaming or mma kernels by T, the grouped GEMM above the hand-over).
  */
@@ -107,7 +108,7 @@ static int g_probe;
 static void *flush_buf;
 static size_t flush_bytes;
 static unsigned *flush_sink;
-static const char *only_preset, *only_qtypes; /* --only PRESET, --qtypes q4_K,q8_0,... (quant runs) */
+static const char *only_preset, *only_qtypes, *qtokens; /* --only PRESET; quant runs: --qtypes q4_K,q8_0,..., --qtokens 16,32,... */
 static int64_t only_T;
 static const char *prefill_tokens; /* --prefill-tokens 512,4096: the T of --prefill (default below) */
 
@@ -253,6 +254,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--cross")) cross = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only_preset = argv[++i];
         else if (!strcmp(argv[i], "--qtypes") && i + 1 < argc) only_qtypes = argv[++i];
+        else if (!strcmp(argv[i], "--qtokens") && i + 1 < argc) qtokens = argv[++i];
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) only_T = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--probe")) g_probe = 1;
@@ -387,7 +389,15 @@ int main(int argc, char **argv) {
     }
     if (quant) {
         static const moe_type qt[] = {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K, MOE_TYPE_Q8_0, MOE_TYPE_MXFP4};
-        static const int64_t Ts[] = {1, 2, 4, 8, 16};
+        std::vector<int64_t> Ts = {1, 2, 4, 8, 16};
+        if (qtokens) {
+            Ts.clear();
+            for (const char *c = qtokens; *c;) {
+                Ts.push_back(strtoll(c, (char **)&c, 10));
+                if (*c == ',') c++;
+                else break;
+            }
+        }
         /* qwen3-30b-a3b and gpt-oss-20b, or the preset named by --only (any of the five) */
         std::vector<const preset *> qp = {&presets[0], &presets[3]};
         if (only_preset) {

@@ -942,12 +942,17 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     im->sv_plan = pl && *pl ? pl[0] != '0' : -1;
     const char *mt = getenv("MOE_DECODE_STREAM_MAX_T");
     int64_t lim = MOE_SV_MAXP / d->K;
-    /* measured (bench/decode/README.md, session 4, H200): dense, faster than the mma
-     * kernels at T = 1 (within a few % either way at T = 2..16); GGUF blocks, faster
-     * at every T up to 16 (T = 16: Q4_K 1.04x, Q8_0 1.5x, Q6_K 2.0x, MXFP4 1.7-1.9x),
-     * so up to T = 16 or T*K = E/2 pairs, whichever is larger */
-    int64_t def = dense ? 1 : d->E / (2 * d->K);
-    if (!dense && def < 16) def = 16;
+    /* measured (bench/decode/README.md, H200): dense, faster than the mma kernels at
+     * T = 1 (within a few % either way at T = 2..16; session 4). GGUF blocks (session
+     * 6, all five presets at T = 1..64): the streaming kernels' time grows with the
+     * pairs per expert (a dp4a pass per token), the mma kernels' much less; Q4_K
+     * (cheap to decode for the mma kernels) crosses at 2-4 pairs an expert (mixtral
+     * T = 8: 0.76 of the mma kernels' time, T = 16: 1.19; qwen3 T = 32: 0.80), Q8_0
+     * and MXFP4 past 8 (gpt-oss-20b T = 64: 0.78-0.85, mixtral Q8_0 T = 32: 0.90).
+     * So up to 2 (Q4_K, Q5_K) or 8 (the others) pairs an expert, within MOE_SV_MAXP
+     * pairs; the other types unmeasured, taken as Q8_0. */
+    const int64_t ppe = im->fmt1 == MOE_DF_Q4_K || im->fmt1 == MOE_DF_Q5_K ? 2 : 8;
+    int64_t def = dense ? 1 : ppe * d->E / d->K;
     if (def < 1) def = 1;
     im->sv_max_t = mt && *mt ? strtoll(mt, NULL, 10) : (env && env[0] == '1' ? lim : def);
     if (im->sv_max_t > lim) im->sv_max_t = lim;
