@@ -55,20 +55,44 @@ static __device__ __forceinline__ float sv_load_act(const void *p, int type, int
     return ((const float *)p)[i];
 }
 
-/* Bytes of one staged activation row of C elements: dense (mma type) or
- * 8-bit blocks (C int8, C/32 f32 scales, C/16 int sums). */
+/* Bytes of one staged dense activation row of C elements (mma type). */
 static __host__ __device__ __forceinline__ int sv_act_stride(int dense, int C) {
-    return dense ? ((2 * C + 15) & ~15) : ((C + C / 8 + C / 4 + 15) & ~15);
+    return dense ? ((2 * C + 15) & ~15) : 0;
 }
 
-/* Stages nr activation rows into shared memory (row i at dst + i * dstride) as
- * the mma type (dense) or as 8-bit blocks, all rows in one parallel loop of
- * the 256 consumer threads (a loop per row would pay an L2 round trip each).
+/* The unit shape (qdot.cuh) of a GGUF format's decoder. */
+template <int F> static __host__ __device__ constexpr int sv_qdot_kind() {
+    return F == MOE_DF_Q4_0 || F == MOE_DF_Q8_0 || F == MOE_DF_MXFP4 ? MOE_QDOT_S
+           : F == MOE_DF_Q3_K || F == MOE_DF_Q6_K                     ? MOE_QDOT_SS
+           : F == MOE_DF_Q4_K || F == MOE_DF_Q5_K                     ? MOE_QDOT_SM
+                                                                      : MOE_QDOT_SSMM;
+}
+
+/* GGUF activations are staged unit-major for a layout of nrt rows: the rows'
+ * 32-byte int8 pieces of unit u together (row i at u * SQ + 32 i), then the
+ * rows' records of unit u (row i at u * SM + RB i: {scale}, {scale, s0 + s1}
+ * or {scale, s0 + s1, s0, s1}, RB = 4, 8 or 16 bytes by what the format's dot
+ * reads). One address per unit serves every token (immediate offsets). The
+ * unit strides are odd multiples of the widest load (SQ = 32 nrt + 16, SM =
+ * RB (nrt | 1)) so that the lanes of a row, on consecutive units, hit
+ * different banks (strides of 32 nrt made T >= 2 up to 3x slower: s6 run 10). */
+static __host__ __device__ __forceinline__ int sv_qact_sq(int nrt) { return 32 * nrt + 16; }
+static __host__ __device__ __forceinline__ int sv_qact_bytes(int nrt, int C) { /* RB = 16 at most */
+    return (C / 32) * (sv_qact_sq(nrt) + 16 * (nrt | 1));
+}
+template <int DK> static __host__ __device__ constexpr int sv_qact_rb() {
+    return DK == MOE_QDOT_SSMM ? 16 : DK == MOE_QDOT_SM ? 8 : 4;
+}
+
+/* Stages nr activation rows into shared memory as the mma type (dense: row i
+ * at dst + i * dstride) or as 8-bit blocks (GGUF, unit-major for a layout of
+ * nrt rows, sv_qact_sq), all rows in one parallel loop of the 256 consumer
+ * threads (a loop per row would pay an L2 round trip each).
  * Row i is list[first + i] / K of x (mode 0, phase 1: pair -> token), t * K +
  * list[first + i] of h (mode 1, token-major down: the token's valid slots) or
  * list[first + i] of h (mode 2, expert-major down: the pairs). */
 template <int F>
-static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, const void *src, int type,
+static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, int nrt, const void *src, int type,
                                                      const int *list, int first, int nr, int mode, int K, int t, int C,
                                                      int tid) {
     constexpr bool DENSE = F <= MOE_DF_F16;
@@ -123,29 +147,26 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
             float dd;
             int ss[2];
             moe_qx_quantize32(f, qq, &dd, ss);
-            int32_t *qd = (int32_t *)d;
-#pragma unroll
-            for (int q = 0; q < 8; q++) qd[8 * u + q] = qq[q];
-            ((float *)(d + C))[u] = dd;
-            ((int *)(d + C + C / 8))[2 * u] = ss[0];
-            ((int *)(d + C + C / 8))[2 * u + 1] = ss[1];
+            constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
+            const int sq = sv_qact_sq(nrt);
+            int4 *qd = (int4 *)(dst + u * sq + 32 * i);
+            qd[0] = make_int4(qq[0], qq[1], qq[2], qq[3]);
+            qd[1] = make_int4(qq[4], qq[5], qq[6], qq[7]);
+            uint8_t *m = dst + (C / 32) * sq + u * (RB * (nrt | 1)) + RB * i;
+            if (RB == 16) *(int4 *)m = make_int4(__float_as_int(dd), ss[0] + ss[1], ss[0], ss[1]);
+            else if (RB == 8) *(int2 *)m = make_int2(__float_as_int(dd), ss[0] + ss[1]);
+            else *(float *)m = dd;
         }
     }
 }
 
-/* The unit shape (qdot.cuh) of a GGUF format's decoder. */
-template <int F> static __host__ __device__ constexpr int sv_qdot_kind() {
-    return F == MOE_DF_Q4_0 || F == MOE_DF_Q8_0 || F == MOE_DF_MXFP4 ? MOE_QDOT_S
-           : F == MOE_DF_Q3_K || F == MOE_DF_Q6_K                     ? MOE_QDOT_SS
-           : F == MOE_DF_Q4_K || F == MOE_DF_Q5_K                     ? MOE_QDOT_SM
-                                                                      : MOE_QDOT_SSMM;
-}
 
-/* Unit u of a GGUF row against the staged activation rows (sv_row_dot);
- * for the 256-element formats, u is piece k of block blk. */
+/* Unit u of a GGUF row against the staged activation rows (sv_row_dot;
+ * token j's piece at act + u * SQ + 32 j, its record at meta + u * SM + RB j,
+ * sv_qact_sq); for the 256-element formats, u is piece k of block blk. */
 template <int F, int NT>
 static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, int blk, int k, const uint8_t *act,
-                                                   int act_stride, int nt, int C, float acc[NT]) {
+                                                   const uint8_t *meta, int nrt, int nt, float acc[NT]) {
     constexpr int DK = sv_qdot_kind<F>();
     moe_qunit w;
     if (F == MOE_DF_Q4_0) moe_qunit_q4_0(row, u, &w);
@@ -156,19 +177,27 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
     else if (F == MOE_DF_Q4_K) moe_qunit_q4_k_bk(row, blk, k, &w);
     else if (F == MOE_DF_Q5_K) moe_qunit_q5_k_bk(row, blk, k, &w);
     else moe_qunit_q6_k_bk(row, blk, k, &w);
+    constexpr int RB = sv_qact_rb<DK>();
+    const int4 *xq = (const int4 *)(act + u * sv_qact_sq(nrt));
+    const uint8_t *xm = meta + u * (RB * (nrt | 1));
 #pragma unroll
     for (int j = 0; j < NT; j++) {
         if (j < nt) {
-            const uint8_t *xa = act + j * act_stride;
-            const int4 *xq = (const int4 *)(xa + 32 * u);
-            int4 q0 = xq[0], q1 = xq[1];
+            const int4 q0 = xq[2 * j], q1 = xq[2 * j + 1];
             const int32_t xv[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-            const float xd = ((const float *)(xa + C))[u];
+            float xd;
             int s16[2] = {0, 0};
-            if (DK == MOE_QDOT_SM || DK == MOE_QDOT_SSMM) {
-                const int2 xs = ((const int2 *)(xa + C + C / 8))[u];
-                s16[0] = xs.x;
-                s16[1] = xs.y;
+            if (DK == MOE_QDOT_SSMM) { /* s0, s1 */
+                const int4 r = *(const int4 *)(xm + RB * j);
+                xd = __int_as_float(r.x);
+                s16[0] = r.z;
+                s16[1] = r.w;
+            } else if (DK == MOE_QDOT_SM) { /* only s0 + s1 is used: as s16[0] */
+                const int2 r = *(const int2 *)(xm + RB * j);
+                xd = __int_as_float(r.x);
+                s16[0] = r.y;
+            } else {
+                xd = *(const float *)(xm + RB * j);
             }
             acc[j] += moe_qunit_dot_kind(DK, &w, xv, xd, s16);
         }
@@ -181,8 +210,8 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
  * Dense rows go through sv_mma_stage instead. The activation sums are loaded
  * only for the formats with a min. */
 template <int F, int NT>
-static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, int act_stride, int nt, int C,
-                                                  int ub, int ue, int li, int L, float acc[NT]) {
+static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, const uint8_t *meta, int nrt,
+                                                  int nt, int ub, int ue, int li, int L, float acc[NT]) {
     /* 256-element blocks (8 units): where the lane's units are L apart with
      * L and ub multiples of 8, each is sub-block k0 of its block, so the
      * decoder's shifts and offsets that depend on the sub-block alone are
@@ -191,13 +220,13 @@ static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint
     if (SB && ((ub | L) & 7) == 0) {
         const int k0 = li & 7;
         for (int b = (ub + li) >> 3; (b << 3) + k0 < ue; b += L >> 3)
-            sv_unit_dot<F, NT>(row, (b << 3) | k0, b, k0, act, act_stride, nt, C, acc);
+            sv_unit_dot<F, NT>(row, (b << 3) | k0, b, k0, act, meta, nrt, nt, acc);
         return;
     }
     if (L == 32) /* a constant stride where a warp takes the row (gpt-oss-20b Q8_0: 6% slower with L, s6 run 3) */
-        for (int u = ub + li; u < ue; u += 32) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, act_stride, nt, C, acc);
+        for (int u = ub + li; u < ue; u += 32) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc);
     else
-        for (int u = ub + li; u < ue; u += L) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, act_stride, nt, C, acc);
+        for (int u = ub + li; u < ue; u += L) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc);
 }
 
 /* The first nt sums over the L lanes (8, 16 or 32) that share a row: lanes
@@ -264,7 +293,8 @@ static __host__ __device__ __forceinline__ int sv_red_count(const moe_sv_args *a
     return a->phase == MOE_DEC_DOWN ? a->R * a->K * P : a->R * G * P * a->NT;
 }
 static __host__ __device__ __forceinline__ int sv_act_bytes(const moe_sv_args *a) {
-    return (a->phase == MOE_DEC_DOWN ? a->K : a->NT) * sv_act_stride(a->dense, a->C);
+    const int nrt = a->phase == MOE_DEC_DOWN ? a->K : a->NT;
+    return a->dense ? nrt * sv_act_stride(1, a->C) : sv_qact_bytes(nrt, a->C);
 }
 
 /* Shared-memory layout of one block of k_sv: barriers, the pair / slot list,
@@ -493,17 +523,18 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
     const int K = a.K, SRS = a.SRS, C = a.C, NC = DENSE ? a.NC : 1, n = j.n, nrows = j.nrows, r0 = j.r0;
     const int P = DENSE ? 8 : SRS >= 8 ? 1 : 8 / SRS;
     const int astride = sv_act_stride(DENSE, C);
+    const int nrt = DOWN ? K : NT; /* rows of the staged activations' layout (GGUF: unit-major) */
     if (DOWN && n == 0) { /* no valid id: out = 0 */
         for (int ri = tid; ri < nrows; ri += 256) dk_store_out(a.out, a.out_type, (int64_t)j.t2 * a.N + r0 + ri, 0.f);
         return;
     }
-    if (DOWN) sv_stage_acts<F>(acts, astride, a.h, HT, j.list, 0, n, 1, K, j.t2, C, tid);
+    if (DOWN) sv_stage_acts<F>(acts, astride, nrt, a.h, HT, j.list, 0, n, 1, K, j.t2, C, tid);
     for (int pass = 0; pass < j.npass; pass++) {
         const int nt = DOWN ? 1 : min(NT, n - pass * NT);
         if (!DOWN) {
             if (pass) sv_consumer_sync(); /* the previous pass is done with acts and red */
-            if (DOWNE) sv_stage_acts<F>(acts, astride, a.h, HT, j.list, pass * NT, nt, 2, K, 0, C, tid);
-            else sv_stage_acts<F>(acts, astride, a.x, a.x_type, j.list, pass * NT, nt, 0, K, 0, C, tid);
+            if (DOWNE) sv_stage_acts<F>(acts, astride, nrt, a.h, HT, j.list, pass * NT, nt, 2, K, 0, C, tid);
+            else sv_stage_acts<F>(acts, astride, nrt, a.x, a.x_type, j.list, pass * NT, nt, 0, K, 0, C, tid);
         }
         sv_consumer_sync();
         float macc[4] = {0.f, 0.f, 0.f, 0.f};
@@ -556,8 +587,10 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
                 if (valid) {
                     const uintptr_t ad = (uintptr_t)(wrow0 + (int64_t)ri * sn);
                     const uint8_t *row = st + gi * a.pitch + (ad & 15);
-                    if (DOWN) sv_row_dot<F, NT>(row, acts + kk * astride, astride, 1, C, gub, gue, gli, gL, acc);
-                    else sv_row_dot<F, NT>(row, acts, astride, nt, C, gub, gue, gli, gL, acc);
+                    constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
+                    const uint8_t *meta = acts + (C / 32) * sv_qact_sq(nrt);
+                    if (DOWN) sv_row_dot<F, NT>(row, acts + 32 * kk, meta + RB * kk, nrt, 1, gub, gue, gli, gL, acc);
+                    else sv_row_dot<F, NT>(row, acts, meta, nrt, nt, gub, gue, gli, gL, acc);
                 }
                 sv_group_sum_n<NT>(acc, DOWN ? 1 : nt, gL); /* every lane: the shuffles take the whole warp */
                 if (valid && gli == 0) {
