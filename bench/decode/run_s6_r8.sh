@@ -13,25 +13,4 @@ PRESETS="${PRESETS:-mixtral-8x7b deepseek-v3}" OUT=$OUT QT=none bash bench/decod
 for p in mixtral-8x7b deepseek-v3 gpt-oss-120b; do
   timeout 150 /tmp/b/bench_decode --quant --only $p --qtypes q4_K,q8_0 --qtokens ${QT:-16,32,64} --reps 10 --json "$OUT/cross.jsonl" >> "$OUT/cross.log" 2>&1
 done
-python3 - "$OUT" <<'PY'
-import json, sys, collections
-o = sys.argv[1]
-def load(f):
-    d = collections.OrderedDict()
-    for l in open(f):
-        r = json.loads(l)
-        d[(r["preset"], r["wtype"], r["T"], r["variant"])] = (r["median_us"], r["pct_read_bw"])
-    return d
-h, n = load(f"{o}/presets_head.jsonl"), load(f"{o}/presets_new.jsonl")
-print("preset wtype T | head stream us (read%) | new stream | new/head")
-for k, a in h.items():
-    if k[3] != "stream" or k not in n: continue
-    b = n[k]
-    print(f"{k[0]} {k[1]} {k[2]} | {a[0]:.1f} ({a[1]:.0f}%) | {b[0]:.1f} ({b[1]:.0f}%) | {b[0]/a[0]:.3f}")
-c = load(f"{o}/cross.jsonl")
-print("preset wtype T | stream us | kdec us | stream/kdec")
-for k, a in c.items():
-    if k[3] != "stream": continue
-    kk = k[:3] + ("kdec",)
-    if kk in c: print(f"{k[0]} {k[1]} {k[2]} | {a[0]:.1f} | {c[kk][0]:.1f} | {a[0]/c[kk][0]:.3f}")
-PY
+python3 bench/decode/s6_tables.py "$OUT"
