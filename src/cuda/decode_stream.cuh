@@ -56,9 +56,7 @@ static __device__ __forceinline__ float sv_load_act(const void *p, int type, int
 }
 
 /* Bytes of one staged dense activation row of C elements (mma type). */
-static __host__ __device__ __forceinline__ int sv_act_stride(int dense, int C) {
-    return dense ? ((2 * C + 15) & ~15) : 0;
-}
+static __host__ __device__ __forceinline__ int sv_dense_act_stride(int C) { return (2 * C + 15) & ~15; }
 
 /* The unit shape (qdot.cuh) of a GGUF format's decoder. */
 template <int F> static __host__ __device__ constexpr int sv_qdot_kind() {
@@ -294,7 +292,7 @@ static __host__ __device__ __forceinline__ int sv_red_count(const moe_sv_args *a
 }
 static __host__ __device__ __forceinline__ int sv_act_bytes(const moe_sv_args *a) {
     const int nrt = a->phase == MOE_DEC_DOWN ? a->K : a->NT;
-    return a->dense ? nrt * sv_act_stride(1, a->C) : sv_qact_bytes(nrt, a->C);
+    return a->dense ? nrt * sv_dense_act_stride(a->C) : sv_qact_bytes(nrt, a->C);
 }
 
 /* Shared-memory layout of one block of k_sv: barriers, the pair / slot list,
@@ -522,7 +520,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int K = a.K, SRS = a.SRS, C = a.C, NC = DENSE ? a.NC : 1, n = j.n, nrows = j.nrows, r0 = j.r0;
     const int P = DENSE ? 8 : SRS >= 8 ? 1 : 8 / SRS;
-    const int astride = sv_act_stride(DENSE, C);
+    const int astride = DENSE ? sv_dense_act_stride(C) : 0; /* GGUF: unit-major, sv_qact_sq */
     const int nrt = DOWN ? K : NT; /* rows of the staged activations' layout (GGUF: unit-major) */
     if (DOWN && n == 0) { /* no valid id: out = 0 */
         for (int ri = tid; ri < nrows; ri += 256) dk_store_out(a.out, a.out_type, (int64_t)j.t2 * a.N + r0 + ri, 0.f);
