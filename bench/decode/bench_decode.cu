@@ -9,11 +9,13 @@
  *
  *   nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Iinclude bench/decode/bench_decode.cu \
  *        build-gpu/libmoe_internal.a -lcuda -o build-gpu/bench_decode
- *   build-gpu/bench_decode [--json FILE] [--dense [--default]] [--quant] [--cross] [--only PRESET] [--tokens T]
- *                          [--qtypes q4_K,q8_0,...] [--qtokens 1,2,4,8,16]
+ *   build-gpu/bench_decode [--json FILE] [--dense [--default]] [--quant] [--cross] [--only PRESET[,PRESET]] [--tokens T]
+ *                          [--qtypes q4_K,q8_0,...] [--qtokens 1,2,4,8,16] [--dtokens 1,2,...] [--no-kdec]
  * --quant runs qwen3-30b-a3b and gpt-oss-20b, or with --only any preset (the K-quants
  * where D and I are multiples of 256), the types of --qtypes (default all four), at the
  * T of --qtokens (default 1, 2, 4, 8, 16).
+ * --dense runs T = 1, 2, 4, 8, 16, 32, 64 (or those of --dtokens) with the streaming
+ * kernels ("stream") and the mma kernels ("kdec", unless --no-kdec).
  * --default adds, for --dense, the layer a user gets without variables ("default":
  * streaming or mma kernels by T, the grouped GEMM above the hand-over).
  */
@@ -108,7 +110,31 @@ static int g_probe;
 static void *flush_buf;
 static size_t flush_bytes;
 static unsigned *flush_sink;
-static const char *only_preset, *only_qtypes, *qtokens; /* --only PRESET; quant runs: --qtypes q4_K,q8_0,..., --qtokens 16,32,... */
+static const char *only_preset, *only_qtypes, *qtokens, *dtokens; /* --only PRESET; --qtypes q4_K,..., --qtokens / --dtokens 16,32,... */
+
+/* --only: a preset name or a comma-separated list of them */
+static int named(const char *name) {
+    size_t n = strlen(name);
+    for (const char *c = only_preset; c && *c;) {
+        const char *e = strchr(c, ',');
+        size_t l = e ? (size_t)(e - c) : strlen(c);
+        if (l == n && !strncmp(c, name, n)) return 1;
+        c = e ? e + 1 : c + l;
+    }
+    return 0;
+}
+
+/* "1,2,16" -> {1, 2, 16}; NULL -> def */
+static std::vector<int64_t> token_list(const char *s, std::vector<int64_t> def) {
+    if (!s) return def;
+    std::vector<int64_t> v;
+    for (const char *c = s; *c;) {
+        v.push_back(strtoll(c, (char **)&c, 10));
+        if (*c == ',') c++;
+        else break;
+    }
+    return v;
+}
 static int64_t only_T;
 static const char *prefill_tokens; /* --prefill-tokens 512,4096: the T of --prefill (default below) */
 
@@ -244,7 +270,7 @@ static void report(const preset &P, moe_type wt, const char *variant, moe_layer 
 }
 
 int main(int argc, char **argv) {
-    int dense = 0, quant = 0, cross = 0, prefill = 0, dense_default = 0;
+    int dense = 0, quant = 0, cross = 0, prefill = 0, dense_default = 0, no_kdec = 0;
     const char *json = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
@@ -255,6 +281,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only_preset = argv[++i];
         else if (!strcmp(argv[i], "--qtypes") && i + 1 < argc) only_qtypes = argv[++i];
         else if (!strcmp(argv[i], "--qtokens") && i + 1 < argc) qtokens = argv[++i];
+        else if (!strcmp(argv[i], "--dtokens") && i + 1 < argc) dtokens = argv[++i];
+        else if (!strcmp(argv[i], "--no-kdec")) no_kdec = 1;
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) only_T = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--probe")) g_probe = 1;
@@ -321,15 +349,15 @@ int main(int argc, char **argv) {
     if (moe_ctx_create(&cp, &ctx)) { fprintf(stderr, "ctx\n"); return 1; }
 
     if (dense) {
-        static const int64_t Ts[] = {1, 2, 4, 8, 16, 32, 64};
+        const std::vector<int64_t> Ts = token_list(dtokens, {1, 2, 4, 8, 16, 32, 64});
         for (const preset &P : presets) {
-            if (only_preset && strcmp(only_preset, P.name)) continue;
+            if (only_preset && !named(P.name)) continue;
             layer_set s = make_layer_weights(P, MOE_TYPE_BF16);
             setenv("MOE_DECODE_MAX_T", "-1", 1); /* our kernels at every T */
             setenv("MOE_DECODE_STREAM", "1", 1);  /* the streaming kernels wherever they fit */
             moe_layer *L = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
             setenv("MOE_DECODE_STREAM", "0", 1);  /* the mma kernels (k_dec) */
-            moe_layer *Lk = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
+            moe_layer *Lk = no_kdec ? NULL : make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
             unsetenv("MOE_DECODE_STREAM");
             unsetenv("MOE_DECODE_MAX_T");
             /* what a user gets: no variables (streaming or mma kernels by T, the
@@ -389,21 +417,13 @@ int main(int argc, char **argv) {
     }
     if (quant) {
         static const moe_type qt[] = {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K, MOE_TYPE_Q8_0, MOE_TYPE_MXFP4};
-        std::vector<int64_t> Ts = {1, 2, 4, 8, 16};
-        if (qtokens) {
-            Ts.clear();
-            for (const char *c = qtokens; *c;) {
-                Ts.push_back(strtoll(c, (char **)&c, 10));
-                if (*c == ',') c++;
-                else break;
-            }
-        }
+        const std::vector<int64_t> Ts = token_list(qtokens, {1, 2, 4, 8, 16});
         /* qwen3-30b-a3b and gpt-oss-20b, or the preset named by --only (any of the five) */
         std::vector<const preset *> qp = {&presets[0], &presets[3]};
         if (only_preset) {
             qp.clear();
             for (const preset &P : presets)
-                if (!strcmp(only_preset, P.name)) qp.push_back(&P);
+                if (named(P.name)) qp.push_back(&P);
         }
         for (const preset *P : qp)
             for (moe_type t : qt) {
@@ -448,7 +468,7 @@ int main(int argc, char **argv) {
         }
         const preset *pp[] = {&presets[0], &presets[3], &presets[1], &presets[4], &presets[2]};
         for (const preset *P : pp) {
-            if (only_preset && strcmp(only_preset, P->name)) continue;
+            if (only_preset && !named(P->name)) continue;
             double dense_us[6] = {0, 0, 0, 0, 0, 0};
             if (!only_preset && (P == &presets[2] || P == &presets[4])) continue; /* large: only when named */
             for (moe_type t : pt) {
