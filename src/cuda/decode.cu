@@ -176,9 +176,6 @@ typedef struct dec_impl {
     int sv_plan;                 /* MOE_SV_PLAN: grids by 1 expected pair groups, 0 min(T*K, E), -1 by T */
     unsigned *sv_gbar;           /* its grid-barrier counters (device, zeroed) */
     int sv_fused_logged;         /* the first fall-back to two launches was logged */
-    int64_t sv_l2pf;             /* phase 1 prefetches down rows into L2, up to this many bytes (0: off) */
-    int sv_l2pf_at;              /* ... after issuing this stage */
-    int sv_l2ef;                 /* weight copies fill L2 evict-first (with the prefetch, or MOE_SV_L2EF) */
     char sv_why[160];            /* why they do not, for describe */
     moe_layer *qp;               /* cuda-quant prefill: the grouped GEMM layer on dequantised weights, or NULL ... */
     int64_t qp_min_t;            /* ... for T above this, */
@@ -861,26 +858,6 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         a2.NT = 1;
         if (!sv_plan(im, &a2, Tn)) return cudaErrorInvalidConfiguration;
     }
-    if (im->sv_l2pf > 0) {
-        /* the down rows this chunk touches (expected distinct experts under
-         * uniform routing), of which the budget's share of every row tile */
-        const int64_t sn = a2.w0_sn, E = d->E;
-        const double nexp = (double)E * (1.0 - pow(1.0 - 1.0 / (double)E, (double)TK));
-        const double bytes = nexp * (double)a2.N * (double)sn;
-        const double frac = bytes <= (double)im->sv_l2pf ? 1.0 : (double)im->sv_l2pf / bytes;
-        const int rows = (int)(frac * a2.R);
-        if (rows > 0 && sn <= (int64_t)a2.row_bytes + 64) {
-            a1.pf = a2.w0;
-            a1.pf_se = a2.w0_se;
-            a1.pf_sn = sn;
-            a1.pf_rb = a2.row_bytes;
-            a1.pf_N = a2.N;
-            a1.pf_R = a2.R;
-            a1.pf_rows = rows;
-            a1.pf_at = im->sv_l2pf_at;
-        }
-    }
-    a1.l2ef = a2.l2ef = im->sv_l2ef;
     if (plan_only) return cudaSuccess;
     /* not while a CUDA graph is being captured: the two launches are the form
      * tested under capture (cooperative launches as graph nodes are not relied on) */
@@ -895,7 +872,6 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         const int64_t grid = n1 > n2 ? n1 : n2;
         moe_sv_args f1 = a1, f2 = a2;
         f1.NS = f2.NS = 0;
-        f1.pf = NULL; /* phase 2 rows are streamed by the same block */
         const int fixed = moe__sv_fused_smem_bytes(&f1, &f2);
         const int s1 = a1.SRS * a1.pitch, s2 = a2.SRS * a2.pitch, slot = s1 > s2 ? s1 : s2;
         int per = im->sv_smem_sm / 2 - 1024 - 64;
@@ -989,23 +965,6 @@ static void sv_init(moe_layer *L, dec_impl *im) {
         im->sv_max_t--;
     /* one cooperative launch: 1-2 us faster at T = 1 for GGUF blocks, 1-3 us slower
      * for dense rows (its ring is shallower) on an H200; MOE_DECODE_FUSED=0/1 overrides */
-    /* L2 prefetch of the down rows during phase 1 (two launches): MOE_SV_L2PF =
-     * budget in MB (0 off), MOE_SV_L2PF_AT = the stage after which it is issued,
-     * MOE_SV_L2EF = 0/1 evict-first copies */
-    {
-        int l2 = 0;
-        if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, im->device) != cudaSuccess) {
-            cudaGetLastError();
-            l2 = 0;
-        }
-        const char *v = getenv("MOE_SV_L2PF");
-        im->sv_l2pf = v && *v ? (int64_t)(atof(v) * 1048576.0) : (int64_t)l2 / 2;
-        if (im->sv_l2pf < 0) im->sv_l2pf = 0;
-        v = getenv("MOE_SV_L2PF_AT");
-        im->sv_l2pf_at = v && *v ? atoi(v) : 0;
-        v = getenv("MOE_SV_L2EF");
-        im->sv_l2ef = v && *v ? v[0] != '0' : im->sv_l2pf > 0;
-    }
     const char *fe = getenv("MOE_DECODE_FUSED");
     im->sv_fused = (fe && *fe ? fe[0] != '0' : !dense) && im->fmt1 == im->fmt2;
     if (im->sv_fused) {

@@ -342,7 +342,6 @@ static __host__ __device__ __forceinline__ sv_fused_layout sv_layout_fused(const
 /* The work of one block in one phase. */
 typedef struct sv_job {
     int on;                   /* the block has work in this phase */
-    int first;                /* phase 1: the expert's first pair group */
     int e1, t2;               /* phase 1: the expert; phase 2: the token */
     int n;                    /* pairs of e1 this block takes, or valid slots of t2 */
     int r0, nrows, nrb, npass, per_pass;
@@ -367,7 +366,6 @@ static __device__ __forceinline__ sv_job sv_route1(const moe_sv_args &a, int p, 
     const int idq = tid < TK ? a.ids[tid] : -1;
     const int rank = __syncthreads_count(ok && tid < p && idq == j.e1);
     j.on = ok && rank % NT == 0;
-    j.first = ok && rank == 0;
     if (j.on && warp == 0) {
         int n = 0;
         for (int b = p; b < TK && n < NT; b += 32) {
@@ -418,21 +416,6 @@ template <int PH, int NT> static __device__ __forceinline__ void sv_job_finish(c
 }
 
 #ifdef SV_ON
-/* Phase 1, the producer warp of an expert's first pair group: the L2
- * prefetch of the down launch's rows of expert e (moe_sv_args pf*): lane l
- * takes the down row tiles blockIdx.y + (l + 32 i) gridDim.y, one bulk
- * prefetch per 64 KB of each tile's first pf_rows rows. */
-static __device__ __forceinline__ void sv_prefetch_down(const moe_sv_args &a, int e) {
-    const int lane = threadIdx.x & 31, ntile = (a.pf_N + a.pf_R - 1) / a.pf_R;
-    for (int y = blockIdx.y + lane * gridDim.y; y < ntile; y += 32 * gridDim.y) {
-        const int r0 = y * a.pf_R, nr = min(a.pf_rows, a.pf_N - r0);
-        const uintptr_t st = (uintptr_t)(a.pf + (int64_t)e * a.pf_se + (int64_t)r0 * a.pf_sn);
-        const uintptr_t lo = st & ~(uintptr_t)15, hi = (st + (int64_t)(nr - 1) * a.pf_sn + a.pf_rb + 15) & ~(uintptr_t)15;
-        for (uintptr_t q = lo; q < hi; q += 65536)
-            bulk_prefetch_l2((const void *)q, (uint32_t)(hi - q < 65536 ? hi - q : 65536));
-    }
-}
-
 /* Producer (the producer warp, lane r copying row r, r + 32, ... of a stage):
  * the bulk copies of every stage of job j, through the ring position gs
  * (continued across jobs). Lane 0 posts the stage's byte count (a warp sum)
@@ -447,8 +430,6 @@ static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv
     if (total <= 0) return; /* a token without valid ids: no stages */
     int slot = gs % NS, sph = (gs / NS) & 1;
     int e = DOWN ? a.ids[j.t2 * K + j.list[0]] : j.e1;
-    const uint64_t pol = a.l2ef ? l2_evict_first_policy() : 0;
-    const int pf_at = a.pf && j.first ? min(a.pf_at, total - 1) : -1;
     for (int i = 0; i < total; i++, gs++) {
         if (gs >= NS) mbar_wait(smem_u32(&bars[NS + slot]), sph ^ 1);
         const uint8_t *wb = g ? a.w1 : a.w0;
@@ -470,10 +451,8 @@ static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv
         for (int r = rr0 + lane; r < rr1; r += 32) {
             const uintptr_t ad = (uintptr_t)(base + (int64_t)r * sn);
             const uintptr_t lo = ad & ~(uintptr_t)15, hi = (ad + cl + 15) & ~(uintptr_t)15;
-            if (a.l2ef) bulk_g2s_hint(smem_u32(dst + (r - rr0) * a.pitch), (const void *)lo, (uint32_t)(hi - lo), fb, pol);
-            else bulk_g2s(smem_u32(dst + (r - rr0) * a.pitch), (const void *)lo, (uint32_t)(hi - lo), fb);
+            bulk_g2s(smem_u32(dst + (r - rr0) * a.pitch), (const void *)lo, (uint32_t)(hi - lo), fb);
         }
-        if (i == pf_at) sv_prefetch_down(a, j.e1);
         if (++slot == NS) { slot = 0; sph ^= 1; }
         /* the next stage: (c, then rb and kk for the down phase, or g then rb) */
         if (++s == j.per_pass) { /* next pass: the same rows again */

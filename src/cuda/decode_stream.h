@@ -46,14 +46,6 @@ typedef struct moe_sv_args {
     unsigned *cnt;            /* DOWN_E: [T, row tiles] pairs of the token finished; phase 1 zeroes ncnt of them */
     int ncnt;
     int pdl;                  /* phase 2 launched with programmatic dependent launch */
-    int l2ef;                 /* weight copies fill L2 as evict-first (read once) */
-    /* phase 1: L2 prefetch of the down launch's weights [E, pf_N, *] (pf NULL =
-     * none): the first pf_rows rows of each of its row tiles of pf_R rows, for
-     * the experts of this launch, issued by each expert's first pair group
-     * after its producer has issued stage pf_at (or its last) */
-    const uint8_t *pf;
-    int64_t pf_se, pf_sn;
-    int pf_rb, pf_N, pf_R, pf_rows, pf_at;
 } moe_sv_args;
 
 #ifdef __cplusplus

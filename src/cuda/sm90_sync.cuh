@@ -32,23 +32,6 @@ static __device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, u
                  "l"(src), "r"(bytes), "r"(bar)
                  : "memory");
 }
-/* L2 cache policy: lines filled under it are evicted before normal ones (data read once) */
-static __device__ __forceinline__ uint64_t l2_evict_first_policy() {
-    uint64_t pol;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-    return pol;
-}
-/* bulk_g2s with an L2 cache policy (l2_evict_first_policy) */
-static __device__ __forceinline__ void bulk_g2s_hint(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar,
-                                                     uint64_t pol) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar), "l"(pol)
-                 : "memory");
-}
-/* bytes (a multiple of 16) from 16-byte-aligned global src into L2, nothing to wait for */
-static __device__ __forceinline__ void bulk_prefetch_l2(const void *src, uint32_t bytes) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
 #endif
 
 #endif
