@@ -41,7 +41,7 @@ static void run_table(const char *backend) {
 
 /* The backends' two kernel families, each forced in turn at every T (no
  * hand-over to the grouped GEMM: MOE_DECODE_MAX_T=-1): the streaming kernels
- * wherever they fit (MOE_DECODE_STREAM=1, every T up to 256 / K) and the mma
+ * wherever they fit (MOE_DECODE_STREAM=1, every T up to MOE_SV_MAXP / K) and the mma
  * kernels (MOE_DECODE_STREAM=0); the default mixes them and the GEMM by T. */
 static void run_table_with(const char *backend, const char *stream) {
     setenv("MOE_DECODE_STREAM", stream, 1);
@@ -158,6 +158,32 @@ TEST(cuda_decode_sweep_T_stream_and_mma) {
     }
     unsetenv("MOE_DECODE_MAX_T");
 }
+
+/* The streaming kernels over more pairs than one chunk (MOE_SV_MAXP = 1024):
+ * T = 600 with K = 4 runs as chunks of 256, 256 and 88 tokens, each routed
+ * in place by blocks whose pair lies past the first blockDim.x pairs; small
+ * rows so that compute-sanitizer can run it. */
+static void stream_chunks(const char *backend, moe_type wt, moe_type act_type) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    setenv("MOE_DECODE_STREAM", "1", 1);
+    setenv("MOE_DECODE_MAX_T", "-1", 1);
+    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+    moe_case c = {"chunks", 600, 16, 256, 256, 4, MOE_ACT_SWIGLU, MOE_GATE_UP_CONCAT, 1, wt,
+                  act_type, ROUTE_RANDOM, 0, 0};
+    char msg[1024];
+    moe_case_result r = moe_case_run(&c, ctx, backend, moe_test_seed() + 4242u, NULL, msg, sizeof msg);
+    unsetenv("MOE_DECODE_STREAM");
+    unsetenv("MOE_DECODE_MAX_T");
+    unsetenv("MOE_QUANT_PREFILL_T");
+    moe_ctx_free(ctx);
+    if (r != MOE_CASE_PASS) moe_test_fail(__FILE__, __LINE__, "%s T=600 K=4: %s", moe_type_name(wt), msg);
+}
+TEST(cuda_quant_stream_chunks) {
+    stream_chunks("cuda-quant", MOE_TYPE_Q8_0, MOE_TYPE_BF16);
+    if (!moe_test_failed()) stream_chunks("cuda-quant", MOE_TYPE_Q4_K, MOE_TYPE_BF16);
+}
+TEST(cuda_decode_stream_chunks) { stream_chunks("cuda-decode", MOE_TYPE_BF16, MOE_TYPE_BF16); }
 
 /* cuda-quant's prefill path (GGUF blocks dequantised into the workspace, then
  * a grouped GEMM backend) forced for every T > 0 (MOE_QUANT_PREFILL_T=0):

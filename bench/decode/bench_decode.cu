@@ -15,7 +15,8 @@
  * where D and I are multiples of 256), the types of --qtypes (default all four), at the
  * T of --qtokens (default 1, 2, 4, 8, 16).
  * --dense runs T = 1, 2, 4, 8, 16, 32, 64 (or those of --dtokens) with the streaming
- * kernels ("stream") and the mma kernels ("kdec", unless --no-kdec).
+ * kernels ("stream") and the mma kernels ("kdec"); --no-kdec (dense and quant) skips
+ * the mma kernels.
  * --default adds, for --dense, the layer a user gets without variables ("default":
  * streaming or mma kernels by T, the grouped GEMM above the hand-over).
  */
@@ -433,7 +434,7 @@ int main(int argc, char **argv) {
                 setenv("MOE_DECODE_STREAM", "1", 1);
                 moe_layer *L = make_layer(ctx, *P, t, s, "cuda-quant");
                 setenv("MOE_DECODE_STREAM", "0", 1);
-                moe_layer *Lk = make_layer(ctx, *P, t, s, "cuda-quant");
+                moe_layer *Lk = no_kdec ? NULL : make_layer(ctx, *P, t, s, "cuda-quant");
                 unsetenv("MOE_DECODE_STREAM");
                 if (L)
                     for (int64_t T : Ts) {

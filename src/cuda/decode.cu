@@ -169,7 +169,8 @@ typedef struct dec_impl {
     size_t uploaded;
     moe_layer *gemm;             /* cuda-decode: the grouped GEMM backend's layer state, or NULL */
     int sv;                      /* the streaming kernels (decode_stream.cuh) take this layer ... */
-    int64_t sv_max_t;            /* ... for T up to this */
+    int64_t sv_max_t;            /* ... for T up to this, */
+    int64_t sv_chunk;            /* ... in chunks of at most this many tokens (<= MOE_SV_MAXP / K) */
     int sv_smem_block, sv_smem_sm; /* dynamic shared memory one block may take; per SM */
     int sv_fused;                /* both phases in one cooperative launch where the grid fits (MOE_DECODE_FUSED) */
     int sv_downe;                /* MOE_SV_DOWNE: 1 expert-major down at every T, 0 token-major, -1 by T */
@@ -620,7 +621,7 @@ static size_t sv_ws_layout(const moe_layer *L, const dec_impl *im, int64_t Tn, s
 /* The largest chunk's layout, or the last (shorter) chunk's when its down
  * phase differs and needs more (y where the long chunks have none). */
 static size_t sv_workspace(const moe_layer *L, const dec_impl *im, int64_t T) {
-    const int64_t chunk = MOE_SV_MAXP / L->desc.K, rem = T % chunk;
+    const int64_t chunk = im->sv_chunk, rem = T % chunk;
     size_t yo, co;
     size_t n = sv_ws_layout(L, im, T < chunk ? T : chunk, &yo, &co);
     if (T > chunk && rem) {
@@ -923,6 +924,10 @@ static void sv_init(moe_layer *L, dec_impl *im) {
         snprintf(im->sv_why, sizeof im->sv_why, "weights not 16-byte aligned (start, end or row strides)");
         return;
     }
+    if (d->K > MOE_SV_LIST) {
+        snprintf(im->sv_why, sizeof im->sv_why, "K = %lld: at most %d slots a token", (long long)d->K, MOE_SV_LIST);
+        return;
+    }
     if (dense && (d->D % 16 || d->I % 16)) {
         snprintf(im->sv_why, sizeof im->sv_why, "D = %lld, I = %lld: need multiples of 16 (mma k steps)",
                  (long long)d->D, (long long)d->I);
@@ -954,15 +959,18 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     const int64_t ppe = im->fmt1 == MOE_DF_Q4_K || im->fmt1 == MOE_DF_Q5_K ? 2 : 8;
     int64_t def = dense ? 1 : ppe * d->E / d->K;
     if (def < 1) def = 1;
-    im->sv_max_t = mt && *mt ? strtoll(mt, NULL, 10) : (env && env[0] == '1' ? lim : def);
-    if (im->sv_max_t > lim) im->sv_max_t = lim;
-    /* both launches must fit in shared memory: the largest T that does */
+    /* both launches must fit in shared memory: chunks of the largest T that does */
     if (sv_chunk(L, im, 1, NULL, NULL, NULL, NULL, NULL, 0, 1) != cudaSuccess) {
         snprintf(im->sv_why, sizeof im->sv_why, "rows or activations too large for shared memory");
         return;
     }
-    while (im->sv_max_t > 1 && sv_chunk(L, im, im->sv_max_t, NULL, NULL, NULL, NULL, NULL, 0, 1) != cudaSuccess)
-        im->sv_max_t--;
+    im->sv_chunk = lim < 1 ? 1 : lim;
+    while (im->sv_chunk > 1 && sv_chunk(L, im, im->sv_chunk, NULL, NULL, NULL, NULL, NULL, 0, 1) != cudaSuccess)
+        im->sv_chunk--;
+    /* by default one chunk at most; MOE_DECODE_STREAM=1 (every T) or
+     * MOE_DECODE_STREAM_MAX_T may ask for more, run chunk after chunk */
+    im->sv_max_t = mt && *mt ? strtoll(mt, NULL, 10) : (env && env[0] == '1' ? INT64_MAX : def);
+    if (!(mt && *mt) && !(env && env[0] == '1') && im->sv_max_t > im->sv_chunk) im->sv_max_t = im->sv_chunk;
     /* one cooperative launch: 1-2 us faster at T = 1 for GGUF blocks, 1-3 us slower
      * for dense rows (its ring is shallower) on an H200; MOE_DECODE_FUSED=0/1 overrides */
     const char *fe = getenv("MOE_DECODE_FUSED");
@@ -985,7 +993,7 @@ static moe_status sv_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
     moe_cuda_dev_guard g;
     if (moe_cuda_dev_enter(im->device, &g) != cudaSuccess)
         return moe__layer_error(L, MOE_ERR_CUDA, "cudaSetDevice(%d) failed", im->device);
-    const int64_t chunk = MOE_SV_MAXP / d->K;
+    const int64_t chunk = im->sv_chunk;
     for (int64_t t0 = 0; t0 < fa->T; t0 += chunk) {
         int64_t Tn = fa->T - t0 < chunk ? fa->T - t0 : chunk;
         MOE_CUDA_CK(sv_chunk(L, im, Tn, fa->ids + t0 * d->K, fa->w + t0 * d->K,
@@ -1187,7 +1195,7 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
         return;
     }
     if (use_sv(im, T)) {
-        int64_t Tn = T < MOE_SV_MAXP / d->K ? T : MOE_SV_MAXP / d->K;
+        int64_t Tn = T < im->sv_chunk ? T : im->sv_chunk;
         snprintf(buf, n,
                  "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): streaming kernels "
                  "(bulk copies of whole rows into a shared-memory ring, 1 producer + 8 consumer warps): "

@@ -299,7 +299,7 @@ static __host__ __device__ __forceinline__ int sv_act_bytes(const moe_sv_args *a
  * partial sums, staged activations, the ring. */
 static __host__ __device__ __forceinline__ void sv_layout(const moe_sv_args *a, int *red_off, int *act_off,
                                                           int *ring_off, int *total) {
-    int o = 128 + 4 * MOE_SV_MAXP;
+    int o = 128 + 4 * MOE_SV_LIST;
     *red_off = o;
     o += (4 * sv_red_count(a) + 15) & ~15;
     *act_off = o;
@@ -318,9 +318,9 @@ typedef struct sv_fused_layout {
 } sv_fused_layout;
 static __host__ __device__ __forceinline__ sv_fused_layout sv_layout_fused(const moe_sv_args *a1, const moe_sv_args *a2) {
     sv_fused_layout L;
-    int o = 128 + 4 * MOE_SV_MAXP;
+    int o = 128 + 4 * MOE_SV_LIST;
     L.list2 = o;
-    o += 4 * MOE_SV_MAXP;
+    o += 4 * MOE_SV_LIST;
     L.red1 = o;
     o += (4 * sv_red_count(a1) + 15) & ~15;
     L.red2 = o;
@@ -352,10 +352,9 @@ typedef struct sv_job {
  * thread: the pairs of one expert, in pair order, go in groups of NT; the
  * block works when p's id is in range and p opens a group (its rank among
  * the expert's pairs is a multiple of NT). Warp 0 lists the group's pairs in
- * *list (count in *s_n, read after a barrier). One pair per thread: T*K <=
- * MOE_SV_MAXP < blockDim.x. */
+ * *list (count in *s_n, read after a barrier). p's rank: one barrier count
+ * per blockDim.x pairs before p. */
 static __device__ __forceinline__ sv_job sv_route1(const moe_sv_args &a, int p, int tile, int *list, int *s_n) {
-    static_assert(MOE_SV_MAXP <= MOE_SV_THREADS, "one pair per thread");
     sv_job j;
     memset(&j, 0, sizeof j);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, TK = a.T * a.K, NT = a.NT;
@@ -363,8 +362,11 @@ static __device__ __forceinline__ sv_job sv_route1(const moe_sv_args &a, int p, 
     j.r0 = tile * a.R;
     j.e1 = p < TK ? a.ids[p] : -1;
     const int ok = (unsigned)j.e1 < (unsigned)a.E;
-    const int idq = tid < TK ? a.ids[tid] : -1;
-    const int rank = __syncthreads_count(ok && tid < p && idq == j.e1);
+    int rank = 0;
+    for (int b = 0; b == 0 || b < p; b += blockDim.x) { /* p is the same for the whole block */
+        const int q = b + tid, idq = q < TK ? a.ids[q] : -1;
+        rank += __syncthreads_count(ok && q < p && idq == j.e1);
+    }
     j.on = ok && rank % NT == 0;
     if (j.on && warp == 0) {
         int n = 0;

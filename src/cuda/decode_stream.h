@@ -9,7 +9,8 @@
 #include <stdint.h>
 
 #define MOE_SV_THREADS 288 /* 8 consumer warps + 1 producer warp */
-#define MOE_SV_MAXP 256    /* (token, slot) pairs of one stream forward at most (< MOE_SV_THREADS) */
+#define MOE_SV_MAXP 1024   /* (token, slot) pairs of one streaming chunk at most */
+#define MOE_SV_LIST 256    /* entries of a block's pair / slot list: NT pairs, or a token's K slots (K <= this) */
 /* Phase value of the expert-major down launch (after MOE_DEC_GATE_UP, MOE_DEC_UP,
  * MOE_DEC_DOWN of decode.h): blocks per (expert, token group, row tile) as in
  * phase 1, y[pair] = down_e h[pair] + b in f32, and the block that finishes
