@@ -603,6 +603,9 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
                     }
                 }
             }
+            /* this lane's shared-memory reads of the slot (generic proxy) before
+             * the producer's next bulk copy into it (async proxy) */
+            fence_proxy_async_smem();
             __syncwarp();
             if (lane == 0) mbar_arrive(smem_u32(&bars[NS + slot]));
             if (++slot == NS) { slot = 0; sph ^= 1; }

@@ -98,9 +98,6 @@ static __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src,
 static __device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
-static __device__ __forceinline__ void fence_proxy_async_smem(void) {
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
 /* wgmma descriptor of a K-major tile with 128-byte rows, 128B swizzle, 8-row
  * groups 1024 bytes apart. */
 static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {

@@ -26,6 +26,11 @@ static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) 
                  "r"(parity)
                  : "memory");
 }
+/* orders the calling thread's earlier generic-proxy accesses to shared memory
+ * before later async-proxy ones (bulk copies into a buffer it has read) */
+static __device__ __forceinline__ void fence_proxy_async_smem() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 /* bytes (a multiple of 16) from 16-byte-aligned global src to shared dst, completing on bar */
 static __device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
