@@ -954,8 +954,11 @@ static void sv_init(moe_layer *L, dec_impl *im) {
      * (cheap to decode for the mma kernels) crosses at 2-4 pairs an expert (mixtral
      * T = 8: 0.76 of the mma kernels' time, T = 16: 1.19; qwen3 T = 32: 0.80), Q8_0
      * and MXFP4 past 8 (gpt-oss-20b T = 64: 0.78-0.85, mixtral Q8_0 T = 32: 0.90).
-     * So up to 2 (Q4_K, Q5_K) or 8 (the others) pairs an expert, within MOE_SV_MAXP
-     * pairs; the other types unmeasured, taken as Q8_0. */
+     * So up to 2 (Q4_K, Q5_K) or 8 (the others) pairs an expert; the other types
+     * unmeasured, taken as Q8_0. Session 7, with up to 1024 pairs a chunk (was
+     * 256): qwen3 Q8_0 T = 64 / 128 1.95x / 1.97x faster than the mma kernels,
+     * deepseek-v3 Q8_0 2.37x / 1.68x, Q4_K T = 64 1.42x but T = 128 (4 pairs an
+     * expert) 1.18x slower; qwen3 Q4_K T = 64 1.08x slower (bench/decode/s7). */
     const int64_t ppe = im->fmt1 == MOE_DF_Q4_K || im->fmt1 == MOE_DF_Q5_K ? 2 : 8;
     int64_t def = dense ? 1 : ppe * d->E / d->K;
     if (def < 1) def = 1;
@@ -967,10 +970,10 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     im->sv_chunk = lim < 1 ? 1 : lim;
     while (im->sv_chunk > 1 && sv_chunk(L, im, im->sv_chunk, NULL, NULL, NULL, NULL, NULL, 0, 1) != cudaSuccess)
         im->sv_chunk--;
-    /* by default one chunk at most; MOE_DECODE_STREAM=1 (every T) or
-     * MOE_DECODE_STREAM_MAX_T may ask for more, run chunk after chunk */
+    /* T beyond one chunk runs chunk after chunk (each reads the experts it
+     * touches again): deepseek-v3 Q8_0 T = 192 / 256 as two chunks 1.27x / 1.21x
+     * faster than the mma kernels (H200, bench/decode/s7 run 3) */
     im->sv_max_t = mt && *mt ? strtoll(mt, NULL, 10) : (env && env[0] == '1' ? INT64_MAX : def);
-    if (!(mt && *mt) && !(env && env[0] == '1') && im->sv_max_t > im->sv_chunk) im->sv_max_t = im->sv_chunk;
     /* one cooperative launch: 1-2 us faster at T = 1 for GGUF blocks, 1-3 us slower
      * for dense rows (its ring is shallower) on an H200; MOE_DECODE_FUSED=0/1 overrides */
     const char *fe = getenv("MOE_DECODE_FUSED");

@@ -417,6 +417,10 @@ template <int PH, int NT> static __device__ __forceinline__ void sv_job_finish(c
     j.per_pass = (PH == MOE_DEC_DOWN ? n * j.nrb : j.nrb * G) * a.NC;
 }
 
+#ifndef SV_PROXY_FENCE
+#define SV_PROXY_FENCE 1
+#endif
+
 #ifdef SV_ON
 /* Producer (the producer warp, lane r copying row r, r + 32, ... of a stage):
  * the bulk copies of every stage of job j, through the ring position gs
@@ -603,11 +607,15 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
                     }
                 }
             }
-            /* this lane's shared-memory reads of the slot (generic proxy) before
-             * the producer's next bulk copy into it (async proxy) */
+            /* every consumer thread releases the slot itself (the empty barrier
+             * counts 256): its own reads (generic proxy) before the producer's
+             * next bulk copy into the slot (async proxy). One arrive per warp
+             * after __syncwarp is ordered as well under the PTX memory model, but
+             * compute-sanitizer's racecheck reports it once a ring wraps. */
+#if SV_PROXY_FENCE
             fence_proxy_async_smem();
-            __syncwarp();
-            if (lane == 0) mbar_arrive(smem_u32(&bars[NS + slot]));
+#endif
+            mbar_arrive(smem_u32(&bars[NS + slot]));
             if (++slot == NS) { slot = 0; sph ^= 1; }
             if (++c == NC) {
                 c = 0;
@@ -672,7 +680,7 @@ static __device__ __forceinline__ void sv_init_bars(uint64_t *bars, int NS) {
     if (threadIdx.x == 0) {
         for (int i = 0; i < NS; i++) {
             mbar_init(smem_u32(&bars[i]), 1);
-            mbar_init(smem_u32(&bars[NS + i]), 8);
+            mbar_init(smem_u32(&bars[NS + i]), MOE_SV_THREADS - 32);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
