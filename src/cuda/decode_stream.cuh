@@ -417,10 +417,6 @@ template <int PH, int NT> static __device__ __forceinline__ void sv_job_finish(c
     j.per_pass = (PH == MOE_DEC_DOWN ? n * j.nrb : j.nrb * G) * a.NC;
 }
 
-#ifndef SV_PROXY_FENCE
-#define SV_PROXY_FENCE 1
-#endif
-
 #ifdef SV_ON
 /* Producer (the producer warp, lane r copying row r, r + 32, ... of a stage):
  * the bulk copies of every stage of job j, through the ring position gs
@@ -608,13 +604,13 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
                 }
             }
             /* every consumer thread releases the slot itself (the empty barrier
-             * counts 256): its own reads (generic proxy) before the producer's
-             * next bulk copy into the slot (async proxy). One arrive per warp
-             * after __syncwarp is ordered as well under the PTX memory model, but
-             * compute-sanitizer's racecheck reports it once a ring wraps. */
-#if SV_PROXY_FENCE
-            fence_proxy_async_smem();
-#endif
+             * counts 256), its own reads before the producer's next bulk copy
+             * into the slot. One arrive per warp after __syncwarp is ordered as
+             * well under the PTX memory model, but compute-sanitizer's racecheck
+             * reports it once a ring wraps (bench/decode/s7 run 3; clean with
+             * this, run 4). A fence.proxy.async before the arrive cost dense
+             * qwen3 T = 1 3% (run 4) and racecheck does not need it; like
+             * CUTLASS's TMA pipelines, the release is the arrive alone. */
             mbar_arrive(smem_u32(&bars[NS + slot]));
             if (++slot == NS) { slot = 0; sph ^= 1; }
             if (++c == NC) {
