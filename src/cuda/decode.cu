@@ -679,9 +679,10 @@ static int xmode_of(moe_type act, int fmt) {
 static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     a->pitch = ((a->row_bytes + 15) & ~15) + (a->dense ? 0 : 16);
     /* tuning knobs for measurements (bench/decode): stage bytes, blocks per SM, ring depth */
-    static int stage_target = -1, gguf_target = SV_STAGE_GGUF, bps_max = 2, ns_max = 6, smem_cap = 1 << 30;
+    static int stage_target = -1, gguf_target = SV_STAGE_GGUF, bps_max = 2, ns_max = 6, smem_cap = 1 << 30, qmma = 1;
     if (stage_target < 0) {
         const char *v;
+        if ((v = getenv("MOE_SV_QMMA")) && *v) qmma = v[0] != '0';
         if ((v = getenv("MOE_SV_SMEM")) && atoi(v) > 0) smem_cap = atoi(v);
         stage_target = (v = getenv("MOE_SV_STAGE")) && atoi(v) > 0 ? atoi(v) : SV_STAGE_TARGET;
         if (v && atoi(v) > 0) gguf_target = stage_target;
@@ -728,6 +729,9 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         while (srs > 8 && moe__cdiv(rt, srs) * srs > rt + rt / 8) srs >>= 1;
     }
     a->SRS = srs;
+    /* Q8_0 rows against groups of 8 tokens on int8 tensor cores (16-row tiles,
+     * the 8 warps splitting the units): where a stage holds 8 rows or more */
+    a->qmma = qmma && a->fmt == MOE_DF_Q8_0 && a->NT == 8 && a->phase != MOE_DEC_DOWN && srs >= 8;
     const int stage = srs * a->pitch;
     for (int bps = bps_max; bps >= 1; bps--) {
         int64_t R = moe__cdiv((int64_t)a->N * ncols, (int64_t)im->sm_count * bps);
@@ -804,6 +808,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     a.T = (int)Tn; a.K = (int)d->K; a.E = (int)d->E;
 
     moe_sv_args a1 = a;
+    a1.fmt = im->fmt1;
     const moe_tensor *g0 = L->gated ? &im->gate : &im->up;
     a1.phase = L->gated ? MOE_DEC_GATE_UP : MOE_DEC_UP;
     a1.w0 = (const uint8_t *)g0->data; a1.w0_se = bytes_of(g0, g0->stride_e); a1.w0_sn = bytes_of(g0, g0->stride_n);
@@ -822,6 +827,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     size_t y_off, cnt_off;
     sv_ws_layout(L, im, Tn, &y_off, &cnt_off);
     moe_sv_args a2 = a;
+    a2.fmt = im->fmt2;
     a2.phase = emaj ? MOE_SV_DOWN_E : MOE_DEC_DOWN;
     a2.w0 = (const uint8_t *)im->down.data; a2.w0_se = bytes_of(&im->down, im->down.stride_e);
     a2.w0_sn = bytes_of(&im->down, im->down.stride_n);

@@ -284,6 +284,76 @@ static __device__ __forceinline__ void sv_mma_stage(const uint8_t *st, int pitch
 #endif
 }
 
+/* The int8 tensor-core consumer's per-warp partial sums of a stage, two
+ * stages' worth: [2][8 warps][SRS rows][8 tokens] floats. */
+static __host__ __device__ __forceinline__ int sv_qmma_scratch_bytes(const moe_sv_args *a) {
+    return a->qmma ? 2 * 8 * a->SRS * 8 * 4 : 0;
+}
+
+#ifdef SV_ON
+/* mma.m16n8k32 s8 x s8 -> s32 (zero accumulator in). */
+static __device__ __forceinline__ void sv_mma_s8(int c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                                 uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%10, %10, %10, %10};\n"
+                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+}
+
+/* Q8_0 unit u of a row in shared memory (2-byte aligned): the A fragment
+ * words of lane quad t (quants 4t..4t+3 and 16+4t..19+4t, from two aligned
+ * words each) and the scale d. */
+static __device__ __forceinline__ void sv_q8_frag(const uint8_t *row, int u, int t, uint32_t &lo, uint32_t &hi,
+                                                  float &d) {
+    const uint8_t *p = row + 34 * u;
+    d = __half2float(*(const __half *)p);
+    const uintptr_t q = (uintptr_t)(p + 2 + 4 * t);
+    const uint32_t *w = (const uint32_t *)(q & ~(uintptr_t)3);
+    const int sh = 8 * (int)(q & 3);
+    lo = __funnelshift_r(w[0], w[1], sh);
+    hi = __funnelshift_r(w[4], w[5], sh);
+}
+
+/* One stage of Q8_0 rows against 8 staged tokens on int8 tensor cores:
+ * m16n8k32 with 16 weight rows as A and the tokens as B, one unit (32
+ * quants) a k step; warp w takes units w, w + 8, ... of every 16-row tile and
+ * scales each int32 dot by the row's and the token's scale. The warps'
+ * partial sums meet in scr ([warp][row][token]); sv_consume sums them in
+ * warp order after a barrier of the consumers (deterministic). */
+static __device__ __forceinline__ void sv_qmma_stage(const uint8_t *st, int pitch, const uint8_t *wrow0, int64_t sn,
+                                                     int rbase, int srs, int nrows, int C, const uint8_t *acts,
+                                                     float *scr, int warp, int lane) {
+    const int U = C / 32, g = lane >> 2, t = lane & 3;
+    const int SQ = sv_qact_sq(8);
+    const uint8_t *meta = acts + U * SQ; /* Q8_0 records: the scale, 4 bytes, 9 a unit */
+    for (int rt = 0; rt < srs; rt += 16) {
+        const int ra = rt + g, rb = rt + g + 8;
+        const bool va = ra < srs && rbase + ra < nrows, vb = rb < srs && rbase + rb < nrows;
+        const uint8_t *rowa = st + ra * pitch + ((uintptr_t)(wrow0 + (int64_t)(rbase + ra) * sn) & 15);
+        const uint8_t *rowb = st + rb * pitch + ((uintptr_t)(wrow0 + (int64_t)(rbase + rb) * sn) & 15);
+        float f[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int u = warp; u < U; u += 8) {
+            uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+            float da = 0.f, db = 0.f;
+            if (va) sv_q8_frag(rowa, u, t, a0, a2, da);
+            if (vb) sv_q8_frag(rowb, u, t, a1, a3, db);
+            const uint8_t *xp = acts + u * SQ + 32 * g + 4 * t;
+            const uint32_t b0 = *(const uint32_t *)xp, b1 = *(const uint32_t *)(xp + 16);
+            const float *xd = (const float *)(meta + u * 36 + 8 * t); /* tokens 2t, 2t + 1 */
+            int c[4];
+            sv_mma_s8(c, a0, a1, a2, a3, b0, b1);
+            const float x0 = xd[0], x1 = xd[1];
+            f[0] += (float)c[0] * (da * x0);
+            f[1] += (float)c[1] * (da * x1);
+            f[2] += (float)c[2] * (db * x0);
+            f[3] += (float)c[3] * (db * x1);
+        }
+        if (ra < srs) *(float2 *)(scr + (warp * srs + ra) * 8 + 2 * t) = make_float2(f[0], f[1]);
+        if (rb < srs) *(float2 *)(scr + (warp * srs + rb) * 8 + 2 * t) = make_float2(f[2], f[3]);
+    }
+}
+#endif
+
 /* Partial sums of one phase (floats) and its staged activation rows (bytes). */
 static __host__ __device__ __forceinline__ int sv_red_count(const moe_sv_args *a) {
     const int P = a->dense ? 8 : a->SRS >= 8 ? 1 : 8 / a->SRS;
@@ -302,6 +372,7 @@ static __host__ __device__ __forceinline__ void sv_layout(const moe_sv_args *a, 
     int o = 128 + 4 * MOE_SV_LIST;
     *red_off = o;
     o += (4 * sv_red_count(a) + 15) & ~15;
+    o += sv_qmma_scratch_bytes(a); /* right after the partial sums */
     *act_off = o;
     o += sv_act_bytes(a);
     o = (o + 127) & ~127;
@@ -513,12 +584,15 @@ static __device__ __forceinline__ void sv_combine_tile(const moe_sv_args &a, con
 template <int F, int PH, int NT>
 static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv_job &j, uint8_t *acts, float *red,
                                                   const uint8_t *ring, int slot_bytes, uint64_t *bars, int NS, int &gs,
-                                                  int *s_tok) {
+                                                  int *s_tok, float *qscr) {
     constexpr bool DENSE = F <= MOE_DF_F16;
     constexpr bool DOWN = PH == MOE_DEC_DOWN;
     constexpr bool DOWNE = PH == MOE_SV_DOWN_E;
     constexpr int HT = DENSE ? (F == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16) : MOE_TYPE_F32; /* h's type */
     constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
+    /* Q8_0 against groups of 8 tokens: int8 tensor cores (sv_qmma_stage) where planned */
+    constexpr bool QMMA_OK = F == MOE_DF_Q8_0 && NT == 8 && !DOWN;
+    const bool qmma = QMMA_OK && a.qmma && qscr;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int K = a.K, SRS = a.SRS, C = a.C, NC = DENSE ? a.NC : 1, n = j.n, nrows = j.nrows, r0 = j.r0;
     const int P = DENSE ? 8 : SRS >= 8 ? 1 : 8 / SRS;
@@ -575,6 +649,11 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
                         }
                     }
                 }
+            } else if (QMMA_OK && qmma) {
+                const uint8_t *wb = g ? a.w1 : a.w0;
+                const int64_t se = g ? a.w1_se : a.w0_se, sn = g ? a.w1_sn : a.w0_sn;
+                sv_qmma_stage(st, a.pitch, wb + (int64_t)e * se + (int64_t)r0 * sn, sn, rb * SRS, SRS, nrows, C, acts,
+                              qscr + (s & 1) * (8 * SRS * 8), warp, lane);
             } else {
                 const uint8_t *wb = g ? a.w1 : a.w0;
                 const int64_t se = g ? a.w1_se : a.w0_se, sn = g ? a.w1_sn : a.w0_sn;
@@ -612,6 +691,19 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
              * qwen3 T = 1 3% (run 4) and racecheck does not need it; like
              * CUTLASS's TMA pipelines, the release is the arrive alone. */
             mbar_arrive(smem_u32(&bars[NS + slot]));
+            if (QMMA_OK && qmma) { /* the 8 warps' partial sums of this stage, in warp order */
+                sv_consumer_sync();
+                const float *sc = qscr + (s & 1) * (8 * SRS * 8);
+                for (int idx = tid; idx < SRS * 8; idx += 256) {
+                    const int row = idx >> 3, q = idx & 7, ri = rb * SRS + row;
+                    if (q < nt && ri < nrows) {
+                        float v = 0.f;
+#pragma unroll
+                        for (int w = 0; w < 8; w++) v += sc[(w * SRS + row) * 8 + q];
+                        red[(ri * G + g) * NT + q] = v; /* P = 1 */
+                    }
+                }
+            }
             if (++slot == NS) { slot = 0; sph ^= 1; }
             if (++c == NC) {
                 c = 0;
@@ -752,7 +844,8 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
         return;
     }
     if (DOWN || DOWNE) dk_grid_wait(); /* h comes from phase 1 */
-    sv_consume<F, PH, NT>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs, s_tok);
+    sv_consume<F, PH, NT>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs, s_tok,
+                          (float *)(sm + red_off + ((4 * sv_red_count(&a) + 15) & ~15)));
 #endif
 }
 
@@ -782,9 +875,9 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1,
         if (j2.on) sv_produce<MOE_DEC_DOWN>(a2, j2, sm + L.ring, L.slot, bars, NS, gs);
         return;
     }
-    if (j1.on) sv_consume<F, PH1, NT>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL);
+    if (j1.on) sv_consume<F, PH1, NT>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
     sv_grid_sync(gb);
-    if (j2.on) sv_consume<F, MOE_DEC_DOWN, 1>(a2, j2, sm + L.act2, (float *)(sm + L.red2), sm + L.ring, L.slot, bars, NS, gs, NULL);
+    if (j2.on) sv_consume<F, MOE_DEC_DOWN, 1>(a2, j2, sm + L.act2, (float *)(sm + L.red2), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
 #endif
 }
 

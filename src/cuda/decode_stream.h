@@ -47,6 +47,8 @@ typedef struct moe_sv_args {
     unsigned *cnt;            /* DOWN_E: [T, row tiles] pairs of the token finished; phase 1 zeroes ncnt of them */
     int ncnt;
     int pdl;                  /* phase 2 launched with programmatic dependent launch */
+    int fmt;                  /* the weights' format (MOE_DF_*) */
+    int qmma;                 /* Q8_0 rows x 8 tokens on int8 tensor cores (sv_plan; needs NT 8, SRS >= 8) */
 } moe_sv_args;
 
 #ifdef __cplusplus
