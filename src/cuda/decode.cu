@@ -679,10 +679,10 @@ static int xmode_of(moe_type act, int fmt) {
 static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     a->pitch = ((a->row_bytes + 15) & ~15) + (a->dense ? 0 : 16);
     /* tuning knobs for measurements (bench/decode): stage bytes, blocks per SM, ring depth */
-    static int stage_target = -1, gguf_target = SV_STAGE_GGUF, bps_max = 2, ns_max = 6, smem_cap = 1 << 30, qmma = 1;
+    static int stage_target = -1, gguf_target = SV_STAGE_GGUF, bps_max = 2, ns_max = 6, smem_cap = 1 << 30, qmma = 6;
     if (stage_target < 0) {
         const char *v;
-        if ((v = getenv("MOE_SV_QMMA")) && *v) qmma = v[0] != '0';
+        if ((v = getenv("MOE_SV_QMMA")) && *v) qmma = atoi(v); /* passes of at least this many tokens, 0: off */
         if ((v = getenv("MOE_SV_SMEM")) && atoi(v) > 0) smem_cap = atoi(v);
         stage_target = (v = getenv("MOE_SV_STAGE")) && atoi(v) > 0 ? atoi(v) : SV_STAGE_TARGET;
         if (v && atoi(v) > 0) gguf_target = stage_target;
@@ -731,7 +731,7 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     a->SRS = srs;
     /* Q8_0 rows against groups of 8 tokens on int8 tensor cores (16-row tiles,
      * the 8 warps splitting the units): where a stage holds 8 rows or more */
-    a->qmma = qmma && a->fmt == MOE_DF_Q8_0 && a->NT == 8 && a->phase != MOE_DEC_DOWN && srs >= 8;
+    a->qmma = a->fmt == MOE_DF_Q8_0 && a->NT == 8 && a->phase != MOE_DEC_DOWN && srs >= 8 ? qmma : 0;
     const int stage = srs * a->pitch;
     for (int bps = bps_max; bps >= 1; bps--) {
         int64_t R = moe__cdiv((int64_t)a->N * ncols, (int64_t)im->sm_count * bps);

@@ -592,7 +592,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
     constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
     /* Q8_0 against groups of 8 tokens: int8 tensor cores (sv_qmma_stage) where planned */
     constexpr bool QMMA_OK = F == MOE_DF_Q8_0 && NT == 8 && !DOWN;
-    const bool qmma = QMMA_OK && a.qmma && qscr;
+    const bool qmma_on = QMMA_OK && a.qmma > 0 && qscr;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int K = a.K, SRS = a.SRS, C = a.C, NC = DENSE ? a.NC : 1, n = j.n, nrows = j.nrows, r0 = j.r0;
     const int P = DENSE ? 8 : SRS >= 8 ? 1 : 8 / SRS;
@@ -605,6 +605,8 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
     if (DOWN) sv_stage_acts<F>(acts, astride, nrt, a.h, HT, j.list, 0, n, 1, K, j.t2, C, tid);
     for (int pass = 0; pass < j.npass; pass++) {
         const int nt = DOWN ? 1 : min(NT, n - pass * NT);
+        /* an mma takes 8 tokens whatever nt is; below a.qmma tokens dp4a is cheaper */
+        const bool qmma = qmma_on && nt >= a.qmma;
         if (!DOWN) {
             if (pass) sv_consumer_sync(); /* the previous pass is done with acts and red */
             if (DOWNE) sv_stage_acts<F>(acts, astride, nrt, a.h, HT, j.list, pass * NT, nt, 2, K, 0, C, tid);
