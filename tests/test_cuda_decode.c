@@ -179,9 +179,9 @@ static void stream_chunks(const char *backend, moe_type wt, moe_type act_type) {
     moe_ctx_free(ctx);
     if (r != MOE_CASE_PASS) moe_test_fail(__FILE__, __LINE__, "%s T=600 K=4: %s", moe_type_name(wt), msg);
 }
-TEST(cuda_quant_stream_chunks) {
-    stream_chunks("cuda-quant", MOE_TYPE_Q8_0, MOE_TYPE_BF16);
-    if (!moe_test_failed()) stream_chunks("cuda-quant", MOE_TYPE_Q4_K, MOE_TYPE_BF16);
+TEST(cuda_quant_stream_chunks) { /* Q8_0, Q4_0 and MXFP4 in groups of 8 tokens take the int8 mma consumer */
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q4_0};
+    for (int i = 0; i < 4 && !moe_test_failed(); i++) stream_chunks("cuda-quant", q[i], MOE_TYPE_BF16);
 }
 TEST(cuda_decode_stream_chunks) { stream_chunks("cuda-decode", MOE_TYPE_BF16, MOE_TYPE_BF16); }
 

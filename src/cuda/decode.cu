@@ -729,9 +729,11 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         while (srs > 8 && moe__cdiv(rt, srs) * srs > rt + rt / 8) srs >>= 1;
     }
     a->SRS = srs;
-    /* Q8_0 rows against groups of 8 tokens on int8 tensor cores (16-row tiles,
-     * the 8 warps splitting the units): where a stage holds 8 rows or more */
-    a->qmma = a->fmt == MOE_DF_Q8_0 && a->NT == 8 && a->phase != MOE_DEC_DOWN && srs >= 8 ? qmma : 0;
+    /* rows of Q8_0, Q4_0, MXFP4 against groups of 8 tokens on int8 tensor cores
+     * (16-row tiles, the 8 warps splitting the units): where a stage holds 8
+     * rows or more */
+    const int qf = a->fmt == MOE_DF_Q8_0 || a->fmt == MOE_DF_Q4_0 || a->fmt == MOE_DF_MXFP4;
+    a->qmma = qf && a->NT == 8 && a->phase != MOE_DEC_DOWN && srs >= 8 ? qmma : 0;
     const int stage = srs * a->pitch;
     for (int bps = bps_max; bps >= 1; bps--) {
         int64_t R = moe__cdiv((int64_t)a->N * ncols, (int64_t)im->sm_count * bps);

@@ -300,32 +300,53 @@ static __device__ __forceinline__ void sv_mma_s8(int c[4], uint32_t a0, uint32_t
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
 }
 
-/* Q8_0 unit u of a row in shared memory (2-byte aligned): the A fragment
- * words of lane quad t (quants 4t..4t+3 and 16+4t..19+4t, from two aligned
- * words each) and the scale d. */
-static __device__ __forceinline__ void sv_q8_frag(const uint8_t *row, int u, int t, uint32_t &lo, uint32_t &hi,
-                                                  float &d) {
-    const uint8_t *p = row + 34 * u;
-    d = __half2float(*(const __half *)p);
-    const uintptr_t q = (uintptr_t)(p + 2 + 4 * t);
-    const uint32_t *w = (const uint32_t *)(q & ~(uintptr_t)3);
-    const int sh = 8 * (int)(q & 3);
-    lo = __funnelshift_r(w[0], w[1], sh);
-    hi = __funnelshift_r(w[4], w[5], sh);
+/* Unit u of a row of a 32-element format in shared memory: the A fragment
+ * words of lane quad t, elements 4t..4t+3 (lo) and 16+4t..19+4t (hi) as
+ * int8, and the unit's scale d (the dp4a decoders' sc, qdot.cuh). Q8_0: two
+ * aligned words each; Q4_0 and MXFP4: element j and j + 16 are the low and
+ * high nibbles of byte j, so one word (two aligned loads) gives both. */
+template <int F>
+static __device__ __forceinline__ void sv_qfrag(const uint8_t *row, int u, int t, uint32_t &lo, uint32_t &hi,
+                                                float &d) {
+    if (F == MOE_DF_Q8_0) {
+        const uint8_t *p = row + 34 * u;
+        d = __half2float(*(const __half *)p);
+        const uintptr_t q = (uintptr_t)(p + 2 + 4 * t);
+        const uint32_t *w = (const uint32_t *)(q & ~(uintptr_t)3);
+        const int sh = 8 * (int)(q & 3);
+        lo = __funnelshift_r(w[0], w[1], sh);
+        hi = __funnelshift_r(w[4], w[5], sh);
+    } else {
+        const int ub = F == MOE_DF_Q4_0 ? 18 : 17, qo = F == MOE_DF_Q4_0 ? 2 : 1;
+        const uint8_t *p = row + ub * u;
+        if (F == MOE_DF_Q4_0) d = __half2float(*(const __half *)p);
+        else d = moe__qu2f(moe__e8m0_half_bits(*p));
+        const uintptr_t q = (uintptr_t)(p + qo + 4 * t);
+        const uint32_t *w = (const uint32_t *)(q & ~(uintptr_t)3);
+        const uint32_t v = __funnelshift_r(w[0], w[1], 8 * (int)(q & 3));
+        if (F == MOE_DF_Q4_0) {
+            lo = moe__qsub8x4(v & 0x0F0F0F0Fu);
+            hi = moe__qsub8x4((v >> 4) & 0x0F0F0F0Fu);
+        } else {
+            moe__mxfp4_lookup8(v, &lo, &hi);
+        }
+    }
 }
 
-/* One stage of Q8_0 rows against 8 staged tokens on int8 tensor cores:
+/* One stage of rows of a 32-element format (Q8_0, Q4_0, MXFP4) against 8
+ * staged tokens on int8 tensor cores:
  * m16n8k32 with 16 weight rows as A and the tokens as B, one unit (32
  * quants) a k step; warp w takes units w, w + 8, ... of every 16-row tile and
  * scales each int32 dot by the row's and the token's scale. The warps'
  * partial sums meet in scr ([warp][row][token]); sv_consume sums them in
  * warp order after a barrier of the consumers (deterministic). */
+template <int F>
 static __device__ __forceinline__ void sv_qmma_stage(const uint8_t *st, int pitch, const uint8_t *wrow0, int64_t sn,
                                                      int rbase, int srs, int nrows, int C, const uint8_t *acts,
                                                      float *scr, int warp, int lane) {
     const int U = C / 32, g = lane >> 2, t = lane & 3;
     const int SQ = sv_qact_sq(8);
-    const uint8_t *meta = acts + U * SQ; /* Q8_0 records: the scale, 4 bytes, 9 a unit */
+    const uint8_t *meta = acts + U * SQ; /* records of these formats: the scale, 4 bytes, 9 a unit */
     for (int rt = 0; rt < srs; rt += 16) {
         const int ra = rt + g, rb = rt + g + 8;
         const bool va = ra < srs && rbase + ra < nrows, vb = rb < srs && rbase + rb < nrows;
@@ -335,8 +356,8 @@ static __device__ __forceinline__ void sv_qmma_stage(const uint8_t *st, int pitc
         for (int u = warp; u < U; u += 8) {
             uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
             float da = 0.f, db = 0.f;
-            if (va) sv_q8_frag(rowa, u, t, a0, a2, da);
-            if (vb) sv_q8_frag(rowb, u, t, a1, a3, db);
+            if (va) sv_qfrag<F>(rowa, u, t, a0, a2, da);
+            if (vb) sv_qfrag<F>(rowb, u, t, a1, a3, db);
             const uint8_t *xp = acts + u * SQ + 32 * g + 4 * t;
             const uint32_t b0 = *(const uint32_t *)xp, b1 = *(const uint32_t *)(xp + 16);
             const float *xd = (const float *)(meta + u * 36 + 8 * t); /* tokens 2t, 2t + 1 */
@@ -590,8 +611,8 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
     constexpr bool DOWNE = PH == MOE_SV_DOWN_E;
     constexpr int HT = DENSE ? (F == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16) : MOE_TYPE_F32; /* h's type */
     constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
-    /* Q8_0 against groups of 8 tokens: int8 tensor cores (sv_qmma_stage) where planned */
-    constexpr bool QMMA_OK = F == MOE_DF_Q8_0 && NT == 8 && !DOWN;
+    /* Q8_0, Q4_0, MXFP4 against groups of 8 tokens: int8 tensor cores (sv_qmma_stage) where planned */
+    constexpr bool QMMA_OK = (F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0 || F == MOE_DF_MXFP4) && NT == 8 && !DOWN;
     const bool qmma_on = QMMA_OK && a.qmma > 0 && qscr;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int K = a.K, SRS = a.SRS, C = a.C, NC = DENSE ? a.NC : 1, n = j.n, nrows = j.nrows, r0 = j.r0;
@@ -654,7 +675,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
             } else if (QMMA_OK && qmma) {
                 const uint8_t *wb = g ? a.w1 : a.w0;
                 const int64_t se = g ? a.w1_se : a.w0_se, sn = g ? a.w1_sn : a.w0_sn;
-                sv_qmma_stage(st, a.pitch, wb + (int64_t)e * se + (int64_t)r0 * sn, sn, rb * SRS, SRS, nrows, C, acts,
+                sv_qmma_stage<F>(st, a.pitch, wb + (int64_t)e * se + (int64_t)r0 * sn, sn, rb * SRS, SRS, nrows, C, acts,
                               qscr + (s & 1) * (8 * SRS * 8), warp, lane);
             } else {
                 const uint8_t *wb = g ? a.w1 : a.w0;

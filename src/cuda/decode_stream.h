@@ -48,7 +48,7 @@ typedef struct moe_sv_args {
     int ncnt;
     int pdl;                  /* phase 2 launched with programmatic dependent launch */
     int fmt;                  /* the weights' format (MOE_DF_*) */
-    int qmma;                 /* Q8_0 rows x 8 tokens on int8 tensor cores for passes of at least qmma tokens
+    int qmma;                 /* Q8_0/Q4_0/MXFP4 rows x 8 tokens on int8 tensor cores for passes of at least qmma tokens
                                * (0: never; sv_plan: needs NT 8, SRS >= 8) */
 } moe_sv_args;
 
