@@ -163,25 +163,37 @@ TEST(cuda_decode_sweep_T_stream_and_mma) {
  * T = 600 with K = 4 runs as chunks of 256, 256 and 88 tokens, each routed
  * in place by blocks whose pair lies past the first blockDim.x pairs; small
  * rows so that compute-sanitizer can run it. */
-static void stream_chunks(const char *backend, moe_type wt, moe_type act_type) {
+static void stream_case(const char *backend, moe_type wt, moe_type act_type, int64_t T, int64_t E, int64_t D,
+                        int64_t I, int64_t K) {
     moe_ctx *ctx = cuda_ctx();
     if (!ctx) SKIP("no CUDA device");
     setenv("MOE_DECODE_STREAM", "1", 1);
     setenv("MOE_DECODE_MAX_T", "-1", 1);
     setenv("MOE_QUANT_PREFILL_T", "-1", 1);
-    moe_case c = {"chunks", 600, 16, 256, 256, 4, MOE_ACT_SWIGLU, MOE_GATE_UP_CONCAT, 1, wt,
-                  act_type, ROUTE_RANDOM, 0, 0};
+    moe_case c = {"stream", T, E, D, I, K, MOE_ACT_SWIGLU, MOE_GATE_UP_CONCAT, 1, wt, act_type, ROUTE_RANDOM, 0, 0};
     char msg[1024];
     moe_case_result r = moe_case_run(&c, ctx, backend, moe_test_seed() + 4242u, NULL, msg, sizeof msg);
     unsetenv("MOE_DECODE_STREAM");
     unsetenv("MOE_DECODE_MAX_T");
     unsetenv("MOE_QUANT_PREFILL_T");
     moe_ctx_free(ctx);
-    if (r != MOE_CASE_PASS) moe_test_fail(__FILE__, __LINE__, "%s T=600 K=4: %s", moe_type_name(wt), msg);
+    if (r != MOE_CASE_PASS)
+        moe_test_fail(__FILE__, __LINE__, "%s T=%lld E=%lld D=%lld I=%lld K=%lld: %s", moe_type_name(wt), (long long)T,
+                      (long long)E, (long long)D, (long long)I, (long long)K, msg);
 }
-TEST(cuda_quant_stream_chunks) { /* Q8_0, Q4_0 and MXFP4 in groups of 8 tokens take the int8 mma consumer */
+static void stream_chunks(const char *backend, moe_type wt, moe_type act_type) {
+    stream_case(backend, wt, act_type, 600, 16, 256, 256, 4);
+}
+TEST(cuda_quant_stream_chunks) {
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q4_0};
     for (int i = 0; i < 4 && !moe_test_failed(); i++) stream_chunks("cuda-quant", q[i], MOE_TYPE_BF16);
+}
+/* Q8_0, Q4_0 and MXFP4 rows of 2048 elements against groups of 8 tokens (24
+ * pairs an expert): the int8 tensor-core consumer (decode.cu sv_plan), in
+ * both phases */
+TEST(cuda_quant_stream_int8_mma) {
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_0, MOE_TYPE_MXFP4};
+    for (int i = 0; i < 3 && !moe_test_failed(); i++) stream_case("cuda-quant", q[i], MOE_TYPE_BF16, 24, 4, 2048, 2048, 4);
 }
 TEST(cuda_decode_stream_chunks) { stream_chunks("cuda-decode", MOE_TYPE_BF16, MOE_TYPE_BF16); }
 

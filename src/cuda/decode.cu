@@ -679,10 +679,9 @@ static int xmode_of(moe_type act, int fmt) {
 static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     a->pitch = ((a->row_bytes + 15) & ~15) + (a->dense ? 0 : 16);
     /* tuning knobs for measurements (bench/decode): stage bytes, blocks per SM, ring depth */
-    static int stage_target = -1, gguf_target = SV_STAGE_GGUF, bps_max = 2, ns_max = 6, smem_cap = 1 << 30, qmma = 6;
+    static int stage_target = -1, gguf_target = SV_STAGE_GGUF, bps_max = 2, ns_max = 6, smem_cap = 1 << 30;
     if (stage_target < 0) {
         const char *v;
-        if ((v = getenv("MOE_SV_QMMA")) && *v) qmma = atoi(v); /* passes of at least this many tokens, 0: off */
         if ((v = getenv("MOE_SV_SMEM")) && atoi(v) > 0) smem_cap = atoi(v);
         stage_target = (v = getenv("MOE_SV_STAGE")) && atoi(v) > 0 ? atoi(v) : SV_STAGE_TARGET;
         if (v && atoi(v) > 0) gguf_target = stage_target;
@@ -729,11 +728,13 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         while (srs > 8 && moe__cdiv(rt, srs) * srs > rt + rt / 8) srs >>= 1;
     }
     a->SRS = srs;
-    /* rows of Q8_0, Q4_0, MXFP4 against groups of 8 tokens on int8 tensor cores
-     * (16-row tiles, the 8 warps splitting the units): where a stage holds 8
-     * rows or more */
+    /* the int8 tensor-core consumer (a->qmma, proposed by sv_plan_nt) needs
+     * 16-row tiles, half of them at least (8 rows a stage), and 8 units a
+     * warp a tile (rows of 2048 elements or more): shorter rows pay the
+     * stage's barrier and cross-warp sum for too little work (qwen3 MXFP4,
+     * down rows of 24 units: 1.13x slower; bench/decode/s7 run 6) */
     const int qf = a->fmt == MOE_DF_Q8_0 || a->fmt == MOE_DF_Q4_0 || a->fmt == MOE_DF_MXFP4;
-    a->qmma = qf && a->NT == 8 && a->phase != MOE_DEC_DOWN && srs >= 8 ? qmma : 0;
+    if (!(qf && a->NT == 8 && a->phase != MOE_DEC_DOWN && srs >= 8 && a->C >= 64 * 32)) a->qmma = 0;
     const int stage = srs * a->pitch;
     for (int bps = bps_max; bps >= 1; bps--) {
         int64_t R = moe__cdiv((int64_t)a->N * ncols, (int64_t)im->sm_count * bps);
@@ -778,6 +779,24 @@ static int64_t sv_expected_groups(int64_t TK, int64_t E, int NT, int by_groups) 
     return g < 1 ? 1 : g;
 }
 
+/* The int8 tensor-core consumer (sv_qmma_stage) for passes of at least this
+ * many tokens, where a launch's experts average 6 pairs or more: it takes 8
+ * tokens whatever a group holds, and its per-warp partial sums (up to 16 KB
+ * of shared memory) shorten the ring of every block of the launch, so at 4
+ * pairs an expert (deepseek-v3 T = 128) it cost 4-24% while at 8 it gained
+ * 10-17% (qwen3 Q8_0 T = 128, gpt-oss-20b and mixtral Q8_0 / MXFP4 at 8-16
+ * pairs an expert; passes from 4 tokens better than from 6: run 6).
+ * MOE_SV_QMMA = the least tokens of a pass (0: never). */
+static int sv_qmma_min(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("MOE_SV_QMMA");
+        v = e && *e ? atoi(e) : 4;
+        if (v < 0) v = 0;
+    }
+    return v;
+}
+
 static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t TK, int64_t E, int nt_want, int by_groups) {
     static const int nts[3] = {8, 4, 1};
     if (im->sv_plan >= 0) by_groups = im->sv_plan;
@@ -785,6 +804,7 @@ static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t TK, int64_t E,
         if (nts[i] > nt_want) continue;
         moe_sv_args c = *a;
         c.NT = nts[i];
+        c.qmma = TK >= 6 * E ? sv_qmma_min() : 0; /* sv_plan keeps it where the rows allow */
         if (sv_plan(im, &c, sv_expected_groups(TK, E, c.NT, by_groups))) {
             *a = c;
             return 1;
