@@ -726,6 +726,14 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
          * than 8-row stages; bench/decode/s6 run 2). Requiring two stages a
          * block instead cost the short down rows their lanes (run 3). */
         while (srs > 8 && moe__cdiv(rt, srs) * srs > rt + rt / 8) srs >>= 1;
+        /* the int8 consumer's partial sums grow with the rows a stage (16 KB
+         * at 32): at most MOE_SV_QMMA_SRS (16) rows a stage where it runs */
+        static int qsrs = -1;
+        if (qsrs < 0) {
+            const char *v = getenv("MOE_SV_QMMA_SRS");
+            qsrs = v && atoi(v) > 0 ? atoi(v) : 16;
+        }
+        if (a->qmma && srs > qsrs) srs = qsrs;
     }
     a->SRS = srs;
     /* the int8 tensor-core consumer (a->qmma, proposed by sv_plan_nt) needs
