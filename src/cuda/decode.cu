@@ -672,6 +672,14 @@ static int xmode_of(moe_type act, int fmt) {
     return act == MOE_TYPE_F16 ? 2 : 3;
 }
 
+/* The launch's format, phase and rows suit the int8 tensor-core consumer
+ * (sv_qmma_stage): 32-element blocks of int8 or nibbles, groups of 8 tokens,
+ * 64 units a row or more (sv_plan). */
+static int sv_qmma_fmt(const moe_sv_args *a) {
+    const int qf = a->fmt == MOE_DF_Q8_0 || a->fmt == MOE_DF_Q4_0 || a->fmt == MOE_DF_MXFP4;
+    return qf && a->NT == 8 && a->phase != MOE_DEC_DOWN && a->C >= 64 * 32;
+}
+
 /* Rows per stage, rows per block and ring depth of one streaming launch over
  * ncols block columns (active experts or tokens): about one wave of blocks at
  * two (else one) per SM. Returns the blocks per SM planned for (2 or 1), 0
@@ -733,7 +741,7 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
             const char *v = getenv("MOE_SV_QMMA_SRS");
             qsrs = v && atoi(v) > 0 ? atoi(v) : 16;
         }
-        if (a->qmma && srs > qsrs) srs = qsrs;
+        if (a->qmma && sv_qmma_fmt(a) && srs > qsrs) srs = qsrs;
     }
     a->SRS = srs;
     /* the int8 tensor-core consumer (a->qmma, proposed by sv_plan_nt) needs
@@ -741,8 +749,7 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
      * warp a tile (rows of 2048 elements or more): shorter rows pay the
      * stage's barrier and cross-warp sum for too little work (qwen3 MXFP4,
      * down rows of 24 units: 1.13x slower; bench/decode/s7 run 6) */
-    const int qf = a->fmt == MOE_DF_Q8_0 || a->fmt == MOE_DF_Q4_0 || a->fmt == MOE_DF_MXFP4;
-    if (!(qf && a->NT == 8 && a->phase != MOE_DEC_DOWN && srs >= 8 && a->C >= 64 * 32)) a->qmma = 0;
+    if (!(sv_qmma_fmt(a) && srs >= 8)) a->qmma = 0;
     const int stage = srs * a->pitch;
     for (int bps = bps_max; bps >= 1; bps--) {
         int64_t R = moe__cdiv((int64_t)a->N * ncols, (int64_t)im->sm_count * bps);
