@@ -735,7 +735,9 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
          * block instead cost the short down rows their lanes (run 3). */
         while (srs > 8 && moe__cdiv(rt, srs) * srs > rt + rt / 8) srs >>= 1;
         /* the int8 consumer's partial sums grow with the rows a stage (16 KB
-         * at 32): at most MOE_SV_QMMA_SRS (16) rows a stage where it runs */
+         * at 32, which shortens the ring): at most MOE_SV_QMMA_SRS (16) rows a
+         * stage where it runs (qwen3 MXFP4 T = 128, 32-row stages: 1.13x
+         * slower than dp4a, 16: 0.98; bench/decode/s7 run 8) */
         static int qsrs = -1;
         if (qsrs < 0) {
             const char *v = getenv("MOE_SV_QMMA_SRS");
@@ -745,10 +747,9 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     }
     a->SRS = srs;
     /* the int8 tensor-core consumer (a->qmma, proposed by sv_plan_nt) needs
-     * 16-row tiles, half of them at least (8 rows a stage), and 8 units a
-     * warp a tile (rows of 2048 elements or more): shorter rows pay the
-     * stage's barrier and cross-warp sum for too little work (qwen3 MXFP4,
-     * down rows of 24 units: 1.13x slower; bench/decode/s7 run 6) */
+     * 16-row tiles, half of them at least (8 rows a stage); sv_qmma_fmt asks
+     * for 8 units a warp a tile so that the stage's barrier and cross-warp
+     * sum pay off */
     if (!(sv_qmma_fmt(a) && srs >= 8)) a->qmma = 0;
     const int stage = srs * a->pitch;
     for (int bps = bps_max; bps >= 1; bps--) {
@@ -1256,7 +1257,9 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                  im->sv_fused && !sv_down_expert(L, im, Tn) ? "both phases in one cooperative launch when every block fits at once (a grid-wide "
                                 "barrier; the down rows stream in meanwhile), else two launches"
                               : "two launches (programmatic dependent launch)",
-                 im->quant ? "activations quantised to 8-bit blocks of 32 in shared memory, dp4a dot products"
+                 im->quant ? "activations quantised to 8-bit blocks of 32 in shared memory, dp4a dot products "
+                             "(int8 mma.sync m16n8k32 for groups of 8 tokens on Q8_0/Q4_0/MXFP4 rows of 2048+ "
+                             "elements where experts average 6+ pairs)"
                            : "mma.sync tensor-core dot products",
                  up, im->quant ? ", no repacking (GGUF blocks read in place)" : "");
         return;
