@@ -75,11 +75,15 @@ template <int F> static __host__ __device__ constexpr int sv_qdot_kind() {
  * RB (nrt | 1)) so that the lanes of a row, on consecutive units, hit
  * different banks (strides of 32 nrt made T >= 2 up to 3x slower: s6 run 10). */
 static __host__ __device__ __forceinline__ int sv_qact_sq(int nrt) { return 32 * nrt + 16; }
-static __host__ __device__ __forceinline__ int sv_qact_bytes(int nrt, int C) { /* RB = 16 at most */
-    return (C / 32) * (sv_qact_sq(nrt) + 16 * (nrt | 1));
+static __host__ __device__ __forceinline__ int sv_qact_bytes(int nrt, int C, int rb) {
+    return (C / 32) * (sv_qact_sq(nrt) + rb * (nrt | 1));
 }
 template <int DK> static __host__ __device__ constexpr int sv_qact_rb() {
     return DK == MOE_QDOT_SSMM ? 16 : DK == MOE_QDOT_SM ? 8 : 4;
+}
+/* The record bytes of format fmt (MOE_DF_*) at run time, as sv_qact_rb<sv_qdot_kind<F>()> */
+static __host__ __device__ __forceinline__ int sv_qact_rb_of(int fmt) {
+    return fmt == MOE_DF_Q2_K ? 16 : fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K ? 8 : 4;
 }
 
 /* Stages nr activation rows into shared memory as the mma type (dense: row i
@@ -383,7 +387,7 @@ static __host__ __device__ __forceinline__ int sv_red_count(const moe_sv_args *a
 }
 static __host__ __device__ __forceinline__ int sv_act_bytes(const moe_sv_args *a) {
     const int nrt = a->phase == MOE_DEC_DOWN ? a->K : a->NT;
-    return a->dense ? nrt * sv_dense_act_stride(a->C) : sv_qact_bytes(nrt, a->C);
+    return a->dense ? nrt * sv_dense_act_stride(a->C) : sv_qact_bytes(nrt, a->C, sv_qact_rb_of(a->fmt));
 }
 
 /* Shared-memory layout of one block of k_sv: barriers, the pair / slot list,
