@@ -769,11 +769,6 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         if (per > smem_cap) per = smem_cap;
         int budget = per - moe__sv_smem_bytes(a);
         int ns = budget / stage;
-        if (ns < 2 && a->qmma) { /* the int8 consumer's scratch must not cost a block an SM (s7 run 9) */
-            a->qmma = 0;
-            budget = per - moe__sv_smem_bytes(a);
-            ns = budget / stage;
-        }
         if (ns >= 2) {
             a->NS = ns > ns_max ? ns_max : ns;
             return bps;
