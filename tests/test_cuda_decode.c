@@ -188,6 +188,15 @@ TEST(cuda_quant_stream_chunks) {
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q4_0};
     for (int i = 0; i < 4 && !moe_test_failed(); i++) stream_chunks("cuda-quant", q[i], MOE_TYPE_BF16);
 }
+/* Rows of an odd number of 32-element units (D = 96, I = 160) at T = 2,
+ * where the default for GGUF blocks is the single cooperative launch: the
+ * second phase's staged activations follow the first's in shared memory
+ * (their size once broke the 16-byte alignment there: gpt-oss, 90 units) */
+TEST(cuda_quant_stream_odd_units) {
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_MXFP4, MOE_TYPE_Q4_0};
+    for (int i = 0; i < 3 && !moe_test_failed(); i++) stream_case("cuda-quant", q[i], MOE_TYPE_BF16, 2, 4, 96, 160, 2);
+    for (int i = 0; i < 3 && !moe_test_failed(); i++) stream_case("cuda-quant", q[i], MOE_TYPE_BF16, 3, 4, 160, 96, 2);
+}
 /* Q8_0, Q4_0 and MXFP4 rows of 2048 elements against groups of 8 tokens (24
  * pairs an expert): the int8 tensor-core consumer (decode.cu sv_plan), in
  * both phases */

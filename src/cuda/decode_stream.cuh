@@ -76,7 +76,9 @@ template <int F> static __host__ __device__ constexpr int sv_qdot_kind() {
  * different banks (strides of 32 nrt made T >= 2 up to 3x slower: s6 run 10). */
 static __host__ __device__ __forceinline__ int sv_qact_sq(int nrt) { return 32 * nrt + 16; }
 static __host__ __device__ __forceinline__ int sv_qact_bytes(int nrt, int C, int rb) {
-    return (C / 32) * (sv_qact_sq(nrt) + rb * (nrt | 1));
+    /* a multiple of 16: in the fused layout the next phase's activations follow
+     * (gpt-oss, 90 units of 52 bytes: misaligned 16-byte loads without it) */
+    return ((C / 32) * (sv_qact_sq(nrt) + rb * (nrt | 1)) + 15) & ~15;
 }
 template <int DK> static __host__ __device__ constexpr int sv_qact_rb() {
     return DK == MOE_QDOT_SSMM ? 16 : DK == MOE_QDOT_SM ? 8 : 4;
