@@ -10,18 +10,26 @@ int moe__sv_smem_bytes(const moe_sv_args *a) {
     return total;
 }
 
-template <int F, int PH, int NT> static cudaError_t sv_one(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
+template <int F, int PH, int NT, bool QM = false>
+static cudaError_t sv_one(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at;
     dk_launch_config(&cfg, &at, grid, MOE_SV_THREADS, (size_t)moe__sv_smem_bytes(a), s, a->pdl);
-    return cudaLaunchKernelEx(&cfg, k_sv<F, PH, NT>, *a);
+    return cudaLaunchKernelEx(&cfg, k_sv<F, PH, NT, QM>, *a);
 }
+
+/* the formats with an int8 tensor-core instance (sv_qmma_stage) */
+template <int F> static constexpr bool sv_has_qmma() { return F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0 || F == MOE_DF_MXFP4; }
 
 /* pairs per block (a->NT, at most 8) -> the kernel's capacity 1, 4 or 8 */
 template <int F, int PH> static cudaError_t sv_nt(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
     if (PH == MOE_DEC_DOWN || a->NT <= 1) return sv_one<F, PH, 1>(a, grid, s);
     if (a->NT <= 4) return sv_one<F, PH, 4>(a, grid, s);
-    if (a->NT <= 8) return sv_one<F, PH, 8>(a, grid, s);
+    if (a->NT <= 8) {
+        if constexpr (sv_has_qmma<F>() && PH != MOE_DEC_DOWN)
+            if (a->qmma) return sv_one<F, PH, 8, true>(a, grid, s);
+        return sv_one<F, PH, 8>(a, grid, s);
+    }
     return cudaErrorInvalidValue;
 }
 
@@ -55,13 +63,17 @@ cudaError_t moe__sv_launch(int fmt, const moe_sv_args *a, dim3 grid, cudaStream_
 
 template <int F> static cudaError_t sv_prep_fmt(int optin, int *max_dyn) {
     cudaError_t e = cudaSuccess;
-    void *fns[] = {(void *)k_sv<F, MOE_DEC_GATE_UP, 1>, (void *)k_sv<F, MOE_DEC_GATE_UP, 4>,
-                   (void *)k_sv<F, MOE_DEC_GATE_UP, 8>, (void *)k_sv<F, MOE_DEC_UP, 1>,
-                   (void *)k_sv<F, MOE_DEC_UP, 4>,      (void *)k_sv<F, MOE_DEC_UP, 8>,
-                   (void *)k_sv<F, MOE_DEC_DOWN, 1>,    (void *)k_sv<F, MOE_SV_DOWN_E, 1>,
-                   (void *)k_sv<F, MOE_SV_DOWN_E, 4>,   (void *)k_sv<F, MOE_SV_DOWN_E, 8>,
-                   (void *)k_svf<F, MOE_DEC_GATE_UP, 1>, (void *)k_svf<F, MOE_DEC_GATE_UP, 4>,
-                   (void *)k_svf<F, MOE_DEC_UP, 1>,     (void *)k_svf<F, MOE_DEC_UP, 4>};
+    constexpr bool Q = sv_has_qmma<F>();
+    void *fns[] = {(void *)k_sv<F, MOE_DEC_GATE_UP, 1, false>, (void *)k_sv<F, MOE_DEC_GATE_UP, 4, false>,
+                   (void *)k_sv<F, MOE_DEC_GATE_UP, 8, false>, (void *)k_sv<F, MOE_DEC_UP, 1, false>,
+                   (void *)k_sv<F, MOE_DEC_UP, 4, false>,      (void *)k_sv<F, MOE_DEC_UP, 8, false>,
+                   (void *)k_sv<F, MOE_DEC_DOWN, 1, false>,    (void *)k_sv<F, MOE_SV_DOWN_E, 1, false>,
+                   (void *)k_sv<F, MOE_SV_DOWN_E, 4, false>,   (void *)k_sv<F, MOE_SV_DOWN_E, 8, false>,
+                   (void *)k_svf<F, MOE_DEC_GATE_UP, 1>,       (void *)k_svf<F, MOE_DEC_GATE_UP, 4>,
+                   (void *)k_svf<F, MOE_DEC_UP, 1>,            (void *)k_svf<F, MOE_DEC_UP, 4>,
+                   /* the int8 tensor-core instances (the first three again where there are none) */
+                   (void *)k_sv<F, MOE_DEC_GATE_UP, 8, Q>,     (void *)k_sv<F, MOE_DEC_UP, 8, Q>,
+                   (void *)k_sv<F, MOE_SV_DOWN_E, 8, Q>};
     for (int i = 0; i < (int)(sizeof fns / sizeof fns[0]) && e == cudaSuccess; i++) {
         cudaFuncAttributes fa;
         e = cudaFuncGetAttributes(&fa, fns[i]);

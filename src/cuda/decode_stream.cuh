@@ -608,7 +608,7 @@ static __device__ __forceinline__ void sv_combine_tile(const moe_sv_args &a, con
 
 /* Consumers (the 8 warps): job j's activations, stages and epilogue. Phase 2
  * expects h to be visible (the caller waits for it). */
-template <int F, int PH, int NT>
+template <int F, int PH, int NT, bool QM>
 static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv_job &j, uint8_t *acts, float *red,
                                                   const uint8_t *ring, int slot_bytes, uint64_t *bars, int NS, int &gs,
                                                   int *s_tok, float *qscr) {
@@ -618,7 +618,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
     constexpr int HT = DENSE ? (F == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16) : MOE_TYPE_F32; /* h's type */
     constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
     /* Q8_0, Q4_0, MXFP4 against groups of 8 tokens: int8 tensor cores (sv_qmma_stage) where planned */
-    constexpr bool QMMA_OK = (F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0 || F == MOE_DF_MXFP4) && NT == 8 && !DOWN;
+    constexpr bool QMMA_OK = QM && (F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0 || F == MOE_DF_MXFP4) && NT == 8 && !DOWN;
     const bool qmma_on = QMMA_OK && a.qmma > 0 && qscr;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int K = a.K, SRS = a.SRS, C = a.C, NC = DENSE ? a.NC : 1, n = j.n, nrows = j.nrows, r0 = j.r0;
@@ -826,8 +826,11 @@ static __device__ __forceinline__ void sv_grid_sync(unsigned *gb) {
 }
 #endif
 
-/* One phase per launch: grid (pairs or tokens, row tiles). */
-template <int F, int PH, int NT>
+/* One phase per launch: grid (pairs or tokens, row tiles). QM: the instance
+ * with the int8 tensor-core consumer (its own code, so that the dp4a
+ * instances stay as they were: sharing one instance made gpt-oss-20b Q8_0
+ * T = 32 1.16x slower with the int8 path unused; bench/decode/s7 run 15). */
+template <int F, int PH, int NT, bool QM>
 __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
 #ifdef SV_ON
     constexpr bool DOWN = PH == MOE_DEC_DOWN, DOWNE = PH == MOE_SV_DOWN_E;
@@ -873,7 +876,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
         return;
     }
     if (DOWN || DOWNE) dk_grid_wait(); /* h comes from phase 1 */
-    sv_consume<F, PH, NT>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs, s_tok,
+    sv_consume<F, PH, NT, QM>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs, s_tok,
                           (float *)(sm + red_off + ((4 * sv_red_count(&a) + 15) & ~15)));
 #endif
 }
@@ -904,9 +907,9 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1,
         if (j2.on) sv_produce<MOE_DEC_DOWN>(a2, j2, sm + L.ring, L.slot, bars, NS, gs);
         return;
     }
-    if (j1.on) sv_consume<F, PH1, NT>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
+    if (j1.on) sv_consume<F, PH1, NT, false>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
     sv_grid_sync(gb);
-    if (j2.on) sv_consume<F, MOE_DEC_DOWN, 1>(a2, j2, sm + L.act2, (float *)(sm + L.red2), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
+    if (j2.on) sv_consume<F, MOE_DEC_DOWN, 1, false>(a2, j2, sm + L.act2, (float *)(sm + L.red2), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
 #endif
 }
 
