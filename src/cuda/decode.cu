@@ -676,8 +676,7 @@ static int xmode_of(moe_type act, int fmt) {
  * (sv_qmma_stage): 32-element blocks of int8 or nibbles, groups of 8 tokens,
  * 64 units a row or more (sv_plan). */
 static int sv_qmma_fmt(const moe_sv_args *a) {
-    const int qf = a->fmt == MOE_DF_Q8_0 || a->fmt == MOE_DF_Q4_0 || a->fmt == MOE_DF_MXFP4;
-    return qf && a->NT == 8 && a->phase != MOE_DEC_DOWN && a->C >= 64 * 32;
+    return sv_fmt_has_qmma(a->fmt) && a->NT == 8 && a->phase != MOE_DEC_DOWN && a->C >= 64 * 32;
 }
 
 /* Rows per stage, rows per block and ring depth of one streaming launch over

@@ -18,15 +18,12 @@ static cudaError_t sv_one(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
     return cudaLaunchKernelEx(&cfg, k_sv<F, PH, NT, QM>, *a);
 }
 
-/* the formats with an int8 tensor-core instance (sv_qmma_stage) */
-template <int F> static constexpr bool sv_has_qmma() { return F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0 || F == MOE_DF_MXFP4; }
-
 /* pairs per block (a->NT, at most 8) -> the kernel's capacity 1, 4 or 8 */
 template <int F, int PH> static cudaError_t sv_nt(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
     if (PH == MOE_DEC_DOWN || a->NT <= 1) return sv_one<F, PH, 1>(a, grid, s);
     if (a->NT <= 4) return sv_one<F, PH, 4>(a, grid, s);
     if (a->NT <= 8) {
-        if constexpr (sv_has_qmma<F>() && PH != MOE_DEC_DOWN)
+        if constexpr (sv_fmt_has_qmma(F) && PH != MOE_DEC_DOWN)
             if (a->qmma) return sv_one<F, PH, 8, true>(a, grid, s);
         return sv_one<F, PH, 8>(a, grid, s);
     }
@@ -49,6 +46,11 @@ template <int F> static void *sv_fused_pick(int ph1, int nt) {
     return nt <= 1 ? sv_fused_fn<F, MOE_DEC_UP, 1>() : sv_fused_fn<F, MOE_DEC_UP, 4>();
 }
 
+#define SV_RB_AGREES(f) static_assert(f <= MOE_DF_F16 || sv_qact_rb_of(f) == sv_qact_rb<sv_qdot_kind<f>()>(), "record bytes of " #f);
+SV_RB_AGREES(MOE_DF_Q4_0) SV_RB_AGREES(MOE_DF_Q8_0) SV_RB_AGREES(MOE_DF_MXFP4) SV_RB_AGREES(MOE_DF_Q2_K)
+SV_RB_AGREES(MOE_DF_Q3_K) SV_RB_AGREES(MOE_DF_Q4_K) SV_RB_AGREES(MOE_DF_Q5_K) SV_RB_AGREES(MOE_DF_Q6_K)
+#undef SV_RB_AGREES
+
 #define SV_FORMATS(X) X(MOE_DF_BF16) X(MOE_DF_F16) X(MOE_DF_Q4_0) X(MOE_DF_Q8_0) X(MOE_DF_MXFP4) \
     X(MOE_DF_Q2_K) X(MOE_DF_Q3_K) X(MOE_DF_Q4_K) X(MOE_DF_Q5_K) X(MOE_DF_Q6_K)
 
@@ -63,7 +65,7 @@ cudaError_t moe__sv_launch(int fmt, const moe_sv_args *a, dim3 grid, cudaStream_
 
 template <int F> static cudaError_t sv_prep_fmt(int optin, int *max_dyn) {
     cudaError_t e = cudaSuccess;
-    constexpr bool Q = sv_has_qmma<F>();
+    constexpr bool Q = sv_fmt_has_qmma(F);
     void *fns[] = {(void *)k_sv<F, MOE_DEC_GATE_UP, 1, false>, (void *)k_sv<F, MOE_DEC_GATE_UP, 4, false>,
                    (void *)k_sv<F, MOE_DEC_GATE_UP, 8, false>, (void *)k_sv<F, MOE_DEC_UP, 1, false>,
                    (void *)k_sv<F, MOE_DEC_UP, 4, false>,      (void *)k_sv<F, MOE_DEC_UP, 8, false>,

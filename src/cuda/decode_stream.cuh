@@ -59,12 +59,13 @@ static __device__ __forceinline__ float sv_load_act(const void *p, int type, int
 static __host__ __device__ __forceinline__ int sv_dense_act_stride(int C) { return (2 * C + 15) & ~15; }
 
 /* The unit shape (qdot.cuh) of a GGUF format's decoder. */
-template <int F> static __host__ __device__ constexpr int sv_qdot_kind() {
+static __host__ __device__ constexpr int sv_qdot_kind_of(int F) {
     return F == MOE_DF_Q4_0 || F == MOE_DF_Q8_0 || F == MOE_DF_MXFP4 ? MOE_QDOT_S
            : F == MOE_DF_Q3_K || F == MOE_DF_Q6_K                     ? MOE_QDOT_SS
            : F == MOE_DF_Q4_K || F == MOE_DF_Q5_K                     ? MOE_QDOT_SM
                                                                       : MOE_QDOT_SSMM;
 }
+template <int F> static __host__ __device__ constexpr int sv_qdot_kind() { return sv_qdot_kind_of(F); }
 
 /* GGUF activations are staged unit-major for a layout of nrt rows: the rows'
  * 32-byte int8 pieces of unit u together (row i at u * SQ + 32 i), then the
@@ -80,11 +81,15 @@ static __host__ __device__ __forceinline__ int sv_qact_bytes(int nrt, int C, int
      * (gpt-oss, 90 units of 52 bytes: misaligned 16-byte loads without it) */
     return ((C / 32) * (sv_qact_sq(nrt) + rb * (nrt | 1)) + 15) & ~15;
 }
-template <int DK> static __host__ __device__ constexpr int sv_qact_rb() {
+static __host__ __device__ constexpr int sv_qact_rb_kind(int DK) {
     return DK == MOE_QDOT_SSMM ? 16 : DK == MOE_QDOT_SM ? 8 : 4;
 }
-/* The record bytes of format fmt (MOE_DF_*) at run time, as sv_qact_rb<sv_qdot_kind<F>()> */
-static __host__ __device__ __forceinline__ int sv_qact_rb_of(int fmt) {
+template <int DK> static __host__ __device__ constexpr int sv_qact_rb() { return sv_qact_rb_kind(DK); }
+/* The record bytes of format fmt (MOE_DF_*) at run time (host planning,
+ * layouts); spelled out rather than through sv_qdot_kind_of, whose extra
+ * compares in every kernel's layout code moved the SASS of all instances;
+ * decode_stream.cu checks that the two agree for every format */
+static __host__ __device__ constexpr int sv_qact_rb_of(int fmt) {
     return fmt == MOE_DF_Q2_K ? 16 : fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K ? 8 : 4;
 }
 
@@ -618,7 +623,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
     constexpr int HT = DENSE ? (F == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16) : MOE_TYPE_F32; /* h's type */
     constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
     /* Q8_0, Q4_0, MXFP4 against groups of 8 tokens: int8 tensor cores (sv_qmma_stage) where planned */
-    constexpr bool QMMA_OK = QM && (F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0 || F == MOE_DF_MXFP4) && NT == 8 && !DOWN;
+    constexpr bool QMMA_OK = QM && sv_fmt_has_qmma(F) && NT == 8 && !DOWN;
     const bool qmma_on = QMMA_OK && a.qmma > 0 && qscr;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int K = a.K, SRS = a.SRS, C = a.C, NC = DENSE ? a.NC : 1, n = j.n, nrows = j.nrows, r0 = j.r0;

@@ -8,6 +8,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "decode.h" /* MOE_DF_* */
+
 #define MOE_SV_THREADS 288 /* 8 consumer warps + 1 producer warp */
 #define MOE_SV_MAXP 1024   /* (token, slot) pairs of one streaming chunk at most */
 #define MOE_SV_LIST 256    /* entries of a block's pair / slot list: NT pairs, or a token's K slots (K <= this) */
@@ -51,6 +53,12 @@ typedef struct moe_sv_args {
     int qmma;                 /* Q8_0/Q4_0/MXFP4 rows x 8 tokens on int8 tensor cores for passes of at least qmma tokens
                                * (0: never; sv_plan: needs NT 8, SRS >= 8) */
 } moe_sv_args;
+
+/* The formats the int8 tensor-core consumer (decode_stream.cuh sv_qmma_stage)
+ * decodes: 32-element blocks of int8 quants or of nibbles and a scale. */
+static __host__ __device__ constexpr bool sv_fmt_has_qmma(int F) {
+    return F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0 || F == MOE_DF_MXFP4;
+}
 
 #ifdef __cplusplus
 extern "C" {

@@ -27,7 +27,7 @@ static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) 
                  : "memory");
 }
 /* orders the calling thread's earlier generic-proxy accesses to shared memory
- * before later async-proxy ones (bulk copies into a buffer it has read) */
+ * before later async-proxy ones (wgmma reads of rows it wrote, bulk copies) */
 static __device__ __forceinline__ void fence_proxy_async_smem() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
