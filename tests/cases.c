@@ -50,6 +50,8 @@ const moe_case moe_cases[] = {
     {"E1_K1",                    5,   1,  64,  32,  1, SW,                  SEP, 0, F32, F32, ROUTE_RANDOM, 0, 0},
     {"expert_without_tokens",   21,   8, 128,  64,  2, SW,                  SEP, 0, BF16, BF16, ROUTE_SKIP_LAST, 0, 0},
     {"all_tokens_same_experts", 40,   8, 128,  64,  2, SW,                  SEP, 0, BF16, BF16, ROUTE_ALL_SAME, 0, 0},
+    /* two 128-row M tiles per expert, the second of 22 rows (a consumer warpgroup of it has no row) */
+    {"all_same_two_tiles_oai", 150,   8, 128,  64,  2, MOE_ACT_SWIGLU_OAI,  ILV, 1, BF16, BF16, ROUTE_ALL_SAME, 0, 0},
     {"duplicate_ids",           10,   8, 128,  64,  3, SW,                  SEP, 1, BF16, BF16, ROUTE_DUPLICATE, 0, 0},
     {"odd_D_I",                 13,   5,  67,  33,  2, SW,                  SEP, 1, F32, F32, ROUTE_RANDOM, 0, 0},
     {"odd_D_I_bf16",            13,   5,  72,  40,  2, MOE_ACT_GEGLU_ERF,   SEP, 0, BF16, BF16, ROUTE_RANDOM, 0, 0},

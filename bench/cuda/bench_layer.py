@@ -185,7 +185,7 @@ def kernel_share(fn):
     return small / tot if tot else float("nan")
 
 
-ENV_KNOBS = ("MOE_SM90_BM", "MOE_SM90_CM", "MOE_SM90_CN")
+ENV_KNOBS = ("MOE_SM90_BM", "MOE_SM90_CM", "MOE_SM90_CN", "MOE_SM90_GATHER")
 
 
 def apply_env(entry):
@@ -214,9 +214,18 @@ def main():
     ap.add_argument("--ab", type=int, default=0,
                     help="A/B mode: ROUNDS rounds per shape, the backends interleaved (order alternating), "
                          "each round a median of --reps; reports the paired ratios to the first backend")
+    ap.add_argument("--base-lib", default=None,
+                    help="A/B mode: also run each backend from these libraries (builds of other commits), "
+                         "NAME=PATH,... (or one PATH, named base), as 'NAME:BACKEND', before --lib's: "
+                         "the ratios are over the first")
     args = ap.parse_args()
     torch.manual_seed(0)
     lib = Lib(args.lib)
+    base_libs = []
+    if args.base_lib and args.ab:
+        for i, item in enumerate(args.base_lib.split(",")):
+            nm, path = item.split("=", 1) if "=" in item else ("base" if i == 0 else f"base{i}", item)
+            base_libs.append((nm, Lib(path)))
     gpu = torch.cuda.get_device_name()
     try:
         drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
@@ -234,12 +243,16 @@ def main():
         down = (torch.randn(E, D, I, device="cuda", dtype=torch.bfloat16) * I ** -0.5)
         gu_bias = (torch.randn(E, 2 * I, device="cuda", dtype=torch.bfloat16) * 0.1) if oss else None
         d_bias = (torch.randn(E, D, device="cuda", dtype=torch.bfloat16) * 0.1) if oss else None
-        layers = {}
+        layers, owner = {}, {}
         for b in args.backends.split(","):
-            try:
-                layers[b] = lib.layer(b.split("@")[0], D, I, E, K, oss, gate_up, down, gu_bias, d_bias)
-            except RuntimeError as ex:
-                print(f"  {name} {b}: {ex}", flush=True)
+            for lb, lbl in [(bl, nm + ":" + b) for nm, bl in base_libs] + [(lib, b)]:
+                apply_env(b)  # some knobs (MOE_SM90_GATHER) are read when the layer is created
+                try:
+                    layers[lbl] = lb.layer(b.split("@")[0], D, I, E, K, oss, gate_up, down, gu_bias, d_bias)
+                    owner[lbl] = lb
+                except RuntimeError as ex:
+                    print(f"  {name} {lbl}: {ex}", flush=True)
+                apply_env("")
         for T in [int(t) for t in args.tokens.split(",")]:
             x = torch.randn(T, D, device="cuda", dtype=torch.bfloat16)
             logits = torch.randn(T, E, device="cuda")
@@ -253,13 +266,14 @@ def main():
             if args.ab:
                 fwds = {}
                 for b, h in layers.items():
+                    L = owner[b].L
                     ws = C.c_size_t()
-                    lib.L.moe_layer_workspace_size(h, T, C.byref(ws))
+                    L.moe_layer_workspace_size(h, T, C.byref(ws))
                     wbuf = torch.empty(ws.value, dtype=torch.uint8, device="cuda")
                     out = torch.empty_like(x)
-                    fwds[b] = (lambda h=h, wbuf=wbuf, out=out, n=ws.value: lib.L.moe_layer_forward(
+                    fwds[b] = (lambda h=h, wbuf=wbuf, out=out, n=ws.value, L=L: L.moe_layer_forward(
                         h, T, x.data_ptr(), ids.data_ptr(), tw.data_ptr(), out.data_ptr(), wbuf.data_ptr(), n), out)
-                    apply_env(b)
+                    apply_env(b.split(":", 1)[-1])
                     if fwds[b][0]() != 0:
                         print(f"  {name} T={T} {b}: forward failed", flush=True)
                         fwds.pop(b)
@@ -269,20 +283,22 @@ def main():
                     meds = {b: [] for b in names}
                     for r in range(args.ab):
                         for b in (names if r % 2 == 0 else names[::-1]):
-                            apply_env(b)
+                            apply_env(b.split(":", 1)[-1])
                             meds[b].append(bench(fwds[b][0], args.reps, flush)[0])
                     base = names[0]
                     for b in names[1:]:
-                        same = torch.equal(fwds[names[0]][1], fwds[b][1])
+                        o0, o1 = fwds[names[0]][1].float(), fwds[b][1].float()
+                        same = torch.equal(o0, o1)
+                        diff = ((o1 - o0).norm() / o0.norm()).item()
                         ratios = sorted(m / n for m, n in zip(meds[b], meds[base]))
                         r = dict(preset=name, T=T, ab=True, base=base, backend=b, rounds=args.ab, reps=args.reps,
                                  base_us=statistics.median(meds[base]), us=statistics.median(meds[b]),
                                  base_rounds=meds[base], rounds_us=meds[b], ratio_median=statistics.median(ratios),
-                                 ratio_min=ratios[0], ratio_max=ratios[-1], outputs_equal=same)
+                                 ratio_min=ratios[0], ratio_max=ratios[-1], outputs_equal=same, rel_diff=diff)
                         rows.append(r)
                         print(f"  AB {name:14s} T={T:6d} {base} {r['base_us']:9.1f} us  {b} {r['us']:9.1f} us  "
                               f"ratio median {r['ratio_median']:.3f} [{ratios[0]:.3f}, {ratios[-1]:.3f}] "
-                              f"same output {same}", flush=True)
+                              f"same output {same} (rel diff {diff:.1e})", flush=True)
                 del fwds
                 apply_env("")
                 continue
@@ -340,8 +356,8 @@ def main():
                       f"route+comb {share*100:4.1f}% err {err:.1e}", flush=True)
                 del wbuf, out
             del x
-        for h in layers.values():
-            lib.L.moe_layer_free(h)
+        for b, h in layers.items():
+            owner[b].L.moe_layer_free(h)
         del gate_up, down, gu_bias, d_bias
         torch.cuda.empty_cache()
     res = dict(gpu=gpu, driver=drv, torch=torch.__version__, peak_bf16_tflops=peak_tf, copy_tbps=peak_bw,

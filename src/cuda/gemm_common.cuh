@@ -80,17 +80,22 @@ typedef struct moe_cuda_gemm {
 #ifdef __CUDACC__
 /* ---- device helpers ---- */
 
+/* The sigmoids divide with __fdividef (MUFU.RCP and a multiply): an IEEE
+ * division brings a slow-path branch per call, and its convergence barriers
+ * kept the compiler from interleaving an epilogue's 64 independent
+ * activations (NOTES.md, session 8). __fdividef(x, y) is within 2 ulp for y
+ * below 2^126 and 0 above (the sigmoid's true value there is under 1e-36). */
 static __device__ __forceinline__ float moe_cuda_act(int act, float g, float u, float alpha, float limit) {
     switch (act) {
-    case MOE_ACT_SWIGLU: return g / (1.0f + __expf(-g)) * u;
+    case MOE_ACT_SWIGLU: return __fdividef(g, 1.0f + __expf(-g)) * u;
     case MOE_ACT_GEGLU_TANH: return 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
     case MOE_ACT_GEGLU_ERF: return 0.5f * g * (1.0f + erff(g * 0.7071067811865476f)) * u;
     case MOE_ACT_SWIGLU_OAI:
         /* comparisons, not fminf/fmaxf, so that NaN stays NaN (as the reference) */
         g = g > limit ? limit : g;
         u = u > limit ? limit : (u < -limit ? -limit : u);
-        return g / (1.0f + __expf(-alpha * g)) * (u + 1.0f);
-    case MOE_ACT_SILU: return u / (1.0f + __expf(-u));
+        return __fdividef(g, 1.0f + __expf(-alpha * g)) * (u + 1.0f);
+    case MOE_ACT_SILU: return __fdividef(u, 1.0f + __expf(-u));
     case MOE_ACT_GELU: return 0.5f * u * (1.0f + tanhf(0.7978845608028654f * (u + 0.044715f * u * u * u)));
     case MOE_ACT_RELU2: return u < 0.f ? 0.f : u * u;
     }

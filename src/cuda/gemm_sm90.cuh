@@ -279,9 +279,11 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     if (i != rm) mbar_arrive_cluster(bar, (uint32_t)(i + CM * rn));
             }
         };
+        /* the accumulators' column groups (8 columns, 4 values a thread):
+         * group b of a thread holds columns b * 8 + qc, + 1 of the B rows, for
+         * its rows r and r + 8; GATED: groups [0, NG) gate, [NG, 2 NG) up */
+        const int qc = (lane & 3) * 2, NG = NACC / 8, cb = BMT == 128 ? 0 : cw * (GATED ? NOUT / 2 : BN / 2);
         float acc[NACC];
-#pragma unroll
-        for (int i = 0; i < NACC; i++) acc[i] = 0.f;
         int stage = 0;
         uint32_t phase = 0;
         for (int u = cid; u < total; u += ncl) {
@@ -290,36 +292,67 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             const int2 tl = g.tiles[mu];
             const int e = tl.x, m0 = tl.y + BMT * rm, n0 = (nu * CN + rn) * NOUT;
             const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;
-            /* one k-block of wgmma stays in flight: the stage of k-block
-             * kb-1 is released once kb's wgmmas are issued and kb-1's done */
+            /* The biases (or 0) start the accumulators and every wgmma adds to
+             * them: the loads are independent and overlap the first full-barrier
+             * wait, where the epilogue used to wait for each column's load in
+             * turn. Columns past N get 0 (never read past an expert's row).
+             * The init is unconditional: one under `if (bias)` with a run-time
+             * scale-d made ptxas serialize the wgmmas (C7515). */
+            {
+#pragma unroll
+                for (int b = 0; b < 2 * NG; b++) {
+                    const bool up = GATED && b >= NG;
+                    const int col = n0 + cb + (up ? b - NG : b) * 8 + qc;
+                    float2 v;
+                    v.x = v.y = 0.f;
+                    if (!COL_OUT(col)) {
+                        if (up) {
+                            if (HAS_FB1) v = moe_cuda_bias2(g.fb1, e, GN, col);
+                        } else if (HAS_FB0) {
+                            v = moe_cuda_bias2(g.fb0, e, GN, col);
+                        }
+                    }
+                    acc[4 * b] = acc[4 * b + 2] = v.x;
+                    acc[4 * b + 1] = acc[4 * b + 3] = v.y;
+                }
+            }
+            /* One k-block of wgmma stays in flight: the stage of k-block kb-1
+             * is released once kb's wgmmas are issued and kb-1's done. Every
+             * wgmma accumulates (scale-d 1) onto the biases or 0. One wgmma
+             * shape per tile size, chosen at compile time: ptxas serialized
+             * every wgmma of the kernel (a wait after each one; C7515, C7519)
+             * as soon as the loop had a second shape chosen at run time (tried:
+             * a narrower wgmma for the last n-tile of N = 2880, or no wgmma for
+             * a warpgroup whose rows all lie past the expert's, inside the loop
+             * or as a second loop). The skip, as a loop of its own ahead of
+             * the accumulator init, compiled clean but measured 2-19% slower
+             * (NOTES.md, session 8). */
             int prev = -1;
             for (int kb = 0; kb < kblocks; kb++) {
-                const uint32_t full = bars + 8 * stage;
-                mbar_wait(full, phase);
+                mbar_wait(bars + 8 * stage, phase);
                 if (gather) fence_proxy_async_smem(); /* the A rows came through the generic proxy */
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+                const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
                 if (BMT == 128) {
                     /* this warpgroup's 64 A rows against all 256 B rows */
-                    const uint32_t sa = sbase + stage * STAGE_BYTES + cw * (64 * 128), sb = sbase + stage * STAGE_BYTES + A_BYTES;
 #pragma unroll
                     for (int kk = 0; kk < BK / 16; kk++)
-                        wgmma_m64n256k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sb + kk * 32), (kb > 0 || kk > 0) ? 1 : 0);
+                        wgmma_m64n256k16<T>(acc, desc_k128(sa + cw * (64 * 128) + kk * 32), desc_k128(sb + kk * 32), 1);
                 } else if (GATED) {
                     /* the 64 A rows against gate rows 64cw.. (first box) and the
                      * same up rows (second box): acc[0..31] gate, acc[32..63] up */
-                    const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES + cw * (64 * 128);
+                    const uint32_t sg = sb + cw * (64 * 128);
 #pragma unroll
                     for (int kk = 0; kk < BK / 16; kk++) {
-                        wgmma_m64n64k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sb + kk * 32), (kb > 0 || kk > 0) ? 1 : 0);
-                        wgmma_m64n64k16<T>(acc + 32, desc_k128(sa + kk * 32), desc_k128(sb + B_BYTES / 2 + kk * 32),
-                                           (kb > 0 || kk > 0) ? 1 : 0);
+                        wgmma_m64n64k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sg + kk * 32), 1);
+                        wgmma_m64n64k16<T>(acc + 32, desc_k128(sa + kk * 32), desc_k128(sg + B_BYTES / 2 + kk * 32), 1);
                     }
                 } else {
                     /* the 64 A rows against B rows 128cw.. */
-                    const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES + cw * (128 * 128);
+                    const uint32_t sg = sb + cw * (128 * 128);
 #pragma unroll
                     for (int kk = 0; kk < BK / 16; kk++)
-                        wgmma_m64n128k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sb + kk * 32), (kb > 0 || kk > 0) ? 1 : 0);
+                        wgmma_m64n128k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sg + kk * 32), 1);
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
@@ -334,8 +367,9 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
 
             /* ---- epilogue: straight from the accumulators to global ---- */
             /* column groups of 8 per thread row: gate/up pairs (GATED) or outputs;
-             * with BM 64 each warpgroup has its own share of the tile's columns */
-            const int qc = (lane & 3) * 2, NG = NACC / 8, cb = BMT == 128 ? 0 : cw * (GATED ? NOUT / 2 : BN / 2);
+             * with BM 64 each warpgroup has its own share of the tile's columns.
+             * Every group is computed and only its store is conditional: a
+             * branch per group kept the compiler from interleaving them. */
 #pragma unroll
             for (int hh = 0; hh < 2; hh++) {
                 const int m = m0 + (BMT == 128 ? cw * 64 : 0) + w4 * 16 + (lane >> 2) + hh * 8;
@@ -346,36 +380,21 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     if (GATED) {
 #pragma unroll
                         for (int b = 0; b < NG; b++) {
-                            int col = n0 + cb + b * 8 + qc;
-                            if (COL_OUT(col)) continue;
-                            float g0 = acc[4 * b + 2 * hh], g1 = acc[4 * b + 2 * hh + 1];
-                            float u0 = acc[4 * (b + NG) + 2 * hh], u1 = acc[4 * (b + NG) + 2 * hh + 1];
-                            if (HAS_FB0) {
-                                float2 b_ = moe_cuda_bias2(g.fb0, e, GN, col);
-                                g0 += b_.x;
-                                g1 += b_.y;
-                            }
-                            if (HAS_FB1) {
-                                float2 b_ = moe_cuda_bias2(g.fb1, e, GN, col);
-                                u0 += b_.x;
-                                u1 += b_.y;
-                            }
-                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(ACT, g0, u0, g.alpha, g.limit),
-                                                                          moe_cuda_act(ACT, g1, u1, g.alpha, g.limit));
+                            const int col = n0 + cb + b * 8 + qc;
+                            const float g0 = acc[4 * b + 2 * hh], g1 = acc[4 * b + 2 * hh + 1];
+                            const float u0 = acc[4 * (b + NG) + 2 * hh], u1 = acc[4 * (b + NG) + 2 * hh + 1];
+                            const uint32_t v = moe_cuda_pack2<T>(moe_cuda_act(ACT, g0, u0, g.alpha, g.limit),
+                                                                 moe_cuda_act(ACT, g1, u1, g.alpha, g.limit));
+                            if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
                         }
                     } else {
 #pragma unroll
                         for (int b = 0; b < 2 * NG; b++) {
-                            int col = n0 + cb + b * 8 + qc;
-                            if (COL_OUT(col)) continue;
-                            float u0 = acc[4 * b + 2 * hh], u1 = acc[4 * b + 2 * hh + 1];
-                            if (HAS_FB0) {
-                                float2 b_ = moe_cuda_bias2(g.fb0, e, GN, col);
-                                u0 += b_.x;
-                                u1 += b_.y;
-                            }
-                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, u0, g.alpha, g.limit),
-                                                                          moe_cuda_act(ACT, 0.f, u1, g.alpha, g.limit));
+                            const int col = n0 + cb + b * 8 + qc;
+                            const float u0 = acc[4 * b + 2 * hh], u1 = acc[4 * b + 2 * hh + 1];
+                            const uint32_t v = moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, u0, g.alpha, g.limit),
+                                                                 moe_cuda_act(ACT, 0.f, u1, g.alpha, g.limit));
+                            if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
                         }
                     }
                 } else {
@@ -384,15 +403,9 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     T *orow = (T *)g.out + (int64_t)p * GN;
 #pragma unroll
                     for (int b = 0; b < 2 * NG; b++) {
-                        int col = n0 + cb + b * 8 + qc;
-                        if (COL_OUT(col)) continue;
-                        float v0 = acc[4 * b + 2 * hh], v1 = acc[4 * b + 2 * hh + 1];
-                        if (HAS_FB0) {
-                                float2 b_ = moe_cuda_bias2(g.fb0, e, GN, col);
-                                v0 += b_.x;
-                                v1 += b_.y;
-                            }
-                        *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(wt * v0, wt * v1);
+                        const int col = n0 + cb + b * 8 + qc;
+                        const uint32_t v = moe_cuda_pack2<T>(wt * acc[4 * b + 2 * hh], wt * acc[4 * b + 2 * hh + 1]);
+                        if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
                     }
                 }
             }
