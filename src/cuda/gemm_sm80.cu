@@ -192,8 +192,20 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
         cp_async_wait<0>();
         __syncthreads(); /* the next tile's prologue overwrites the stages */
 
-        /* ---- epilogue ---- */
+        /* ---- epilogue ---- A thread's biases depend on its column group j only
+         * (GATED: j < 2 gate, j >= 2 the same up columns): 4 independent loads
+         * here, where the loop used to load and wait for one before each of
+         * its 16-32 stores (stores may alias the bias arrays). Every group is
+         * computed; only its store is conditional (NOTES.md session 8). */
         const int qr = lane >> 2, qc = (lane & 3) * 2;
+        float2 bias[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int col = (GATED ? n0 + wn * 16 + (j & 1) * 8 : n0 + wn * 32 + j * 8) + qc;
+            const float *fb = GATED && j >= 2 ? g.fb1 : g.fb0;
+            bias[j].x = bias[j].y = 0.f;
+            if (fb && col < g.N) bias[j] = moe_cuda_bias2(fb, e, g.N, col);
+        }
 #pragma unroll
         for (int i = 0; i < 4; i++)
 #pragma unroll
@@ -206,36 +218,21 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
                     if (GATED) {
 #pragma unroll
                         for (int j = 0; j < 2; j++) {
-                            int col = n0 + wn * 16 + j * 8 + qc;
-                            if (col >= g.N) continue;
-                            float g0 = acc[i][j][hh * 2], g1 = acc[i][j][hh * 2 + 1];
-                            float u0 = acc[i][j + 2][hh * 2], u1 = acc[i][j + 2][hh * 2 + 1];
-                            if (g.fb0) {
-                                float2 b_ = moe_cuda_bias2(g.fb0, e, g.N, col);
-                                g0 += b_.x;
-                                g1 += b_.y;
-                            }
-                            if (g.fb1) {
-                                float2 b_ = moe_cuda_bias2(g.fb1, e, g.N, col);
-                                u0 += b_.x;
-                                u1 += b_.y;
-                            }
-                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(ACT, g0, u0, g.alpha, g.limit),
-                                                                          moe_cuda_act(ACT, g1, u1, g.alpha, g.limit));
+                            const int col = n0 + wn * 16 + j * 8 + qc;
+                            const float g0 = acc[i][j][hh * 2] + bias[j].x, g1 = acc[i][j][hh * 2 + 1] + bias[j].y;
+                            const float u0 = acc[i][j + 2][hh * 2] + bias[j + 2].x, u1 = acc[i][j + 2][hh * 2 + 1] + bias[j + 2].y;
+                            const uint32_t v = moe_cuda_pack2<T>(moe_cuda_act(ACT, g0, u0, g.alpha, g.limit),
+                                                                 moe_cuda_act(ACT, g1, u1, g.alpha, g.limit));
+                            if (col < g.N) *(uint32_t *)(orow + col) = v;
                         }
                     } else {
 #pragma unroll
                         for (int j = 0; j < 4; j++) {
-                            int col = n0 + wn * 32 + j * 8 + qc;
-                            if (col >= g.N) continue;
-                            float u0 = acc[i][j][hh * 2], u1 = acc[i][j][hh * 2 + 1];
-                            if (g.fb0) {
-                                float2 b_ = moe_cuda_bias2(g.fb0, e, g.N, col);
-                                u0 += b_.x;
-                                u1 += b_.y;
-                            }
-                            *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, u0, g.alpha, g.limit),
-                                                                          moe_cuda_act(ACT, 0.f, u1, g.alpha, g.limit));
+                            const int col = n0 + wn * 32 + j * 8 + qc;
+                            const float u0 = acc[i][j][hh * 2] + bias[j].x, u1 = acc[i][j][hh * 2 + 1] + bias[j].y;
+                            const uint32_t v = moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, u0, g.alpha, g.limit),
+                                                                 moe_cuda_act(ACT, 0.f, u1, g.alpha, g.limit));
+                            if (col < g.N) *(uint32_t *)(orow + col) = v;
                         }
                     }
                 } else {
@@ -244,15 +241,10 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
                     T *orow = (T *)g.out + (int64_t)p * g.N;
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
-                        int col = n0 + wn * 32 + j * 8 + qc;
-                        if (col >= g.N) continue;
-                        float v0 = acc[i][j][hh * 2], v1 = acc[i][j][hh * 2 + 1];
-                        if (g.fb0) {
-                                float2 b_ = moe_cuda_bias2(g.fb0, e, g.N, col);
-                                v0 += b_.x;
-                                v1 += b_.y;
-                            }
-                        *(uint32_t *)(orow + col) = moe_cuda_pack2<T>(wt * v0, wt * v1);
+                        const int col = n0 + wn * 32 + j * 8 + qc;
+                        const uint32_t v = moe_cuda_pack2<T>(wt * (acc[i][j][hh * 2] + bias[j].x),
+                                                             wt * (acc[i][j][hh * 2 + 1] + bias[j].y));
+                        if (col < g.N) *(uint32_t *)(orow + col) = v;
                     }
                 }
             }
