@@ -150,6 +150,107 @@ TEST(jit_sm90_f16_relu2_clusters) {
     jit_layer("f16 relu2 1000/1000/16/2 2x2 clusters", &sp);
 }
 
+/* ptxas serializes every wgmma of a kernel (a wait after each one, no MMA
+ * overlapping the next: about half the speed) when it cannot keep the
+ * accumulators in place through the pipeline, and only says so in its -v
+ * output (src/cuda/NOTES.md, session 8). The GEMM kernels must not trigger
+ * it, in their cuda-jit form (shape constants) nor in the ahead-of-time form
+ * (the same body without MOE_JIT: run-time shapes and biases). */
+static const char *const serialized_msgs[] = {"instructions are serialized", "warpgroup.arrive is injected"};
+
+static const char *serialization_in(const char *log) {
+    for (size_t i = 0; i < sizeof serialized_msgs / sizeof serialized_msgs[0]; i++) {
+        const char *m = strstr(log, serialized_msgs[i]);
+        if (m) return m;
+    }
+    return NULL;
+}
+
+/* A kernel ptxas must serialize: an accumulator written by an ordinary
+ * instruction while a wgmma group is in flight. It shows that the check below
+ * sees the message (the test would pass vacuously if ptxas -v output did not
+ * reach the NVRTC log). Appended to a GEMM program, whose helpers it uses. */
+static const char *serialized_probe =
+    "extern \"C\" __global__ void __launch_bounds__(128, 1) moe_serial_probe(float *out, const float *in, int n) {\n"
+    "    float acc[32];\n"
+    "    for (int i = 0; i < 32; i++) acc[i] = 0.f;\n"
+    "    const uint64_t d = (uint64_t)smem_u32(in);\n"
+    "    for (int k = 0; k < n; k++) {\n"
+    "        if (in[k] > 0.f) acc[k & 31] += in[k];\n"
+    "        asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n"
+    "        wgmma_m64n64k16<MOE_JIT_T>(acc, d, d, 1);\n"
+    "        asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n"
+    "        asm volatile(\"wgmma.wait_group.sync.aligned 1;\\n\" ::: \"memory\");\n"
+    "    }\n"
+    "    asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n"
+    "    for (int i = 0; i < 32; i++) out[threadIdx.x * 32 + i] = acc[i];\n"
+    "}\n";
+
+static void check_pipelined(const char *what, const char *src) {
+    char err[2048], *log = NULL;
+    moe_status s = moe__jit_ptxas_info("moe_sm90", src, "90a", &log, err, sizeof err);
+    CHECK_MSG(s == MOE_OK, "%s: %s", what, err);
+    if (s) return;
+    CHECK_MSG(strstr(log, "ptxas info") != NULL, "%s: no ptxas -v output in the NVRTC log", what);
+    const char *m = serialization_in(log);
+    while (m && m > log && m[-1] != '\n') m--; /* the whole line: it names the kernel */
+    CHECK_MSG(m == NULL, "%s: ptxas serialized wgmmas: %.400s", what, m ? m : "");
+    free(log);
+}
+
+static void wgmma_pipelined(const char *preset, const moe__jit_spec *sp) {
+    char what[160], *src = NULL;
+    if (!setup_cache()) SKIP("NVRTC not available");
+    src = moe__jit_sm90_source(sp);
+    CHECK(src != NULL);
+    if (!src) return;
+    snprintf(what, sizeof what, "%s, cuda-jit", preset);
+    check_pipelined(what, src);
+    /* the ahead-of-time body: the same program without MOE_JIT */
+    char *def = strstr(src, "#define MOE_JIT 1\n");
+    CHECK_MSG(def != NULL, "%s: the program does not start with #define MOE_JIT 1", preset);
+    if (def) {
+        memcpy(def, "//", 2);
+        snprintf(what, sizeof what, "%s, ahead of time", preset);
+        check_pipelined(what, src);
+    }
+    free(src);
+}
+
+TEST(jit_sm90_wgmma_pipelined) {
+    moe__jit_spec q = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1};
+    moe__jit_spec o = {2880, 2880, 32, 4, MOE_ACT_SWIGLU_OAI, 1, MOE_TYPE_BF16, 3, 1, 1, 1};
+    moe__jit_spec r = {1000, 1000, 16, 2, MOE_ACT_RELU2, 0, MOE_TYPE_F16, 1, 1, 2, 2};
+    wgmma_pipelined("qwen3-30b-a3b bf16 swiglu", &q);
+    wgmma_pipelined("gpt-oss-20b bf16 swiglu_oai + biases", &o);
+    wgmma_pipelined("f16 relu2 + biases, 2x2 clusters", &r);
+}
+
+TEST(jit_serialized_wgmma_is_reported) {
+    /* the negative control of jit_sm90_wgmma_pipelined */
+    char err[2048], *log = NULL;
+    if (!setup_cache()) SKIP("NVRTC not available");
+    moe__jit_spec q = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1};
+    char *src = moe__jit_sm90_source(&q);
+    CHECK(src != NULL);
+    if (!src) return;
+    size_t n = strlen(src), m = strlen(serialized_probe);
+    char *all = malloc(n + m + 1);
+    CHECK(all != NULL);
+    if (all) {
+        memcpy(all, src, n);
+        memcpy(all + n, serialized_probe, m + 1);
+        moe_status s = moe__jit_ptxas_info("moe_probe", all, "90a", &log, err, sizeof err);
+        CHECK_MSG(s == MOE_OK, "%s", err);
+        if (s == MOE_OK) {
+            CHECK_MSG(serialization_in(log) != NULL, "ptxas did not report the probe's serialized wgmma: %.400s", log);
+            free(log);
+        }
+        free(all);
+    }
+    free(src);
+}
+
 #else
 TEST(jit_compile_then_cache_hit) { SKIP("built without CUDA"); }
 #endif

@@ -172,6 +172,70 @@ static void cache_write(const char *path, const void *data, size_t size) {
     unlink(tmp);
 }
 
+/* NVRTC: src compiled for sm_<arch> with -std=c++17 and opts into a malloc'd
+ * cubin; with log != NULL also the program log (malloc'd, "" when empty). */
+static moe_status build(const char *name, const char *src, const char *arch, const char *const *opts, int n_opts,
+                        void **cubin_out, size_t *size_out, char **log_out, char *err, size_t err_n) {
+    char arch_opt[64];
+    snprintf(arch_opt, sizeof arch_opt, "-arch=sm_%s", arch);
+    const char *all[64];
+    int n = 0;
+    all[n++] = arch_opt;
+    all[n++] = "-std=c++17"; /* no --use_fast_math: the cuda-jit kernels must round as the nvcc-built ones */
+    for (int i = 0; i < n_opts && n < 64; i++) all[n++] = opts[i];
+    nvrtcProgram prog;
+    nvrtcResult r = nv.create(&prog, src, name, 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS) {
+        snprintf(err, err_n, "nvrtcCreateProgram(%s): %s", name, nv.errstr(r));
+        return MOE_ERR_INTERNAL;
+    }
+    r = nv.compile(prog, n, all);
+    size_t ls = 0;
+    nv.log_size(prog, &ls);
+    char *log = malloc(ls + 1);
+    if (log) {
+        log[0] = 0;
+        if (ls) nv.log(prog, log);
+        log[ls] = 0;
+    }
+    if (r != NVRTC_SUCCESS) {
+        snprintf(err, err_n, "NVRTC could not compile %s for sm_%s: %s: %.700s", name, arch, nv.errstr(r),
+                 log ? log : "");
+        free(log);
+        nv.destroy(&prog);
+        return MOE_ERR_INTERNAL;
+    }
+    size_t size = 0;
+    nv.cubin_size(prog, &size);
+    void *cubin = size ? malloc(size) : NULL;
+    if (!cubin || (log_out && !log)) {
+        free(cubin);
+        free(log);
+        nv.destroy(&prog);
+        snprintf(err, err_n, "NVRTC produced no cubin for %s (size %zu), or out of memory", name, size);
+        return size ? MOE_ERR_OUT_OF_MEMORY : MOE_ERR_INTERNAL;
+    }
+    nv.cubin(prog, cubin);
+    nv.destroy(&prog);
+    *cubin_out = cubin;
+    *size_out = size;
+    if (log_out) *log_out = log;
+    else free(log);
+    return MOE_OK;
+}
+
+moe_status moe__jit_ptxas_info(const char *name, const char *src, const char *arch, char **log, char *err,
+                               size_t err_n) {
+    *log = NULL;
+    if (!moe__jit_available(err, err_n)) return MOE_ERR_BACKEND_UNAVAILABLE;
+    const char *opt[] = {"--ptxas-options=-v"};
+    void *cubin = NULL;
+    size_t size = 0;
+    moe_status st = build(name, src, arch, opt, 1, &cubin, &size, log, err, err_n);
+    free(cubin);
+    return st;
+}
+
 moe_status moe__jit_compile(const char *name, const char *src, const char *arch, const char *const *opts,
                             int n_opts, moe__jit_result *res, char *err, size_t err_n) {
     memset(res, 0, sizeof *res);
@@ -195,42 +259,10 @@ moe_status moe__jit_compile(const char *name, const char *src, const char *arch,
             return MOE_OK;
         }
     }
-    const char *all[64];
-    int n = 0;
-    all[n++] = arch_opt;
-    all[n++] = "-std=c++17"; /* no --use_fast_math: the cuda-jit kernels must round as the nvcc-built ones */
-    for (int i = 0; i < n_opts && n < 64; i++) all[n++] = opts[i];
-    nvrtcProgram prog;
-    nvrtcResult r = nv.create(&prog, src, name, 0, NULL, NULL);
-    if (r != NVRTC_SUCCESS) {
-        snprintf(err, err_n, "nvrtcCreateProgram(%s): %s", name, nv.errstr(r));
-        return MOE_ERR_INTERNAL;
-    }
-    r = nv.compile(prog, n, all);
-    if (r != NVRTC_SUCCESS) {
-        size_t ls = 0;
-        nv.log_size(prog, &ls);
-        char *log = malloc(ls + 1);
-        if (log) {
-            nv.log(prog, log);
-            log[ls] = 0;
-        }
-        snprintf(err, err_n, "NVRTC could not compile %s for sm_%s: %s: %.700s", name, arch, nv.errstr(r),
-                 log ? log : "");
-        free(log);
-        nv.destroy(&prog);
-        return MOE_ERR_INTERNAL;
-    }
+    void *cubin = NULL;
     size_t size = 0;
-    nv.cubin_size(prog, &size);
-    void *cubin = size ? malloc(size) : NULL;
-    if (!cubin) {
-        nv.destroy(&prog);
-        snprintf(err, err_n, "NVRTC produced no cubin for %s (size %zu)", name, size);
-        return size ? MOE_ERR_OUT_OF_MEMORY : MOE_ERR_INTERNAL;
-    }
-    nv.cubin(prog, cubin);
-    nv.destroy(&prog);
+    moe_status st = build(name, src, arch, opts, n_opts, &cubin, &size, NULL, err, err_n);
+    if (st) return st;
     res->cubin = cubin;
     res->size = size;
     res->ms = now_ms() - t0;

@@ -50,6 +50,12 @@ typedef struct moe__jit_spec {
     int cm, cn;       /* sm90 cluster shape (1 or 2 each) */
 } moe__jit_spec;
 
+/* src compiled with ptxas -v, uncached: the NVRTC log (malloc'd; the caller
+ * frees it), where ptxas reports registers, spills and the wgmma pipelines it
+ * had to serialize (tests/test_jit.c checks the GEMM kernels for those). */
+moe_status moe__jit_ptxas_info(const char *name, const char *src, const char *arch, char **log, char *err,
+                               size_t err_n);
+
 /* The NVRTC program of the sm_90a kernels specialised to s: a prelude of
  * constants, the device headers embedded at build time, and two extern "C"
  * kernels, moe_jit_gemm1 (gate/up + activation) and moe_jit_gemm2 (down).
