@@ -197,11 +197,51 @@ TEST(cuda_quant_stream_odd_units) {
     for (int i = 0; i < 3 && !moe_test_failed(); i++) stream_case("cuda-quant", q[i], MOE_TYPE_BF16, 2, 4, 96, 160, 2);
     for (int i = 0; i < 3 && !moe_test_failed(); i++) stream_case("cuda-quant", q[i], MOE_TYPE_BF16, 3, 4, 160, 96, 2);
 }
+/* describe of a cuda-quant layer of all-zero blocks (weights on the host,
+ * copied at init) at T, under stream_case's settings */
+static int stream_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int64_t D, int64_t I, int64_t K,
+                           char *desc, size_t n) {
+    size_t bytes = moe_type_row_bytes(wt, D) * (size_t)(E * (D > I ? D : I));
+    void *q = calloc(1, bytes);
+    if (!q) return 0;
+    moe_layer_desc d = moe_layer_desc_default();
+    d.E = E; d.D = D; d.I = I; d.K = K;
+    moe_tensor t = {q, wt, MOE_MEM_HOST, 0, 0, 0};
+    d.gate = d.up = d.down = t;
+    d.act_type = MOE_TYPE_BF16;
+    d.backend = "cuda-quant";
+    setenv("MOE_DECODE_STREAM", "1", 1);
+    setenv("MOE_DECODE_MAX_T", "-1", 1);
+    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+    moe_layer *L = NULL;
+    moe_status st = moe_layer_create(ctx, &d, &L);
+    if (!st) moe_layer_describe(L, T, desc, n);
+    unsetenv("MOE_DECODE_STREAM");
+    unsetenv("MOE_DECODE_MAX_T");
+    unsetenv("MOE_QUANT_PREFILL_T");
+    moe_layer_free(L);
+    free(q);
+    return st == MOE_OK;
+}
+
 /* Q8_0, Q4_0 and MXFP4 rows of 2048 elements against groups of 8 tokens (24
  * pairs an expert): the int8 tensor-core consumer (decode.cu sv_plan), in
- * both phases */
+ * both phases. The layer must say that it plans that consumer at T = 24, and
+ * not at T = 2 (2 pairs an expert), so that the case cannot pass on dp4a. */
 TEST(cuda_quant_stream_int8_mma) {
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_0, MOE_TYPE_MXFP4};
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    for (int i = 0; i < 3 && !moe_test_failed(); i++) {
+        char desc[2048] = "";
+        CHECK(stream_describe(ctx, q[i], 24, 4, 2048, 2048, 4, desc, sizeof desc));
+        CHECK_MSG(strstr(desc, "int8 mma for passes") != NULL, "%s T=24: %s", moe_type_name(q[i]), desc);
+        desc[0] = 0;
+        CHECK(stream_describe(ctx, q[i], 2, 4, 2048, 2048, 4, desc, sizeof desc));
+        CHECK_MSG(strstr(desc, "dp4a") && !strstr(desc, "int8 mma for passes"), "%s T=2: %s", moe_type_name(q[i]),
+                  desc);
+    }
+    moe_ctx_free(ctx);
     for (int i = 0; i < 3 && !moe_test_failed(); i++) stream_case("cuda-quant", q[i], MOE_TYPE_BF16, 24, 4, 2048, 2048, 4);
 }
 TEST(cuda_decode_stream_chunks) { stream_chunks("cuda-decode", MOE_TYPE_BF16, MOE_TYPE_BF16); }

@@ -10,7 +10,7 @@
 # kernels are skipped unless the variant sets KDEC=1), and a table of the
 # "stream" and "kdec" rows (table.txt); everything else in OUT/all.tgz.
 OUT=${OUT:-bench/decode/out}; mkdir -p "$OUT"
-C=build-devbin/carry; mkdir -p /tmp/b
+C=${CARRY:-build-devbin/carry}; mkdir -p /tmp/b
 for f in $C/*.gz; do gunzip -c $f > /tmp/b/$(basename $f .gz); chmod +x /tmp/b/$(basename $f .gz); done
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv; } > "$OUT/gpu.txt" 2>&1
 export MOE_TEST_SEED=${MOE_TEST_SEED:-12345}

@@ -829,9 +829,11 @@ static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t TK, int64_t E,
 }
 
 /* The two launches of one chunk of Tn tokens (Tn * K <= MOE_SV_MAXP); with
- * plan_only, only checks that both fit. */
+ * plan_only, only checks that both fit, and gives the gate/up launch's plan
+ * in plan1 when not NULL (for describe). */
 static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const int32_t *ids, const float *wts,
-                            const void *x, void *out, void *hbuf, cudaStream_t s, int plan_only) {
+                            const void *x, void *out, void *hbuf, cudaStream_t s, int plan_only,
+                            moe_sv_args *plan1) {
     const moe_layer_desc *d = &L->desc;
     const int64_t TK = Tn * d->K;
     moe_sv_args a;
@@ -902,7 +904,10 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         a2.NT = 1;
         if (!sv_plan(im, &a2, Tn)) return cudaErrorInvalidConfiguration;
     }
-    if (plan_only) return cudaSuccess;
+    if (plan_only) {
+        if (plan1) *plan1 = a1;
+        return cudaSuccess;
+    }
     /* not while a CUDA graph is being captured: the two launches are the form
      * tested under capture (cooperative launches as graph nodes are not relied on) */
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
@@ -1006,12 +1011,12 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     int64_t def = dense ? 1 : ppe * d->E / d->K;
     if (def < 1) def = 1;
     /* both launches must fit in shared memory: chunks of the largest T that does */
-    if (sv_chunk(L, im, 1, NULL, NULL, NULL, NULL, NULL, 0, 1) != cudaSuccess) {
+    if (sv_chunk(L, im, 1, NULL, NULL, NULL, NULL, NULL, 0, 1, NULL) != cudaSuccess) {
         snprintf(im->sv_why, sizeof im->sv_why, "rows or activations too large for shared memory");
         return;
     }
     im->sv_chunk = lim < 1 ? 1 : lim;
-    while (im->sv_chunk > 1 && sv_chunk(L, im, im->sv_chunk, NULL, NULL, NULL, NULL, NULL, 0, 1) != cudaSuccess)
+    while (im->sv_chunk > 1 && sv_chunk(L, im, im->sv_chunk, NULL, NULL, NULL, NULL, NULL, 0, 1, NULL) != cudaSuccess)
         im->sv_chunk--;
     /* T beyond one chunk runs chunk after chunk (each reads the experts it
      * touches again): deepseek-v3 Q8_0 T = 192 / 256 as two chunks 1.27x / 1.21x
@@ -1044,7 +1049,7 @@ static moe_status sv_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
         int64_t Tn = fa->T - t0 < chunk ? fa->T - t0 : chunk;
         MOE_CUDA_CK(sv_chunk(L, im, Tn, fa->ids + t0 * d->K, fa->w + t0 * d->K,
                              (const char *)fa->x + (size_t)(t0 * d->D) * asz, (char *)fa->out + (size_t)(t0 * d->D) * asz,
-                             fa->ws, s, 0));
+                             fa->ws, s, 0, NULL));
     }
 out:
     moe_cuda_dev_leave(&g);
@@ -1261,6 +1266,17 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                              "elements where experts average 6+ pairs)"
                            : "mma.sync tensor-core dot products",
                  up, im->quant ? ", no repacking (GGUF blocks read in place)" : "");
+        /* this T's plan: the gate/up launch's pair groups and consumer */
+        moe_sv_args p1;
+        if (n > strlen(buf) + 80 &&
+            sv_chunk(L, (dec_impl *)im, Tn, NULL, NULL, NULL, NULL, NULL, 0, 1, &p1) == cudaSuccess)
+        {
+            char how[96];
+            if (p1.qmma) snprintf(how, sizeof how, "int8 mma for passes of %d+ tokens, dp4a below", p1.qmma);
+            else snprintf(how, sizeof how, "%s", im->quant ? "dp4a" : "mma.sync");
+            snprintf(buf + strlen(buf), n - strlen(buf), "; at this T gate/up takes pairs in groups of %d, %s", p1.NT,
+                     how);
+        }
         return;
     }
     int64_t Tc = T < im->chunk_t ? T : im->chunk_t;

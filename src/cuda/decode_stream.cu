@@ -5,8 +5,8 @@
 #include "decode_stream.cuh"
 
 int moe__sv_smem_bytes(const moe_sv_args *a) {
-    int r, ac, ri, total;
-    sv_layout(a, &r, &ac, &ri, &total);
+    int r, q, ac, ri, total;
+    sv_layout(a, &r, &q, &ac, &ri, &total);
     return total;
 }
 

@@ -398,13 +398,15 @@ static __host__ __device__ __forceinline__ int sv_act_bytes(const moe_sv_args *a
 }
 
 /* Shared-memory layout of one block of k_sv: barriers, the pair / slot list,
- * partial sums, staged activations, the ring. */
-static __host__ __device__ __forceinline__ void sv_layout(const moe_sv_args *a, int *red_off, int *act_off,
-                                                          int *ring_off, int *total) {
+ * partial sums, the int8 consumer's scratch (sv_qmma_scratch_bytes, maybe 0),
+ * staged activations, the ring. */
+static __host__ __device__ __forceinline__ void sv_layout(const moe_sv_args *a, int *red_off, int *qscr_off,
+                                                          int *act_off, int *ring_off, int *total) {
     int o = 128 + 4 * MOE_SV_LIST;
     *red_off = o;
     o += (4 * sv_red_count(a) + 15) & ~15;
-    o += sv_qmma_scratch_bytes(a); /* right after the partial sums */
+    *qscr_off = o;
+    o += sv_qmma_scratch_bytes(a);
     *act_off = o;
     o += sv_act_bytes(a);
     o = (o + 127) & ~127;
@@ -841,8 +843,8 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
     constexpr bool DOWN = PH == MOE_DEC_DOWN, DOWNE = PH == MOE_SV_DOWN_E;
     extern __shared__ __align__(128) uint8_t sm[];
     __shared__ int s_n, s_tok[1 + NT]; /* DOWN_E: tokens this block completes */
-    int red_off, act_off, ring_off, total;
-    sv_layout(&a, &red_off, &act_off, &ring_off, &total);
+    int red_off, qscr_off, act_off, ring_off, total;
+    sv_layout(&a, &red_off, &qscr_off, &act_off, &ring_off, &total);
     uint64_t *bars = (uint64_t *)sm; /* full [0, NS), empty [NS, 2 NS) */
     int *list = (int *)(sm + 128);
     const int NS = a.NS, slot_bytes = a.SRS * a.pitch;
@@ -882,7 +884,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
     }
     if (DOWN || DOWNE) dk_grid_wait(); /* h comes from phase 1 */
     sv_consume<F, PH, NT, QM>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs, s_tok,
-                          (float *)(sm + red_off + ((4 * sv_red_count(&a) + 15) & ~15)));
+                          (float *)(sm + qscr_off));
 #endif
 }
 
