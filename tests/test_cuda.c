@@ -288,6 +288,111 @@ static void bad_ids_and_graph(const char *backend, int need_sm90, const char *bm
     CHECK_MSG(memcmp(a, b, sizeof a) == 0, "graph replay differs from the direct forward");
 }
 
+/* The default 2 x 1 clusters at large T (layer.cu moe__cuda_sm90_shape: D >=
+ * 4096, T*K >= 32768, T*K/E >= 512): the description names them at T = 16384
+ * and not at T = 512, and the forward equals, bit for bit, the one with
+ * MOE_SM90_CM=1 (1 x 1; and GEMM 1 gathering x's rows, I <= 2048), itself
+ * checked against the reference by the case tables. */
+static void c21_forward(const char *backend, const char *cm_env, const void *const w[3], const void *x,
+                        const int32_t *ids, const float *tw, int64_t T, void *out, char *desc, size_t dn, char *why,
+                        size_t wn) {
+    enum { CE = 8, CD = 4096, CI = 128, CK = 2 };
+    if (cm_env) setenv("MOE_SM90_CM", cm_env, 1);
+    moe_ctx_params p = moe_ctx_default_params();
+    p.device = MOE_DEVICE_CUDA;
+    moe_ctx *ctx = NULL;
+    moe_layer *L = NULL;
+    void *ws = NULL;
+    size_t wsz = 0;
+    moe_layer_desc d = moe_layer_desc_default();
+    d.E = CE; d.D = CD; d.I = CI; d.K = CK;
+    d.act_type = MOE_TYPE_BF16;
+    d.backend = backend;
+    moe_tensor *ts[3] = {&d.gate, &d.up, &d.down};
+    for (int i = 0; i < 3; i++) {
+        ts[i]->data = (void *)w[i];
+        ts[i]->type = MOE_TYPE_BF16;
+        ts[i]->mem = MOE_MEM_DEVICE;
+    }
+    if (moe_ctx_create(&p, &ctx)) snprintf(why, wn, "ctx");
+    else if (moe_layer_create(ctx, &d, &L)) snprintf(why, wn, "create: %s", moe_ctx_last_error(ctx));
+    else if (moe_layer_describe(L, T, desc, dn) || moe_layer_workspace_size(L, T, &wsz)) snprintf(why, wn, "describe");
+    else if (cudaMalloc(&ws, wsz) != cudaSuccess) snprintf(why, wn, "cudaMalloc(%zu)", wsz);
+    else if (moe_layer_forward(L, T, x, ids, tw, out, ws, wsz)) snprintf(why, wn, "forward: %s", moe_layer_last_error(L));
+    else if (cudaDeviceSynchronize() != cudaSuccess) snprintf(why, wn, "sync");
+    cudaFree(ws);
+    moe_layer_free(L);
+    moe_ctx_free(ctx);
+    if (cm_env) unsetenv("MOE_SM90_CM");
+}
+
+static void c21_default(const char *backend) {
+    char why[256] = "", why2[256] = "", desc[2048] = "", desc1[2048] = "", desc0[2048] = "";
+    int ma, mi;
+    if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
+    if (!(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
+    enum { CE = 8, CD = 4096, CI = 128, CK = 2, CT = 16384 };
+    moe_rng r;
+    moe_rng_seed(&r, moe_test_seed() + 91);
+    const size_t nw = (size_t)CE * CI * CD, nx = (size_t)CT * CD, nk = (size_t)CT * CK;
+    uint16_t *h = malloc(2 * (nw > nx ? nw : nx)), *o1 = malloc(2 * nx), *o2 = malloc(2 * nx);
+    int32_t *ids = malloc(sizeof(int32_t) * nk);
+    float *tw = malloc(sizeof(float) * nk);
+    void *w[3] = {NULL, NULL, NULL}, *x = NULL, *dids = NULL, *dtw = NULL, *out = NULL;
+    CHECK(h && o1 && o2 && ids && tw);
+    for (int i = 0; i < 3 && h; i++) {
+        for (size_t j = 0; j < nw; j++) h[j] = moe__f32_to_bf16((float)(moe_rng_normal(&r) * 0.05));
+        cudaMalloc(&w[i], 2 * nw);
+        cudaMemcpy(w[i], h, 2 * nw, cudaMemcpyHostToDevice);
+    }
+    for (size_t j = 0; h && j < nx; j++) h[j] = moe__f32_to_bf16((float)moe_rng_normal(&r));
+    for (size_t j = 0; ids && tw && j < nk; j++) {
+        ids[j] = (int32_t)(moe_rng_u64(&r) % CE);
+        tw[j] = (float)moe_rng_uniform(&r);
+    }
+    cudaMalloc(&x, 2 * nx);
+    cudaMalloc(&out, 2 * nx);
+    cudaMalloc(&dids, sizeof(int32_t) * nk);
+    cudaMalloc(&dtw, sizeof(float) * nk);
+    cudaMemcpy(x, h, 2 * nx, cudaMemcpyHostToDevice);
+    cudaMemcpy(dids, ids, sizeof(int32_t) * nk, cudaMemcpyHostToDevice);
+    cudaMemcpy(dtw, tw, sizeof(float) * nk, cudaMemcpyHostToDevice);
+    const void *cw[3] = {w[0], w[1], w[2]};
+    cudaMemset(out, 0xff, 2 * nx); /* poisoned: NaN bf16 */
+    c21_forward(backend, NULL, cw, x, (const int32_t *)dids, (const float *)dtw, CT, out, desc, sizeof desc, why,
+                sizeof why);
+    cudaMemcpy(o1, out, 2 * nx, cudaMemcpyDeviceToHost);
+    cudaMemset(out, 0xff, 2 * nx);
+    c21_forward(backend, "1", cw, x, (const int32_t *)dids, (const float *)dtw, CT, out, desc1, sizeof desc1, why2,
+                sizeof why2);
+    cudaMemcpy(o2, out, 2 * nx, cudaMemcpyDeviceToHost);
+    char why0[256] = "";
+    c21_forward(backend, NULL, cw, x, (const int32_t *)dids, (const float *)dtw, 512, out, desc0, sizeof desc0, why0,
+                sizeof why0);
+    CHECK_MSG(!why[0] && !why2[0] && !why0[0], "%s: %s / %s / %s", backend, why, why2, why0);
+    const char *want = strcmp(backend, "cuda-jit") ? "clusters 2x1, BM 128" : "in 2x1 clusters";
+    const char *want1 = strcmp(backend, "cuda-jit") ? "clusters 1x1" : "in 1x1 clusters";
+    CHECK_MSG(strstr(desc, want) != NULL, "%s T=%d: no \"%s\": %s", backend, CT, want, desc);
+    CHECK_MSG(strstr(desc1, want1) != NULL, "%s T=%d MOE_SM90_CM=1: no \"%s\": %s", backend, CT, want1, desc1);
+    CHECK_MSG(strstr(desc0, want1) != NULL, "%s T=512: no \"%s\": %s", backend, want1, desc0);
+    if (!why[0] && !why2[0] && o1 && o2) {
+        size_t bad = nx, nan = 0;
+        for (size_t j = 0; j < nx; j++) {
+            if (o1[j] != o2[j] && bad == nx) bad = j;
+            nan += moe__bf16_to_f32(o1[j]) != moe__bf16_to_f32(o1[j]);
+        }
+        CHECK_MSG(nan == 0, "%s: %zu NaN outputs with 2x1 clusters", backend, nan);
+        CHECK_MSG(bad == nx, "%s: 2x1 and 1x1 differ first at token %zu column %zu: %g vs %g", backend, bad / CD,
+                  bad % CD, bad < nx ? (double)moe__bf16_to_f32(o1[bad]) : 0.0,
+                  bad < nx ? (double)moe__bf16_to_f32(o2[bad]) : 0.0);
+    }
+    for (int i = 0; i < 3; i++) cudaFree(w[i]);
+    cudaFree(x); cudaFree(out); cudaFree(dids); cudaFree(dtw);
+    free(h); free(o1); free(o2); free(ids); free(tw);
+}
+TEST(cuda_sm90_c21_default) { c21_default("cuda-sm90"); }
+TEST(cuda_jit_c21_default) { c21_default("cuda-jit"); }
+
 TEST(cuda_bad_ids_graph_sm80) { bad_ids_and_graph("cuda-sm80", 0, NULL); }
 TEST(cuda_bad_ids_graph_sm90) { bad_ids_and_graph("cuda-sm90", 1, NULL); }
 TEST(cuda_bad_ids_graph_sm90_bm64) { bad_ids_and_graph("cuda-sm90", 1, "64"); }

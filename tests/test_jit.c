@@ -125,6 +125,8 @@ static void jit_layer(const char *preset, const moe__jit_spec *sp) {
     /* the 64-row tiles of the tile table exist without clusters only */
     int m64 = memmem(a.cubin, a.size, "moe_jit_gemm1_m64", 17) && memmem(a.cubin, a.size, "moe_jit_gemm2_m64", 17);
     CHECK_MSG(m64 == (sp->cm == 1 && sp->cn == 1), "%s: BM 64 kernels %s", preset, m64 ? "present with clusters" : "missing");
+    int c21 = memmem(a.cubin, a.size, "moe_jit_gemm1_c21", 17) && memmem(a.cubin, a.size, "moe_jit_gemm2_c21", 17);
+    CHECK_MSG(c21 == (sp->c21 && sp->cm == 1 && sp->cn == 1), "%s: 2x1 kernels %s", preset, c21 ? "present" : "missing");
     CHECK_STATUS(moe__jit_sm90_compile(sp, &b, err, sizeof err), MOE_OK);
     CHECK(b.cache_hit && b.size == a.size && memcmp(a.cubin, b.cubin, a.size) == 0);
     CHECK_MSG(a.ms < 5000.0, "%s: cold compile took %.0f ms", preset, a.ms);
@@ -135,19 +137,25 @@ static void jit_layer(const char *preset, const moe__jit_spec *sp) {
 }
 
 TEST(jit_sm90_qwen3) {
-    moe__jit_spec sp = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1};
+    moe__jit_spec sp = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1, 0};
     jit_layer("qwen3-30b-a3b 2048/768/128/8 bf16 swiglu", &sp);
 }
 
 TEST(jit_sm90_gpt_oss) {
-    moe__jit_spec sp = {2880, 2880, 32, 4, MOE_ACT_SWIGLU_OAI, 1, MOE_TYPE_BF16, 3, 1, 1, 1};
+    moe__jit_spec sp = {2880, 2880, 32, 4, MOE_ACT_SWIGLU_OAI, 1, MOE_TYPE_BF16, 3, 1, 1, 1, 0};
     jit_layer("gpt-oss-20b 2880/2880/32/4 bf16 swiglu_oai + biases", &sp);
 }
 
 TEST(jit_sm90_f16_relu2_clusters) {
     /* not gated, f16, partial last n-tile, 2 x 2 clusters */
-    moe__jit_spec sp = {1000, 1000, 16, 2, MOE_ACT_RELU2, 0, MOE_TYPE_F16, 1, 1, 2, 2};
+    moe__jit_spec sp = {1000, 1000, 16, 2, MOE_ACT_RELU2, 0, MOE_TYPE_F16, 1, 1, 2, 2, 0};
     jit_layer("f16 relu2 1000/1000/16/2 2x2 clusters", &sp);
+}
+
+TEST(jit_sm90_deepseek_c21) {
+    /* D >= 4096: the program also holds the 2 x 1 cluster kernels for large T */
+    moe__jit_spec sp = {7168, 2048, 256, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1, 1};
+    jit_layer("deepseek-v3 7168/2048/256/8 bf16 swiglu, 2x1 kernels", &sp);
 }
 
 /* ptxas serializes every wgmma of a kernel (a wait after each one, no MMA
@@ -218,9 +226,9 @@ static void wgmma_pipelined(const char *preset, const moe__jit_spec *sp) {
 }
 
 TEST(jit_sm90_wgmma_pipelined) {
-    moe__jit_spec q = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1};
-    moe__jit_spec o = {2880, 2880, 32, 4, MOE_ACT_SWIGLU_OAI, 1, MOE_TYPE_BF16, 3, 1, 1, 1};
-    moe__jit_spec r = {1000, 1000, 16, 2, MOE_ACT_RELU2, 0, MOE_TYPE_F16, 1, 1, 2, 2};
+    moe__jit_spec q = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1, 1}; /* with the 2x1 kernels */
+    moe__jit_spec o = {2880, 2880, 32, 4, MOE_ACT_SWIGLU_OAI, 1, MOE_TYPE_BF16, 3, 1, 1, 1, 0};
+    moe__jit_spec r = {1000, 1000, 16, 2, MOE_ACT_RELU2, 0, MOE_TYPE_F16, 1, 1, 2, 2, 0};
     wgmma_pipelined("qwen3-30b-a3b bf16 swiglu", &q);
     wgmma_pipelined("gpt-oss-20b bf16 swiglu_oai + biases", &o);
     wgmma_pipelined("f16 relu2 + biases, 2x2 clusters", &r);
@@ -230,7 +238,7 @@ TEST(jit_serialized_wgmma_is_reported) {
     /* the negative control of jit_sm90_wgmma_pipelined */
     char err[2048], *log = NULL;
     if (!setup_cache()) SKIP("NVRTC not available");
-    moe__jit_spec q = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1};
+    moe__jit_spec q = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1, 0};
     char *src = moe__jit_sm90_source(&q);
     CHECK(src != NULL);
     if (!src) return;

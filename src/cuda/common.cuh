@@ -20,10 +20,12 @@
 /* cuda-jit: the layer's own sm_90a kernels, loaded at init (jit_backend.cu) */
 typedef struct moe_cuda_jit {
     CUmodule module;
-    CUfunction fn[4];         /* GEMM 1 (gate/up + act), GEMM 2 (down) with BM 128; the same with BM 64 (1 x 1 only) */
-    int max_clusters[4];      /* clusters of cm x cn CTAs resident at once */
-    int nfn;                  /* 4, or 2 when clusters leave out the BM 64 kernels */
-    int cm, cn;               /* cluster shape, fixed at init */
+    CUfunction fn[6];         /* GEMM 1 (gate/up + act), GEMM 2 (down) with BM 128; the same with BM 64 (1 x 1 only);
+                                 the same in 2 x 1 clusters (c21: for the T where moe__cuda_sm90_shape picks them) */
+    int max_clusters[6];      /* clusters of cm x cn CTAs resident at once */
+    int nfn;                  /* 4 (+ 2 with c21), or 2 when clusters leave out the BM 64 kernels */
+    int cm, cn;               /* cluster shape of fn[0..3], fixed at init */
+    int c21;                  /* fn[4], fn[5] exist */
     int cache_hit;
     double ms;                /* NVRTC compile or cache read */
     char cache_path[512];
@@ -43,6 +45,12 @@ typedef struct moe_cuda_impl {
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* src/cuda/layer.cu: the cluster shape and A-row source of a forward over T
+ * tokens on the sm90 kernels (AOT or cuda-jit); returns 1 when GEMM 1 gathers
+ * its A rows from x (no permuted copy). */
+int moe__cuda_sm90_shape(const moe_layer *L, int64_t T, int *cm, int *cn);
+/* whether some T may take the 2 x 1 clusters by default (cuda-jit then compiles them) */
+int moe__cuda_sm90_c21_possible(const moe_layer *L);
 /* src/cuda/gemm_sm80.cu */
 cudaError_t moe__cuda_gemm_sm80(const moe_cuda_gemm *g, int sm_count, cudaStream_t s);
 cudaError_t moe__cuda_gemm_sm80_prepare(void); /* raises the smem limits; once per device */

@@ -48,6 +48,7 @@ typedef struct moe__jit_spec {
     int dtype;        /* MOE_TYPE_BF16 or MOE_TYPE_F16: x, weights, out */
     int bias1, bias2; /* biases present: GEMM 1 bit 0 gate (or up when not gated), bit 1 up; GEMM 2 bit 0 down */
     int cm, cn;       /* sm90 cluster shape (1 or 2 each) */
+    int c21;          /* with cm = cn = 1: also the 2 x 1 cluster kernels, for the T that take them */
 } moe__jit_spec;
 
 /* src compiled with ptxas -v, uncached: the NVRTC log (malloc'd; the caller

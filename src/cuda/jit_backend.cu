@@ -36,16 +36,18 @@ extern "C" char *moe__jit_sm90_source(const moe__jit_spec *sp) {
                       "#define MOE_JIT_D %lld\n#define MOE_JIT_I %lld\n#define MOE_JIT_E %lld\n#define MOE_JIT_K %lld\n"
                       "#define MOE_JIT_ACT %d\n#define MOE_JIT_T %s\n"
                       "#define MOE_JIT_BIAS1 %d\n#define MOE_JIT_BIAS2 %d\n#define MOE_JIT_CM %d\n#define MOE_JIT_CN %d\n"
+                      "#define MOE_JIT_C21 %d\n"
                       "enum { MOE_ACT_SWIGLU = %d, MOE_ACT_GEGLU_TANH = %d, MOE_ACT_GEGLU_ERF = %d, "
                       "MOE_ACT_SWIGLU_OAI = %d, MOE_ACT_SILU = %d, MOE_ACT_GELU = %d, MOE_ACT_RELU2 = %d };\n",
                       moe_version(), (long long)sp->D, (long long)sp->I, (long long)sp->E, (long long)sp->K, sp->act,
                       sp->dtype == MOE_TYPE_BF16 ? "__nv_bfloat16" : "__half", sp->bias1, sp->bias2, sp->cm, sp->cn,
-                      MOE_ACT_SWIGLU, MOE_ACT_GEGLU_TANH, MOE_ACT_GEGLU_ERF, MOE_ACT_SWIGLU_OAI, MOE_ACT_SILU,
+                      sp->cm == 1 && sp->cn == 1 && sp->c21, MOE_ACT_SWIGLU, MOE_ACT_GEGLU_TANH, MOE_ACT_GEGLU_ERF, MOE_ACT_SWIGLU_OAI, MOE_ACT_SILU,
                       MOE_ACT_GELU, MOE_ACT_RELU2);
     if (np < 0 || np >= (int)sizeof pre) return NULL;
     static const char stub[] =
         "\n/* the kernels the host looks up by name: both tiles of the table (the M tile is\n"
-        " * picked per forward from T), the 64-row one only without clusters */\n"
+        " * picked per forward from T), the 64-row one only without clusters, and with\n"
+        " * MOE_JIT_C21 the 2 x 1 cluster kernels for the T the host picks them at */\n"
         "#define MOE_JIT_KERNEL(name, act, cm, cn, bm)                                                     \\\n"
         "    extern \"C\" __global__ void __launch_bounds__(NTHREADS, 1)                                   \\\n"
         "        name(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,   \\\n"
@@ -57,6 +59,10 @@ extern "C" char *moe__jit_sm90_source(const moe__jit_spec *sp) {
         "#if MOE_JIT_CM == 1 && MOE_JIT_CN == 1\n"
         "MOE_JIT_KERNEL(moe_jit_gemm1_m64, MOE_JIT_ACT, 1, 1, 64)\n"
         "MOE_JIT_KERNEL(moe_jit_gemm2_m64, -1, 1, 1, 64)\n"
+        "#endif\n"
+        "#if MOE_JIT_C21\n"
+        "MOE_JIT_KERNEL(moe_jit_gemm1_c21, MOE_JIT_ACT, 2, 1, 128)\n"
+        "MOE_JIT_KERNEL(moe_jit_gemm2_c21, -1, 2, 1, 128)\n"
         "#endif\n";
     const char *parts[] = {pre, moe__jit_src_gemm_common_cuh, moe__jit_src_wgmma_gen_cuh, moe__jit_src_sm90_sync_cuh,
                            moe__jit_src_gemm_sm90_cuh,
@@ -134,6 +140,10 @@ static moe_status jit_init(moe_layer *L) {
     sp.bias2 = im->fb_down ? 1 : 0;
     sp.cm = j->cm = env_cluster("MOE_SM90_CM");
     sp.cn = j->cn = env_cluster("MOE_SM90_CN");
+    /* the default 2 x 1 clusters at large T (layer.cu moe__cuda_sm90_shape),
+     * unless MOE_SM90_CM / CN fix the shape */
+    const char *ecm = getenv("MOE_SM90_CM"), *ecn = getenv("MOE_SM90_CN");
+    sp.c21 = j->c21 = j->cm == 1 && j->cn == 1 && !(ecm && *ecm) && !(ecn && *ecn) && moe__cuda_sm90_c21_possible(L);
     moe__jit_result r;
     char err[1024] = "";
     st = moe__jit_sm90_compile(&sp, &r, err, sizeof err);
@@ -157,16 +167,18 @@ static moe_status jit_init(moe_layer *L) {
     const moe_cuda_driver *cu = moe__cuda_driver();
     if (!fail && !cu) fail = "cudaGetDriverEntryPointByVersion(cuModuleLoadData, cuLaunchKernelEx...)";
     if (!fail && (cr = cu->module_load_data(&j->module, r.cubin)) != CUDA_SUCCESS) fail = "cuModuleLoadData";
-    static const char *const names[4] = {"moe_jit_gemm1", "moe_jit_gemm2", "moe_jit_gemm1_m64", "moe_jit_gemm2_m64"};
-    j->nfn = j->cm == 1 && j->cn == 1 ? 4 : 2;
+    static const char *const names[6] = {"moe_jit_gemm1",     "moe_jit_gemm2",     "moe_jit_gemm1_m64",
+                                         "moe_jit_gemm2_m64", "moe_jit_gemm1_c21", "moe_jit_gemm2_c21"};
+    j->nfn = j->cm == 1 && j->cn == 1 ? 4 + 2 * j->c21 : 2;
     for (int i = 0; i < j->nfn && !fail; i++)
         if ((cr = cu->module_get_function(&j->fn[i], j->module, names[i])) != CUDA_SUCCESS) {
             snprintf(why, sizeof why, "cuModuleGetFunction(%s)", names[i]);
             fail = why;
         }
     for (int i = 0; i < j->nfn && !fail; i++)
-        if ((ce = moe__cuda_gemm_sm90_jit_prepare(j->fn[i], j->cm, j->cn, i < 2 ? 128 : 64, im->sm_count,
-                                                  &j->max_clusters[i], why, sizeof why)) != cudaSuccess)
+        if ((ce = moe__cuda_gemm_sm90_jit_prepare(j->fn[i], i < 2 ? j->cm : i < 4 ? 1 : 2, i < 2 ? j->cn : 1,
+                                                  i == 2 || i == 3 ? 64 : 128, im->sm_count, &j->max_clusters[i],
+                                                  why, sizeof why)) != cudaSuccess)
             fail = why;
     if (prev >= 0 && prev != im->device) cudaSetDevice(prev);
     free(r.cubin);
@@ -188,15 +200,19 @@ static void jit_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     const moe_cuda_jit *j = im->jit;
     const moe_layer_desc *d = &L->desc;
+    int cm, cn;
+    const int gather = moe__cuda_sm90_shape(L, T, &cm, &cn);
     snprintf(buf, n,
              "cuda-jit: sm_90a kernels specialised to D=%lld I=%lld E=%lld K=%lld act=%s %s%s, tiles %sBM 128 (cluster "
-             "%dx%d); at this T: %dx256x64, compiled in %.1f ms (cache %s, %s); T = %lld, device %d (%d SMs): route "
-             "count/scan/scatter + permuted copy of x, TMA + wgmma warp-specialised persistent GEMMs, deterministic "
+             "%dx%d%s); at this T: %dx256x64 in %dx%d clusters, compiled in %.1f ms (cache %s, %s); T = %lld, device "
+             "%d (%d SMs): route count/scan/scatter%s, TMA + wgmma warp-specialised persistent GEMMs, deterministic "
              "combine",
              (long long)d->D, (long long)d->I, (long long)d->E, (long long)d->K, moe_act_name(d->act),
              moe_type_name(d->act_type), im->fb_up || im->fb_down ? " with biases" : "",
-             j->nfn == 4 ? "BM 64 and " : "", j->cm, j->cn, moe__cuda_sm90_bm(L, T, j->cm, j->cn), j->ms, j->cache_hit ? "hit" : "miss", j->cache_path[0] ? j->cache_path : "no cache dir",
-             (long long)T, im->device, im->sm_count);
+             j->cm == 1 && j->cn == 1 ? "BM 64 and " : "", j->cm, j->cn, j->c21 ? ", and 2x1 for large T" : "",
+             moe__cuda_sm90_bm(L, T, cm, cn), cm, cn, j->ms, j->cache_hit ? "hit" : "miss",
+             j->cache_path[0] ? j->cache_path : "no cache dir", (long long)T, im->device, im->sm_count,
+             gather ? " (GEMM 1 gathers x's rows)" : " + permuted copy of x");
 }
 
 extern "C" {

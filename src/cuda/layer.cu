@@ -398,7 +398,9 @@ static int weight_tmaps(const moe_layer *L, moe_cuda_impl *im, char *why, size_t
  * deepseek-v3 (2048) 4-6%, gpt-oss-120b / mixtral (2880, 14336) within +-3%,
  * gpt-oss-20b (2880) 3-10% slower. Default: I <= 2048; MOE_SM90_GATHER=0|1
  * forces it; clusters (MOE_SM90_CM / CN = 2, read here as cuda-jit reads them)
- * multicast A through TMA and keep xp. Fixed at init: the workspace depends on it. */
+ * multicast A through TMA and keep xp. Read at init; a forward whose T takes
+ * the default 2 x 1 clusters (moe__cuda_sm90_shape) uses xp all the same, and
+ * the workspace size for that T includes it. */
 static int sm90_gather(const moe_layer *L) {
     const char *g = getenv("MOE_SM90_GATHER"), *cm = getenv("MOE_SM90_CM"), *cn = getenv("MOE_SM90_CN");
     if ((cm && atoi(cm) == 2) || (cn && atoi(cn) == 2)) return 0;
@@ -478,7 +480,8 @@ static void fini_cuda(moe_layer *L) {
 }
 
 static size_t ws_sm90(const moe_layer *L, int64_t T) {
-    return ws_plan(L, T, 1, !((const moe_cuda_impl *)L->impl)->gather).total;
+    int cm, cn;
+    return ws_plan(L, T, 1, !moe__cuda_sm90_shape(L, T, &cm, &cn)).total;
 }
 static size_t ws_sm80(const moe_layer *L, int64_t T) { return ws_plan(L, T, 0, 0).total; }
 
@@ -540,13 +543,18 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         return moe__layer_error(L, MOE_ERR_INVALID_ARGUMENT, "x, out and the workspace must be 16-byte aligned for %s",
                                 L->backend->name);
     cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
-    ws_layout w = ws_plan(L, T, im->sm90, im->sm90 && !im->gather);
+    /* sm90 cluster shape and A-row source (moe__cuda_sm90_shape): cm = 2 pairs
+     * CTAs on 256-row units of one expert, cn = 2 on neighbouring n-tiles (TMA
+     * multicast); clusters take A through TMA from the permuted copy xp */
+    int cm = 1, cn = 1;
+    const int gather = moe__cuda_sm90_shape(L, T, &cm, &cn);
+    ws_layout w = ws_plan(L, T, im->sm90, im->sm90 && !gather);
     char *ws = (char *)a->ws;
     int *cnt = (int *)(ws + w.cnt), *cursor = cnt + E, *off = (int *)(ws + w.off), *ntl = (int *)(ws + w.ntiles);
     int2 *tiles = (int2 *)(ws + w.tiles), *gtiles = (int2 *)(ws + w.gtiles);
     int *gntl = (int *)(gtiles + w.max_mtiles);
     int32_t *sorted = (int32_t *)(ws + w.sorted);
-    void *xp = im->sm90 && !im->gather ? ws + w.xp : NULL, *h = ws + w.h, *y = ws + w.y;
+    void *xp = im->sm90 && !gather ? ws + w.xp : NULL, *h = ws + w.h, *y = ws + w.y;
     moe_status st = MOE_OK;
     moe_cuda_dev_guard g;
     char why[256] = "";
@@ -556,21 +564,6 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         MOE_CUDA_CK(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)(2 * E), s));
         k_count<<<(unsigned)((TK + 255) / 256), 256, 0, s>>>(a->ids, (int)TK, (int)E, cnt);
         MOE_CUDA_CK(cudaGetLastError());
-        /* sm90 cluster shape (NOTES.md): cm = 2 pairs CTAs on 256-row units of
-         * one expert, cn = 2 pairs CTAs on neighbouring n-tiles (TMA
-         * multicast). MOE_SM90_CM / MOE_SM90_CN override the default 1 x 1. */
-        int cm = 1, cn = 1;
-        if (im->jit) {
-            cm = im->jit->cm; /* compiled for one shape, at init */
-            cn = im->jit->cn;
-        } else if (im->sm90 && !im->gather) { /* gather: A rows copied by the producer, 1x1 only */
-            cm = 1; /* clusters measured slower (NOTES.md, run 2) */
-            cn = 1;
-            const char *ev = getenv("MOE_SM90_CM");
-            if (ev && (atoi(ev) == 1 || atoi(ev) == 2)) cm = atoi(ev);
-            ev = getenv("MOE_SM90_CN");
-            if (ev && (atoi(ev) == 1 || atoi(ev) == 2)) cn = atoi(ev);
-        }
         const int bm = im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM;
         k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, bm * cm, off, tiles, ntl);
         MOE_CUDA_CK(cudaGetLastError());
@@ -584,7 +577,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g1.dtype = d->act_type;
         g1.E = (int)E; g1.K = (int)K; g1.TK = (int)TK;
         g1.A = xp ? xp : a->x;
-        g1.gather = im->sm90 && im->gather;
+        g1.gather = gather;
         g1.out = h;
         g1.sorted_pair = sorted; g1.exp_off = off; g1.tiles = tiles; g1.n_mtiles = ntl; g1.w = a->w;
         g1.max_mtiles = (int)(TK / (bm * cm) + (E < TK ? E : TK) + 1); /* the tile list's bound for this bm */
@@ -615,7 +608,8 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                 h2.fb1 = h2.fb0;
             }
             if (im->jit) {
-                const int f = bm == 64 ? 2 : 0; /* moe_jit_gemm{1,2}_m64 */
+                /* moe_jit_gemm{1,2}_c21 where the rule picked 2 x 1, moe_jit_gemm{1,2}_m64 */
+                const int f = cm != im->jit->cm ? 4 : bm == 64 ? 2 : 0;
                 MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&h1, &im->tm_b0, &im->tm_b1, im->jit->fn[f],
                                                     im->jit->max_clusters[f], s, why, sizeof why));
                 MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&h2, &im->tm_down, &im->tm_down, im->jit->fn[f + 1],
@@ -653,15 +647,19 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) { return forward
 static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     const moe_layer_desc *d = &L->desc;
+    int cm, cn;
+    const int gather = moe__cuda_sm90_shape(L, T, &cm, &cn);
+    char cl[48] = "";
+    if (im->sm90) snprintf(cl, sizeof cl, ", clusters %dx%d", cm, cn);
     snprintf(buf, n,
              "%s: T = %lld, %s, device %d (sm_%d%d, %d SMs): route count/scan/scatter%s, grouped GEMM gate/up %s "
-             "(%s, BM %d), GEMM down with weights, deterministic combine over %lld slots%s",
+             "(%s%s, BM %d), GEMM down with weights, deterministic combine over %lld slots%s",
              L->backend->name, (long long)T, moe_type_name(d->act_type), im->device, im->cc_major, im->cc_minor,
-             im->sm_count, im->sm90 && !im->gather ? " + permuted copy of x" : "",
-             im->sm90 ? (im->gather ? "x rows gathered by cp.async, weights by TMA, wgmma, warp-specialised persistent"
-                                    : "TMA + wgmma, warp-specialised persistent")
+             im->sm_count, im->sm90 && !gather ? " + permuted copy of x" : "",
+             im->sm90 ? (gather ? "x rows gathered by cp.async, weights by TMA, wgmma, warp-specialised persistent"
+                                : "TMA + wgmma, warp-specialised persistent")
                       : "cp.async row gather + mma.sync",
-             moe_act_name(d->act), im->sm90 ? moe__cuda_sm90_bm(L, T, 1, 1) : MOE_CUDA_BM, (long long)d->K,
+             moe_act_name(d->act), cl, im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
 }
 
@@ -681,6 +679,48 @@ extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) 
     const char *ev = getenv("MOE_SM90_BM");
     if (ev && (atoi(ev) == 64 || atoi(ev) == 128)) return atoi(ev);
     return T * L->desc.K < (int64_t)SM90_BM64_BELOW * L->desc.E ? 64 : 128;
+}
+
+/* Thread-block clusters by default: 2 x 1 (the B tile multicast to the two
+ * CTAs of a pair of m-tiles of one expert, so each expert's weights cross L2
+ * once per 256 rows) where a layer has wide rows and many rows per expert:
+ * D >= 4096, T*K >= 32768 and T*K/E >= 512. Measured on an H200 (bench/cuda/s8,
+ * runs 5 and 6, 4 and 8 A/B rounds against 1 x 1): deepseek-v3 T=16384 0.85 /
+ * 0.87 (with the permuted copy instead of the gather), mixtral T=16384 0.91 /
+ * 0.94; left out: mixtral T=4096 (1.02 / 1.03), deepseek-v3 T=4096 (128 rows
+ * an expert, 1.03), gpt-oss (D = 2880: 0.99-1.11), qwen3 (D = 2048: 1.07-1.17).
+ * The pair works on 256-row units, so an expert's last unit may be half empty:
+ * the rule needs many rows per expert. MOE_SM90_CM / MOE_SM90_CN (set to 1 or
+ * 2) fix the shape instead. */
+#define SM90_C21_MIN_D 4096
+#define SM90_C21_MIN_TK 32768
+#define SM90_C21_MIN_ROWS 512
+static int sm90_env_cluster(int *cm, int *cn) {
+    const char *a = getenv("MOE_SM90_CM"), *b = getenv("MOE_SM90_CN");
+    if (!(a && *a) && !(b && *b)) return 0;
+    *cm = a && atoi(a) == 2 ? 2 : 1;
+    *cn = b && atoi(b) == 2 ? 2 : 1;
+    return 1;
+}
+static int sm90_c21_rule(const moe_layer *L, int64_t T) {
+    const int64_t TK = T * L->desc.K;
+    return L->desc.D >= SM90_C21_MIN_D && TK >= SM90_C21_MIN_TK && TK >= (int64_t)SM90_C21_MIN_ROWS * L->desc.E;
+}
+/* cuda-jit compiles the 2 x 1 kernels beside the 1 x 1 ones when some T can take them */
+extern "C" int moe__cuda_sm90_c21_possible(const moe_layer *L) { return L->desc.D >= SM90_C21_MIN_D; }
+
+extern "C" int moe__cuda_sm90_shape(const moe_layer *L, int64_t T, int *cm, int *cn) {
+    const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
+    *cm = *cn = 1;
+    if (!im->sm90) return 0;
+    if (im->jit) {
+        *cm = im->jit->cm; /* compiled at init */
+        *cn = im->jit->cn;
+        if (*cm == 1 && *cn == 1 && im->jit->c21 && sm90_c21_rule(L, T)) *cm = 2;
+    } else if (!sm90_env_cluster(cm, cn) && sm90_c21_rule(L, T)) {
+        *cm = 2;
+    }
+    return im->gather && *cm == 1 && *cn == 1;
 }
 
 extern "C" {
