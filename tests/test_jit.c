@@ -44,7 +44,7 @@ TEST(jit_compile_then_cache_hit) {
     snprintf(src, sizeof src, "%s// %lld\n", kernel_src, (long long)getpid()); /* a key no earlier run made */
     moe__jit_result a, b;
     CHECK_STATUS(moe__jit_compile("axpy", src, "90a", NULL, 0, &a, err, sizeof err), MOE_OK);
-    CHECK(!a.cache_hit && a.size > 16 && memcmp(a.cubin, "\x7f" "ELF", 4) == 0);
+    CHECK(!a.cache_hit && a.size > 16 && memcmp(a.cubin, "\x7f" "ELF", 4) == 0); /* the key is new to any cache */
     CHECK_STATUS(moe__jit_compile("axpy", src, "90a", NULL, 0, &b, err, sizeof err), MOE_OK);
     CHECK(b.cache_hit && b.size == a.size && memcmp(a.cubin, b.cubin, a.size) == 0);
     CHECK_MSG(b.ms < 50.0, "warm cache read took %.1f ms", b.ms);
@@ -119,7 +119,13 @@ static void jit_layer(const char *preset, const moe__jit_spec *sp) {
     moe_status s = moe__jit_sm90_compile(sp, &a, err, sizeof err);
     CHECK_MSG(s == MOE_OK, "%s: %s", preset, err);
     if (s) return;
-    CHECK(!a.cache_hit && a.size > 16 && memcmp(a.cubin, "\x7f" "ELF", 4) == 0);
+    /* cold unless the library read another cache directory before this test
+     * set its own (MOE_CACHE_DIR given to a run of every test: the CUDA tests
+     * compile first, and a warm machine may hold this very program) */
+    const char *cdir = moe__jit_cache_dir();
+    const int own_cache = cdir && strcmp(cdir, dir) == 0;
+    CHECK(a.size > 16 && memcmp(a.cubin, "\x7f" "ELF", 4) == 0);
+    CHECK_MSG(!own_cache || !a.cache_hit, "%s: first compile in a fresh cache directory was a cache hit", preset);
     CHECK_MSG(memmem(a.cubin, a.size, "moe_jit_gemm1", 13) && memmem(a.cubin, a.size, "moe_jit_gemm2", 13),
               "%s: the cubin lacks the extern \"C\" kernels", preset);
     /* the 64-row tiles of the tile table exist without clusters only */
@@ -129,7 +135,7 @@ static void jit_layer(const char *preset, const moe__jit_spec *sp) {
     CHECK_MSG(c21 == (sp->c21 && sp->cm == 1 && sp->cn == 1), "%s: 2x1 kernels %s", preset, c21 ? "present" : "missing");
     CHECK_STATUS(moe__jit_sm90_compile(sp, &b, err, sizeof err), MOE_OK);
     CHECK(b.cache_hit && b.size == a.size && memcmp(a.cubin, b.cubin, a.size) == 0);
-    CHECK_MSG(a.ms < 5000.0, "%s: cold compile took %.0f ms", preset, a.ms);
+    CHECK_MSG(a.cache_hit || a.ms < 5000.0, "%s: cold compile took %.0f ms", preset, a.ms);
     CHECK_MSG(b.ms < 50.0, "%s: warm cache read took %.1f ms", preset, b.ms);
     moe_test_note("%s: cold %.0f ms, warm %.2f ms, cubin %zu KB", preset, a.ms, b.ms, a.size / 1024);
     free(a.cubin);
