@@ -178,6 +178,30 @@ typedef struct {
 
 enum { ST = 37, SE = 8, SD = 128, SI = 64, SK = 2 };
 
+/* n bf16 values of N(0, scale^2) copied to a new device buffer (h: host scratch of n) */
+static void *random_bf16_device(moe_rng *r, uint16_t *h, size_t n, double scale) {
+    void *p = NULL;
+    for (size_t j = 0; j < n; j++) h[j] = moe__f32_to_bf16((float)(moe_rng_normal(r) * scale));
+    if (cudaMalloc(&p, 2 * n) == cudaSuccess) cudaMemcpy(p, h, 2 * n, cudaMemcpyHostToDevice);
+    return p;
+}
+
+/* a bf16 layer of separate gate, up and down weights on the device */
+static moe_layer_desc bf16_device_desc(int64_t E, int64_t D, int64_t I, int64_t K, const char *backend,
+                                       void *const w[3]) {
+    moe_layer_desc d = moe_layer_desc_default();
+    d.E = E; d.D = D; d.I = I; d.K = K;
+    d.act_type = MOE_TYPE_BF16;
+    d.backend = backend;
+    moe_tensor *ts[3] = {&d.gate, &d.up, &d.down};
+    for (int i = 0; i < 3; i++) {
+        ts[i]->data = w[i];
+        ts[i]->type = MOE_TYPE_BF16;
+        ts[i]->mem = MOE_MEM_DEVICE;
+    }
+    return d;
+}
+
 static int small_make(small_layer *s, const char *backend, char *why, size_t n) {
     memset(s, 0, sizeof *s);
     if (cudaStreamCreate(&s->stream) != cudaSuccess) { snprintf(why, n, "cudaStreamCreate"); return -1; }
@@ -189,19 +213,8 @@ static int small_make(small_layer *s, const char *backend, char *why, size_t n) 
     moe_rng_seed(&r, moe_test_seed() + 17);
     size_t nw = (size_t)SE * SI * SD;
     uint16_t *h = malloc(2 * nw);
-    moe_layer_desc d = moe_layer_desc_default();
-    d.E = SE; d.D = SD; d.I = SI; d.K = SK;
-    d.act_type = MOE_TYPE_BF16;
-    d.backend = backend;
-    moe_tensor *ts[3] = {&d.gate, &d.up, &d.down};
-    for (int i = 0; i < 3; i++) {
-        for (size_t j = 0; j < nw; j++) h[j] = moe__f32_to_bf16((float)(moe_rng_normal(&r) * 0.1));
-        cudaMalloc(&s->w[i], 2 * nw);
-        cudaMemcpy(s->w[i], h, 2 * nw, cudaMemcpyHostToDevice);
-        ts[i]->data = s->w[i];
-        ts[i]->type = MOE_TYPE_BF16;
-        ts[i]->mem = MOE_MEM_DEVICE;
-    }
+    for (int i = 0; i < 3 && h; i++) s->w[i] = random_bf16_device(&r, h, nw, 0.1);
+    moe_layer_desc d = bf16_device_desc(SE, SD, SI, SK, backend, s->w);
     moe_status st = moe_layer_create(s->ctx, &d, &s->L);
     free(h);
     if (st) { snprintf(why, n, "%s", moe_ctx_last_error(s->ctx)); return (int)st; }
@@ -304,16 +317,8 @@ static void c21_forward(const char *backend, const char *cm_env, const void *con
     moe_layer *L = NULL;
     void *ws = NULL;
     size_t wsz = 0;
-    moe_layer_desc d = moe_layer_desc_default();
-    d.E = CE; d.D = CD; d.I = CI; d.K = CK;
-    d.act_type = MOE_TYPE_BF16;
-    d.backend = backend;
-    moe_tensor *ts[3] = {&d.gate, &d.up, &d.down};
-    for (int i = 0; i < 3; i++) {
-        ts[i]->data = (void *)w[i];
-        ts[i]->type = MOE_TYPE_BF16;
-        ts[i]->mem = MOE_MEM_DEVICE;
-    }
+    void *const wv[3] = {(void *)w[0], (void *)w[1], (void *)w[2]};
+    moe_layer_desc d = bf16_device_desc(CE, CD, CI, CK, backend, wv);
     if (moe_ctx_create(&p, &ctx)) snprintf(why, wn, "ctx");
     else if (moe_layer_create(ctx, &d, &L)) snprintf(why, wn, "create: %s", moe_ctx_last_error(ctx));
     else if (moe_layer_describe(L, T, desc, dn) || moe_layer_workspace_size(L, T, &wsz)) snprintf(why, wn, "describe");
@@ -340,11 +345,7 @@ static void c21_default(const char *backend) {
     float *tw = malloc(sizeof(float) * nk);
     void *w[3] = {NULL, NULL, NULL}, *x = NULL, *dids = NULL, *dtw = NULL, *out = NULL;
     CHECK(h && o1 && o2 && ids && tw);
-    for (int i = 0; i < 3 && h; i++) {
-        for (size_t j = 0; j < nw; j++) h[j] = moe__f32_to_bf16((float)(moe_rng_normal(&r) * 0.05));
-        cudaMalloc(&w[i], 2 * nw);
-        cudaMemcpy(w[i], h, 2 * nw, cudaMemcpyHostToDevice);
-    }
+    for (int i = 0; i < 3 && h; i++) w[i] = random_bf16_device(&r, h, nw, 0.05);
     for (size_t j = 0; h && j < nx; j++) h[j] = moe__f32_to_bf16((float)moe_rng_normal(&r));
     for (size_t j = 0; ids && tw && j < nk; j++) {
         ids[j] = (int32_t)(moe_rng_u64(&r) % CE);

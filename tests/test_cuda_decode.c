@@ -197,11 +197,11 @@ TEST(cuda_quant_stream_odd_units) {
     for (int i = 0; i < 3 && !moe_test_failed(); i++) stream_case("cuda-quant", q[i], MOE_TYPE_BF16, 2, 4, 96, 160, 2);
     for (int i = 0; i < 3 && !moe_test_failed(); i++) stream_case("cuda-quant", q[i], MOE_TYPE_BF16, 3, 4, 160, 96, 2);
 }
-/* describe of a cuda-quant layer of all-zero blocks (weights on the host,
- * copied at init) at T, under stream_case's settings */
-static int stream_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int64_t D, int64_t I, int64_t K,
-                           char *desc, size_t n) {
-    size_t bytes = moe_type_row_bytes(wt, D) * (size_t)(E * (D > I ? D : I));
+/* describe at T of a cuda-quant layer of all-zero wt blocks (weights on the
+ * host, copied at init); 0 when the layer could not be made */
+static int zero_quant_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int64_t D, int64_t I, int64_t K,
+                               char *desc, size_t n) {
+    size_t bytes = moe_type_row_bytes(wt, D) * (size_t)(E * (D > I ? D : I)); /* room for gate/up and for down */
     void *q = calloc(1, bytes);
     if (!q) return 0;
     moe_layer_desc d = moe_layer_desc_default();
@@ -210,18 +210,25 @@ static int stream_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int6
     d.gate = d.up = d.down = t;
     d.act_type = MOE_TYPE_BF16;
     d.backend = "cuda-quant";
-    setenv("MOE_DECODE_STREAM", "1", 1);
-    setenv("MOE_DECODE_MAX_T", "-1", 1);
-    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
     moe_layer *L = NULL;
     moe_status st = moe_layer_create(ctx, &d, &L);
     if (!st) moe_layer_describe(L, T, desc, n);
-    unsetenv("MOE_DECODE_STREAM");
-    unsetenv("MOE_DECODE_MAX_T");
-    unsetenv("MOE_QUANT_PREFILL_T");
     moe_layer_free(L);
     free(q);
     return st == MOE_OK;
+}
+
+/* the same under stream_case's settings */
+static int stream_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int64_t D, int64_t I, int64_t K,
+                           char *desc, size_t n) {
+    setenv("MOE_DECODE_STREAM", "1", 1);
+    setenv("MOE_DECODE_MAX_T", "-1", 1);
+    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+    int ok = zero_quant_describe(ctx, wt, T, E, D, I, K, desc, n);
+    unsetenv("MOE_DECODE_STREAM");
+    unsetenv("MOE_DECODE_MAX_T");
+    unsetenv("MOE_QUANT_PREFILL_T");
+    return ok;
 }
 
 /* Q8_0, Q4_0 and MXFP4 rows of 2048 elements against groups of 8 tokens (24
@@ -252,21 +259,7 @@ TEST(cuda_decode_stream_chunks) { stream_chunks("cuda-decode", MOE_TYPE_BF16, MO
  * on it, also with the experts dequantised a few at a time; then the mma
  * kernels with the path off (-1) at the same T. */
 static int prefill_describe(moe_ctx *ctx, int64_t T, char *desc, size_t n) {
-    const int64_t E = 4, D = 64, I = 32, K = 2;
-    size_t qb = (size_t)(E * I * D / 32) * 34; /* Q8_0 blocks, all zero */
-    void *q = calloc(1, qb);
-    moe_layer_desc d = moe_layer_desc_default();
-    d.E = E; d.D = D; d.I = I; d.K = K;
-    moe_tensor t = {q, MOE_TYPE_Q8_0, MOE_MEM_HOST, 0, 0, 0};
-    d.gate = d.up = d.down = t;
-    d.act_type = MOE_TYPE_BF16;
-    d.backend = "cuda-quant";
-    moe_layer *L = NULL;
-    moe_status st = moe_layer_create(ctx, &d, &L);
-    if (!st) moe_layer_describe(L, T, desc, n);
-    moe_layer_free(L);
-    free(q);
-    return st == MOE_OK;
+    return zero_quant_describe(ctx, MOE_TYPE_Q8_0, T, 4, 64, 32, 2, desc, n);
 }
 
 TEST(cuda_quant_prefill_forced) {
