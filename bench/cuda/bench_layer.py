@@ -177,7 +177,7 @@ def kernel_share(fn):
         t = getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0)
         tot += t
         per[ev.key[:60]] = t / 3
-        if any(k in ev.key for k in ("k_count", "k_scan", "k_scatter", "k_combine", "Memset")):
+        if any(k in ev.key for k in ("k_count", "k_scan", "k_scatter", "k_place", "k_copy_rows", "k_combine", "Memset")):
             small += t
     if os.environ.get("BENCH_BREAKDOWN"):
         print("    kernels (us per forward): " + ", ".join(f"{k.split('(')[0]} {v:.0f}" for k, v in
