@@ -49,6 +49,8 @@ extern "C" {
  * tokens on the sm90 kernels (AOT or cuda-jit); returns 1 when GEMM 1 gathers
  * its A rows from x (no permuted copy). */
 int moe__cuda_sm90_shape(const moe_layer *L, int64_t T, int *cm, int *cn);
+/* MOE_SM90_CM / MOE_SM90_CN (2, else 1) into cm, cn; returns whether either is set */
+int moe__cuda_sm90_env_cluster(int *cm, int *cn);
 /* whether some T may take the 2 x 1 clusters by default (cuda-jit then compiles them) */
 int moe__cuda_sm90_c21_possible(const moe_layer *L);
 /* src/cuda/gemm_sm80.cu */

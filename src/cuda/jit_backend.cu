@@ -110,12 +110,6 @@ static int jit_probe(moe_ctx *ctx, char *why, size_t n) {
     return moe__jit_available(why, n);
 }
 
-/* MOE_SM90_CM / MOE_SM90_CN as cuda-sm90 reads them (1 or 2; default 1). */
-static int env_cluster(const char *name) {
-    const char *ev = getenv(name);
-    return ev && atoi(ev) == 2 ? 2 : 1;
-}
-
 static moe_status jit_init(moe_layer *L) {
     moe_status st = moe__cuda_init_sm90(L); /* tensor maps, f32 biases: as cuda-sm90 */
     if (st) return st;
@@ -138,12 +132,12 @@ static moe_status jit_init(moe_layer *L) {
     sp.dtype = d->act_type;
     sp.bias1 = ((L->gated ? im->fb_gate : im->fb_up) ? 1 : 0) | (im->fb_up ? 2 : 0);
     sp.bias2 = im->fb_down ? 1 : 0;
-    sp.cm = j->cm = env_cluster("MOE_SM90_CM");
-    sp.cn = j->cn = env_cluster("MOE_SM90_CN");
-    /* the default 2 x 1 clusters at large T (layer.cu moe__cuda_sm90_shape),
-     * unless MOE_SM90_CM / CN fix the shape */
-    const char *ecm = getenv("MOE_SM90_CM"), *ecn = getenv("MOE_SM90_CN");
-    sp.c21 = j->c21 = j->cm == 1 && j->cn == 1 && !(ecm && *ecm) && !(ecn && *ecn) && moe__cuda_sm90_c21_possible(L);
+    /* MOE_SM90_CM / CN as cuda-sm90 reads them; unset, also the default 2 x 1
+     * clusters for large T (layer.cu moe__cuda_sm90_shape) */
+    const int env_set = moe__cuda_sm90_env_cluster(&j->cm, &j->cn);
+    sp.cm = j->cm;
+    sp.cn = j->cn;
+    sp.c21 = j->c21 = !env_set && moe__cuda_sm90_c21_possible(L);
     moe__jit_result r;
     char err[1024] = "";
     st = moe__jit_sm90_compile(&sp, &r, err, sizeof err);

@@ -476,9 +476,17 @@ static int weight_tmaps(const moe_layer *L, moe_cuda_impl *im, char *why, size_t
  * multicast A through TMA and keep xp. Read at init; a forward whose T takes
  * the default 2 x 1 clusters (moe__cuda_sm90_shape) uses xp all the same, and
  * the workspace size for that T includes it. */
+extern "C" int moe__cuda_sm90_env_cluster(int *cm, int *cn) {
+    const char *a = getenv("MOE_SM90_CM"), *b = getenv("MOE_SM90_CN");
+    *cm = a && atoi(a) == 2 ? 2 : 1;
+    *cn = b && atoi(b) == 2 ? 2 : 1;
+    return (a && *a) || (b && *b);
+}
+
 static int sm90_gather(const moe_layer *L) {
-    const char *g = getenv("MOE_SM90_GATHER"), *cm = getenv("MOE_SM90_CM"), *cn = getenv("MOE_SM90_CN");
-    if ((cm && atoi(cm) == 2) || (cn && atoi(cn) == 2)) return 0;
+    const char *g = getenv("MOE_SM90_GATHER");
+    int cm, cn;
+    if (moe__cuda_sm90_env_cluster(&cm, &cn) && (cm == 2 || cn == 2)) return 0;
     if (g && *g) return g[0] != '0';
     return L->desc.I <= 2048;
 }
@@ -783,13 +791,6 @@ extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) 
 #define SM90_C21_MIN_D 4096
 #define SM90_C21_MIN_TK 32768
 #define SM90_C21_MIN_ROWS 512
-static int sm90_env_cluster(int *cm, int *cn) {
-    const char *a = getenv("MOE_SM90_CM"), *b = getenv("MOE_SM90_CN");
-    if (!(a && *a) && !(b && *b)) return 0;
-    *cm = a && atoi(a) == 2 ? 2 : 1;
-    *cn = b && atoi(b) == 2 ? 2 : 1;
-    return 1;
-}
 static int sm90_c21_rule(const moe_layer *L, int64_t T) {
     const int64_t TK = T * L->desc.K;
     return L->desc.D >= SM90_C21_MIN_D && TK >= SM90_C21_MIN_TK && TK >= (int64_t)SM90_C21_MIN_ROWS * L->desc.E;
@@ -805,7 +806,7 @@ extern "C" int moe__cuda_sm90_shape(const moe_layer *L, int64_t T, int *cm, int 
         *cm = im->jit->cm; /* compiled at init */
         *cn = im->jit->cn;
         if (*cm == 1 && *cn == 1 && im->jit->c21 && sm90_c21_rule(L, T)) *cm = 2;
-    } else if (!sm90_env_cluster(cm, cn) && sm90_c21_rule(L, T)) {
+    } else if (!moe__cuda_sm90_env_cluster(cm, cn) && sm90_c21_rule(L, T)) {
         *cm = 2;
     }
     return im->gather && *cm == 1 && *cn == 1;
