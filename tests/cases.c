@@ -55,6 +55,8 @@ const moe_case moe_cases[] = {
     {"duplicate_ids",           10,   8, 128,  64,  3, SW,                  SEP, 1, BF16, BF16, ROUTE_DUPLICATE, 0, 0},
     /* more experts than the CUDA routing's shared-memory histogram takes (layer.cu RT_MAX_E) */
     {"many_experts",            64, 8192,  32,  16,  2, SW,                  SEP, 0, BF16, BF16, ROUTE_RANDOM, 0, 0},
+    /* D = 472: GEMM 2 in n-tiles of 240 on sm90 (moe__cuda_sm90_bn2), the second partial */
+    {"narrow_n_tiles",         150,   8, 472, 200,  2, SW,                  SEP, 1, BF16, BF16, ROUTE_RANDOM, 0, 0},
     {"odd_D_I",                 13,   5,  67,  33,  2, SW,                  SEP, 1, F32, F32, ROUTE_RANDOM, 0, 0},
     {"odd_D_I_bf16",            13,   5,  72,  40,  2, MOE_ACT_GEGLU_ERF,   SEP, 0, BF16, BF16, ROUTE_RANDOM, 0, 0},
     {"T_not_tile_multiple",    131,  16, 256, 128,  4, SW,                  SEP, 0, BF16, BF16, ROUTE_RANDOM, 0, 0},

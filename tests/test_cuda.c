@@ -306,11 +306,10 @@ static void bad_ids_and_graph(const char *backend, int need_sm90, const char *bm
  * and not at T = 512, and the forward equals, bit for bit, the one with
  * MOE_SM90_CM=1 (1 x 1; and GEMM 1 gathering x's rows, I <= 2048), itself
  * checked against the reference by the case tables. */
-static void c21_forward(const char *backend, const char *cm_env, const void *const w[3], const void *x,
-                        const int32_t *ids, const float *tw, int64_t T, void *out, char *desc, size_t dn, char *why,
-                        size_t wn) {
-    enum { CE = 8, CD = 4096, CI = 128, CK = 2 };
-    if (cm_env) setenv("MOE_SM90_CM", cm_env, 1);
+static void env_forward(const char *backend, const char *env, const char *val, int E, int D, int I, int K,
+                        const void *const w[3], const void *x, const int32_t *ids, const float *tw, int64_t T, void *out,
+                        char *desc, size_t dn, char *why, size_t wn) {
+    if (val) setenv(env, val, 1);
     moe_ctx_params p = moe_ctx_default_params();
     p.device = MOE_DEVICE_CUDA;
     moe_ctx *ctx = NULL;
@@ -318,7 +317,7 @@ static void c21_forward(const char *backend, const char *cm_env, const void *con
     void *ws = NULL;
     size_t wsz = 0;
     void *const wv[3] = {(void *)w[0], (void *)w[1], (void *)w[2]};
-    moe_layer_desc d = bf16_device_desc(CE, CD, CI, CK, backend, wv);
+    moe_layer_desc d = bf16_device_desc(E, D, I, K, backend, wv);
     if (moe_ctx_create(&p, &ctx)) snprintf(why, wn, "ctx");
     else if (moe_layer_create(ctx, &d, &L)) snprintf(why, wn, "create: %s", moe_ctx_last_error(ctx));
     else if (moe_layer_describe(L, T, desc, dn) || moe_layer_workspace_size(L, T, &wsz)) snprintf(why, wn, "describe");
@@ -328,7 +327,12 @@ static void c21_forward(const char *backend, const char *cm_env, const void *con
     cudaFree(ws);
     moe_layer_free(L);
     moe_ctx_free(ctx);
-    if (cm_env) unsetenv("MOE_SM90_CM");
+    if (val) unsetenv(env);
+}
+static void c21_forward(const char *backend, const char *cm_env, const void *const w[3], const void *x,
+                        const int32_t *ids, const float *tw, int64_t T, void *out, char *desc, size_t dn, char *why,
+                        size_t wn) {
+    env_forward(backend, "MOE_SM90_CM", cm_env, 8, 4096, 128, 2, w, x, ids, tw, T, out, desc, dn, why, wn);
 }
 
 static void c21_default(const char *backend) {
@@ -393,6 +397,77 @@ static void c21_default(const char *backend) {
 }
 TEST(cuda_sm90_c21_default) { c21_default("cuda-sm90"); }
 TEST(cuda_jit_c21_default) { c21_default("cuda-jit"); }
+
+/* GEMM 2 in n-tiles of 240 where D pads less so (layer.cu moe__cuda_sm90_bn2;
+ * gpt-oss's D = 2880: 12 of 240 instead of 12 of 256): the description says
+ * so, and the forward equals, bit for bit, the one with MOE_SM90_BN2=256, at
+ * a T with BM 128 and at one with BM 64 (n-tiles of 120 per warpgroup); the
+ * case table's `narrow_n_tiles` checks both against the reference. */
+static void bn240_default(const char *backend) {
+    char why[4][256] = {"", "", "", ""}, desc[4][2048];
+    int ma, mi;
+    if (!cuda_device(&ma, &mi, why[0], sizeof why[0])) SKIP("%s", why[0]);
+    if (!(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
+    enum { CE = 32, CD = 2880, CI = 256, CK = 4, CT = 2048 };
+    const int64_t Ts[2] = {CT, 256}; /* 256 and 32 rows an expert: BM 128, BM 64 */
+    moe_rng r;
+    moe_rng_seed(&r, moe_test_seed() + 93);
+    const size_t nw = (size_t)CE * CI * CD, nx = (size_t)CT * CD, nk = (size_t)CT * CK;
+    uint16_t *h = malloc(2 * (nw > nx ? nw : nx)), *o[4] = {malloc(2 * nx), malloc(2 * nx), malloc(2 * nx), malloc(2 * nx)};
+    int32_t *ids = malloc(sizeof(int32_t) * nk);
+    float *tw = malloc(sizeof(float) * nk);
+    void *w[3] = {NULL, NULL, NULL}, *x = NULL, *dids = NULL, *dtw = NULL, *out = NULL;
+    CHECK(h && o[0] && o[1] && o[2] && o[3] && ids && tw);
+    if (!(h && o[0] && o[1] && o[2] && o[3] && ids && tw)) goto done;
+    for (int i = 0; i < 3; i++) w[i] = random_bf16_device(&r, h, nw, 0.05);
+    for (size_t j = 0; j < nx; j++) h[j] = moe__f32_to_bf16((float)moe_rng_normal(&r));
+    for (size_t j = 0; j < nk; j++) {
+        ids[j] = (int32_t)(moe_rng_u64(&r) % CE);
+        tw[j] = (float)moe_rng_uniform(&r);
+    }
+    cudaMalloc(&x, 2 * nx);
+    cudaMalloc(&out, 2 * nx);
+    cudaMalloc(&dids, sizeof(int32_t) * nk);
+    cudaMalloc(&dtw, sizeof(float) * nk);
+    cudaMemcpy(x, h, 2 * nx, cudaMemcpyHostToDevice);
+    cudaMemcpy(dids, ids, sizeof(int32_t) * nk, cudaMemcpyHostToDevice);
+    cudaMemcpy(dtw, tw, sizeof(float) * nk, cudaMemcpyHostToDevice);
+    const void *cw[3] = {w[0], w[1], w[2]};
+    for (int v = 0; v < 4; v++) { /* T = 2048, 256; default, then n-tiles of 256 */
+        cudaMemset(out, 0xff, 2 * nx); /* poisoned: NaN bf16 */
+        env_forward(backend, "MOE_SM90_BN2", v < 2 ? NULL : "256", CE, CD, CI, CK, cw, x, (const int32_t *)dids,
+                    (const float *)dtw, Ts[v & 1], out, desc[v], sizeof desc[v], why[v], sizeof why[v]);
+        cudaMemcpy(o[v], out, 2 * nx, cudaMemcpyDeviceToHost);
+    }
+    CHECK_MSG(!why[0][0] && !why[1][0] && !why[2][0] && !why[3][0], "%s: %s / %s / %s / %s", backend, why[0], why[1],
+              why[2], why[3]);
+    const char *want = strcmp(backend, "cuda-jit") ? "(n-tiles of %d)" : "%dx64 (down)";
+    for (int v = 0; v < 4; v++) {
+        char w1[64];
+        snprintf(w1, sizeof w1, want, v < 2 ? 240 : 256);
+        CHECK_MSG(strstr(desc[v], w1) != NULL, "%s T=%lld%s: no \"%s\": %s", backend, (long long)Ts[v & 1],
+                  v < 2 ? "" : " MOE_SM90_BN2=256", w1, desc[v]);
+    }
+    for (int v = 0; v < 2 && !why[v][0] && !why[v + 2][0]; v++) {
+        const size_t n = (size_t)Ts[v] * CD;
+        size_t bad = n, nan = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (o[v][j] != o[v + 2][j] && bad == n) bad = j;
+            nan += moe__bf16_to_f32(o[v][j]) != moe__bf16_to_f32(o[v][j]);
+        }
+        CHECK_MSG(nan == 0, "%s T=%lld: %zu NaN outputs with n-tiles of 240", backend, (long long)Ts[v], nan);
+        CHECK_MSG(bad == n, "%s T=%lld: n-tiles of 240 and 256 differ first at token %zu column %zu: %g vs %g", backend,
+                  (long long)Ts[v], bad / CD, bad % CD, bad < n ? (double)moe__bf16_to_f32(o[v][bad]) : 0.0,
+                  bad < n ? (double)moe__bf16_to_f32(o[v + 2][bad]) : 0.0);
+    }
+    for (int i = 0; i < 3; i++) cudaFree(w[i]);
+    cudaFree(x); cudaFree(out); cudaFree(dids); cudaFree(dtw);
+done:
+    free(h); free(ids); free(tw);
+    for (int v = 0; v < 4; v++) free(o[v]);
+}
+TEST(cuda_sm90_bn240_default) { bn240_default("cuda-sm90"); }
+TEST(cuda_jit_bn240_default) { bn240_default("cuda-jit"); }
 
 TEST(cuda_bad_ids_graph_sm80) { bad_ids_and_graph("cuda-sm80", 0, NULL); }
 TEST(cuda_bad_ids_graph_sm90) { bad_ids_and_graph("cuda-sm90", 1, NULL); }

@@ -34,8 +34,10 @@ typedef struct moe_cuda_jit {
 typedef struct moe_cuda_impl {
     int device, sm_count, cc_major, cc_minor;
     int sm90;                 /* this layer runs the Hopper kernels */
-    /* sm90: tensor maps of the weights, made once at init (the weights are fixed) */
-    CUtensorMap tm_b0, tm_b1, tm_down;
+    /* sm90: tensor maps of the weights, made once at init (the weights are fixed);
+     * tm_down_n has boxes of bn2 / 2 rows (the same as tm_down when bn2 = 256) */
+    CUtensorMap tm_b0, tm_b1, tm_down, tm_down_n;
+    int bn2;                  /* sm90: GEMM 2's n-tile with 1 x 1 clusters, 256 or 240 (moe__cuda_sm90_bn2) */
     /* biases as f32 [E, N] device copies (NULL when absent), made at init */
     float *fb_gate, *fb_up, *fb_down;
     moe_cuda_jit *jit;        /* cuda-jit: launched instead of the built-in sm90 kernels; NULL otherwise */
@@ -85,6 +87,9 @@ int moe__cuda_sm90_available(void);
 /* The M tile (128 or 64 rows) of the sm90 / cuda-jit GEMMs for a forward of T
  * tokens with clusters cm x cn (layer.cu: the tile table's rule). */
 int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn);
+/* GEMM 2's n-tile for a layer of D output columns (layer.cu: the rule and
+ * where it was measured; MOE_SM90_BN2 forces 256 or 240). */
+int moe__cuda_sm90_bn2(int64_t D);
 /* Makes a 3-D tensor map over weights [E, N, C] (stride_c = 1) with boxes of
  * 64 x box_rows x 1; 0 on success, else -1 and why. */
 int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtype, int64_t E, int64_t N, int64_t C,

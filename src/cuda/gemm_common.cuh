@@ -73,6 +73,7 @@ typedef struct moe_cuda_gemm {
     int max_mtiles;
     int cm, cn;               /* sm90 cluster shape: M tiles of bm*cm rows split over cm CTAs; cn n-tiles share A */
     int bm;                   /* sm90 M tile: 128 or 64 rows (64: cm = cn = 1); the tile list is built for bm*cm */
+    int bn;                   /* sm90 n-tile: 256, or 240 for GEMM 2 with cm = cn = 1 (gate/up: bn / 2 outputs) */
     int gather;               /* sm90 mode 1, cm = cn = 1: A = x [T, C], rows x[sorted_pair[r] / K] copied by the
                                  producer warp (cp.async), no permuted copy */
 } moe_cuda_gemm;

@@ -29,7 +29,9 @@
  *   BM 128 x BN 256 x BK 64, 4 stages (192 KB), clusters 1x1 (default), 1x2,
  *     2x1, 2x2;
  *   BM 64 x BN 256 x BK 64, 5 stages (200 KB), 1x1 only: for experts with few
- *     rows (an M tile of 128 rows is mostly padding below ~100 rows).
+ *     rows (an M tile of 128 rows is mostly padding below ~100 rows);
+ *   GEMM 2 with 1x1 clusters also in n-tiles of 240 (BM 128 and 64), where
+ *     that pads D less (layer.cu moe__cuda_sm90_bn2).
  */
 #include "common.cuh"
 #include "gemm_sm90.cuh"
@@ -38,11 +40,11 @@
 #include <stdio.h>
 #include <string.h>
 
-template <int ACT, typename T, int CM, int CN, int BMT>
+template <int ACT, typename T, int CM, int CN, int BMT, int BNT>
 static __global__ void __launch_bounds__(NTHREADS, 1)
     gemm_sm90(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
               const __grid_constant__ CUtensorMap tmB1, const moe_cuda_gemm g) {
-    gemm_sm90_body<ACT, T, CM, CN, BMT>(tmA, tmB0, tmB1, g);
+    gemm_sm90_body<ACT, T, CM, CN, BMT, BNT>(tmA, tmB0, tmB1, g);
 }
 
 /* ---- host side ---- */
@@ -113,19 +115,23 @@ extern "C" int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtyp
     return encode(tm, data, dtype, 3, dims, strides, box, why, n);
 }
 
+/* Output columns of one n-tile: g->bn, or half of it for gate/up. */
+static int nout_of(const moe_cuda_gemm *g) { return g->mode == 1 && g->gated ? g->bn / 2 : g->bn; }
+
 /* Clusters to launch: as many as are resident at once (persistent CTAs), but
  * no more than could have work (the host bound on M tiles x n-tile units). */
-static int64_t grid_clusters(const moe_cuda_gemm *g, int nout, int cn, int max_clusters) {
+static int64_t grid_clusters(const moe_cuda_gemm *g, int max_clusters) {
+    const int nout = nout_of(g), cn = g->cn;
     int64_t NU = ((g->N + nout - 1) / nout + cn - 1) / cn;
     int64_t most = (int64_t)g->max_mtiles * NU;
     int64_t clusters = max_clusters < most ? max_clusters : most;
     return clusters < 1 ? 1 : clusters;
 }
 
-template <int ACT, typename T, int CM, int CN, int BMT>
+template <int ACT, typename T, int CM, int CN, int BMT, int BNT = 256>
 static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0, const CUtensorMap *b1,
                           int sm_count, cudaStream_t s) {
-    const int NOUT = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI ? BN / 2 : BN, CS = CM * CN;
+    const int CS = CM * CN;
     static int max_clusters = -1;               /* per instance; one device type per process assumed */
     cudaLaunchConfig_t cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -142,21 +148,24 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const 
     if (max_clusters < 0) {
         int n = 0;
         cfg.gridDim = dim3(CS * (sm_count / CS));
-        if (cudaOccupancyMaxActiveClusters(&n, gemm_sm90<ACT, T, CM, CN, BMT>, &cfg) != cudaSuccess || n < 1) {
+        if (cudaOccupancyMaxActiveClusters(&n, gemm_sm90<ACT, T, CM, CN, BMT, BNT>, &cfg) != cudaSuccess || n < 1) {
             cudaGetLastError();
             n = sm_count / CS;
         }
         max_clusters = n;
     }
-    int64_t clusters = grid_clusters(g, NOUT, CN, max_clusters);
+    int64_t clusters = grid_clusters(g, max_clusters);
     cfg.gridDim = dim3((unsigned)(clusters * CS));
-    cudaError_t e = cudaLaunchKernelEx(&cfg, gemm_sm90<ACT, T, CM, CN, BMT>, *tmA, *b0, *b1, *g);
+    cudaError_t e = cudaLaunchKernelEx(&cfg, gemm_sm90<ACT, T, CM, CN, BMT, BNT>, *tmA, *b0, *b1, *g);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 template <int ACT, typename T>
 static cudaError_t launch_c(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0,
                             const CUtensorMap *b1, int sm_count, cudaStream_t s) {
+    if (ACT < 0 && g->bn == 240) /* GEMM 2's narrow n-tile: 1 x 1 clusters only (layer.cu moe__cuda_sm90_tile_n) */
+        return g->bm == 64 ? launch<-1, T, 1, 1, 64, 240>(g, tmA, b0, b1, sm_count, s)
+                           : launch<-1, T, 1, 1, 128, 240>(g, tmA, b0, b1, sm_count, s);
     if (g->bm == 64) return launch<ACT, T, 1, 1, 64>(g, tmA, b0, b1, sm_count, s); /* no clusters (layer.cu) */
     if (g->cm == 2)
         return g->cn == 2 ? launch<ACT, T, 2, 2, 128>(g, tmA, b0, b1, sm_count, s)
@@ -246,10 +255,10 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_jit(const moe_cuda_gemm *g, const CUt
                                                CUfunction f, int max_clusters, cudaStream_t s, char *why, size_t n) {
     CUtensorMap tmA;
     if (tmap_a(g, &tmA, why, n)) return cudaErrorInvalidValue;
-    const int nout = g->mode == 1 && g->gated ? BN / 2 : BN, cs = g->cm * g->cn;
+    const int cs = g->cm * g->cn;
     CUlaunchConfig cfg;
     CUlaunchAttribute at;
-    jit_config(&cfg, &at, cs, g->bm, (unsigned)(grid_clusters(g, nout, g->cn, max_clusters) * cs), s);
+    jit_config(&cfg, &at, cs, g->bm, (unsigned)(grid_clusters(g, max_clusters) * cs), s);
     void *args[4] = {&tmA, (void *)tmB0, (void *)tmB1, (void *)g};
     CUresult r = moe__cuda_driver()->launch_kernel_ex(&cfg, f, args, NULL); /* non-NULL: checked at init */
     return r == CUDA_SUCCESS ? cudaSuccess : cu_fail(r, "cuLaunchKernelEx", cudaErrorLaunchFailure, why, n);
@@ -258,11 +267,15 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_jit(const moe_cuda_gemm *g, const CUt
 template <int ACT, typename T> static cudaError_t prepare_c(void) {
     const cudaFuncAttribute a = cudaFuncAttributeMaxDynamicSharedMemorySize;
     cudaError_t e;
-    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 1, 128>, a, SM90_SMEM_BYTES(128)))) return e;
-    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 2, 128>, a, SM90_SMEM_BYTES(128)))) return e;
-    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 2, 1, 128>, a, SM90_SMEM_BYTES(128)))) return e;
-    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 2, 2, 128>, a, SM90_SMEM_BYTES(128)))) return e;
-    return cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 1, 64>, a, SM90_SMEM_BYTES(64));
+    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 1, 128, 256>, a, SM90_SMEM_BYTES(128)))) return e;
+    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 2, 128, 256>, a, SM90_SMEM_BYTES(128)))) return e;
+    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 2, 1, 128, 256>, a, SM90_SMEM_BYTES(128)))) return e;
+    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 2, 2, 128, 256>, a, SM90_SMEM_BYTES(128)))) return e;
+    if (ACT < 0) {
+        if ((e = cudaFuncSetAttribute(gemm_sm90<-1, T, 1, 1, 128, 240>, a, SM90_SMEM_BYTES(128)))) return e;
+        if ((e = cudaFuncSetAttribute(gemm_sm90<-1, T, 1, 1, 64, 240>, a, SM90_SMEM_BYTES(64)))) return e;
+    }
+    return cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 1, 64, 256>, a, SM90_SMEM_BYTES(64));
 }
 
 template <typename T> static cudaError_t prepare_t(void) {

@@ -14,18 +14,21 @@
 #include "wgmma_gen.cuh"
 #include "sm90_sync.cuh"
 
-/* The tile table's shapes: BM x 256 x 64 with BM = 128 (the two consumer
- * warpgroups take 64 rows each, all 256 columns: m64n256k16) or BM = 64 (both
- * take the same 64 rows, 128 columns each: m64n128k16, or two m64n64k16 for
- * gate and up), so that experts with few rows waste less of each tile. The
- * smaller A tile leaves room for a fifth stage. */
-#define BN 256
+/* The tile table's shapes: BM x BN x 64 with BM = 128 (the two consumer
+ * warpgroups take 64 rows each, all BN columns: m64nBNk16) or BM = 64 (both
+ * take the same 64 rows, BN / 2 columns each: m64n(BN/2)k16, or two m64n64k16
+ * for gate and up), so that experts with few rows waste less of each tile.
+ * The smaller A tile leaves room for a fifth stage. BN is 256, or 240 for
+ * GEMM 2 and ungated GEMM 1 where it pads N less (gpt-oss's N = 2880: 12
+ * n-tiles of 240 instead of 11 of 256 and one of 64; the rule and where it
+ * was measured: moe__cuda_sm90_bn, layer.cu). The B tile is two TMA boxes of
+ * BN / 2 rows (gate and up rows, or the two halves). */
+#define BN 256 /* the widest n-tile: the shared memory the host reserves */
 #define BK 64
-#define B_BYTES (BN * BK * 2)
 #define SM90_STAGES(bm) ((bm) == 64 ? 5 : 4)
-#define SM90_STAGE_BYTES(bm) ((bm) * BK * 2 + B_BYTES)
+#define SM90_STAGE_BYTES(bm, bn) (((bm) + (bn)) * BK * 2)
 /* the ring, 1024 for its alignment, the barriers, GEMM 1's gather table (x row per A row) */
-#define SM90_SMEM_BYTES(bm) (SM90_STAGES(bm) * SM90_STAGE_BYTES(bm) + 1024 + 2 * SM90_STAGES(bm) * 8 + 4 * (bm))
+#define SM90_SMEM_BYTES(bm) (SM90_STAGES(bm) * SM90_STAGE_BYTES(bm, BN) + 1024 + 2 * SM90_STAGES(bm) * 8 + 4 * (bm))
 #define NTHREADS 384
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -135,7 +138,7 @@ static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
  * the extern "C" kernels of the cuda-jit program): tmA, tmB0, tmB1 and g are
  * the kernel's __grid_constant__ parameters, passed by reference so that TMA
  * reads the descriptors where they are. */
-template <int ACT, typename T, int CM, int CN, int BMT>
+template <int ACT, typename T, int CM, int CN, int BMT, int BNT>
 static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, const CUtensorMap &tmB0,
                                                       const CUtensorMap &tmB1, const moe_cuda_gemm &g) {
 #ifdef MOE_SM90A
@@ -144,9 +147,11 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     constexpr int MODE = ACT < 0 ? 2 : 1;
     constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
     static_assert(BMT == 128 || (BMT == 64 && CM == 1 && CN == 1), "BM 64 tiles run without clusters");
-    constexpr int STAGES = SM90_STAGES(BMT), A_BYTES = BMT * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
-    /* accumulators per consumer thread: 64 rows x 256 (BM 128) or x 128 (BM 64) columns */
-    constexpr int NACC = BMT == 128 ? 128 : 64;
+    static_assert(BNT == 256 || (BNT == 240 && !GATED), "n-tiles of 240 for ungated GEMMs only");
+    constexpr int STAGES = SM90_STAGES(BMT), A_BYTES = BMT * BK * 2, B_BYTES = BNT * BK * 2,
+                  STAGE_BYTES = A_BYTES + B_BYTES, BH = BNT / 2; /* rows of one B box */
+    /* accumulators per consumer thread: 64 rows x BN (BM 128) or x BN / 2 (BM 64) columns */
+    constexpr int NACC = BMT == 128 ? BNT / 2 : BNT / 4;
     extern __shared__ unsigned char smem_raw[];
     uint32_t sbase = smem_u32(smem_raw);
     sbase = (sbase + 1023) & ~1023u;
@@ -174,22 +179,22 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     }
     __syncthreads();
     if (CS > 1) cluster_sync();
-    const int NOUT = GATED ? BN / 2 : BN;
+    const int NOUT = GATED ? BH : BNT;
     const int MU = *g.n_mtiles, NT = (GN + NOUT - 1) / NOUT, NU = (NT + CN - 1) / CN;
     const int total = MU * NU, kblocks = (GC + BK - 1) / BK;
     const int cid = blockIdx.x / CS, ncl = gridDim.x / CS;
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        /* the B tile of k-block kb into sb: two TMA boxes (gate and up rows n0..,
-         * or rows n0 and n0 + 128 of one tensor); with CM = 2 each CTA of a pair
-         * loads one box and multicasts it (maskB) */
+        /* the B tile of k-block kb into sb: two TMA boxes of BH rows (gate and up
+         * rows n0.., or rows n0 and n0 + BH of one tensor); with CM = 2 each CTA
+         * of a pair loads one box and multicasts it (maskB) */
         auto load_b = [&](uint32_t sb, int kb, int n0, int e, uint32_t full, uint16_t maskB) {
 #pragma unroll
             for (int j = 0; j < 2; j++) {
                 if (CM == 2 && j != rm) continue;
                 const CUtensorMap *tb = GATED && j == 1 ? &tmB1 : &tmB0;
-                const int row = GATED ? n0 : n0 + 128 * j;
+                const int row = GATED ? n0 : n0 + BH * j;
                 if (CM == 1) tma_3d(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full);
                 else tma_3d_mc(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full, maskB);
             }
@@ -282,7 +287,8 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
         /* the accumulators' column groups (8 columns, 4 values a thread):
          * group b of a thread holds columns b * 8 + qc, + 1 of the B rows, for
          * its rows r and r + 8; GATED: groups [0, NG) gate, [NG, 2 NG) up */
-        const int qc = (lane & 3) * 2, NG = NACC / 8, cb = BMT == 128 ? 0 : cw * (GATED ? NOUT / 2 : BN / 2);
+        constexpr int NGRP = NACC / 4, NG = NGRP / 2;
+        const int qc = (lane & 3) * 2, cb = BMT == 128 ? 0 : cw * (GATED ? NOUT / 2 : BH);
         float acc[NACC];
         int stage = 0;
         uint32_t phase = 0;
@@ -300,7 +306,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
              * scale-d made ptxas serialize the wgmmas (C7515). */
             {
 #pragma unroll
-                for (int b = 0; b < 2 * NG; b++) {
+                for (int b = 0; b < NGRP; b++) {
                     const bool up = GATED && b >= NG;
                     const int col = n0 + cb + (up ? b - NG : b) * 8 + qc;
                     float2 v;
@@ -334,25 +340,26 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
                 const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
                 if (BMT == 128) {
-                    /* this warpgroup's 64 A rows against all 256 B rows */
+                    /* this warpgroup's 64 A rows against all BN B rows */
 #pragma unroll
                     for (int kk = 0; kk < BK / 16; kk++)
-                        wgmma_m64n256k16<T>(acc, desc_k128(sa + cw * (64 * 128) + kk * 32), desc_k128(sb + kk * 32), 1);
+                        wgmma_m64k16<BNT, T>(acc, desc_k128(sa + cw * (64 * 128) + kk * 32), desc_k128(sb + kk * 32), 1);
                 } else if (GATED) {
                     /* the 64 A rows against gate rows 64cw.. (first box) and the
                      * same up rows (second box): acc[0..31] gate, acc[32..63] up */
                     const uint32_t sg = sb + cw * (64 * 128);
 #pragma unroll
                     for (int kk = 0; kk < BK / 16; kk++) {
-                        wgmma_m64n64k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sg + kk * 32), 1);
-                        wgmma_m64n64k16<T>(acc + 32, desc_k128(sa + kk * 32), desc_k128(sg + B_BYTES / 2 + kk * 32), 1);
+                        wgmma_m64k16<64, T>(acc, desc_k128(sa + kk * 32), desc_k128(sg + kk * 32), 1);
+                        wgmma_m64k16<64, T>(acc + 32, desc_k128(sa + kk * 32), desc_k128(sg + B_BYTES / 2 + kk * 32), 1);
                     }
                 } else {
-                    /* the 64 A rows against B rows 128cw.. */
-                    const uint32_t sg = sb + cw * (128 * 128);
+                    /* the 64 A rows against B rows BH cw.. (BH = 120: 15 groups of 8
+                     * rows, 1024-byte aligned like the box it is) */
+                    const uint32_t sg = sb + cw * (BH * 128);
 #pragma unroll
                     for (int kk = 0; kk < BK / 16; kk++)
-                        wgmma_m64n128k16<T>(acc, desc_k128(sa + kk * 32), desc_k128(sg + kk * 32), 1);
+                        wgmma_m64k16<BH, T>(acc, desc_k128(sa + kk * 32), desc_k128(sg + kk * 32), 1);
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
@@ -389,7 +396,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                         }
                     } else {
 #pragma unroll
-                        for (int b = 0; b < 2 * NG; b++) {
+                        for (int b = 0; b < NGRP; b++) {
                             const int col = n0 + cb + b * 8 + qc;
                             const float u0 = acc[4 * b + 2 * hh], u1 = acc[4 * b + 2 * hh + 1];
                             const uint32_t v = moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, u0, g.alpha, g.limit),
@@ -402,7 +409,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     const float wt = g.w[p];
                     T *orow = (T *)g.out + (int64_t)p * GN;
 #pragma unroll
-                    for (int b = 0; b < 2 * NG; b++) {
+                    for (int b = 0; b < NGRP; b++) {
                         const int col = n0 + cb + b * 8 + qc;
                         const uint32_t v = moe_cuda_pack2<T>(wt * acc[4 * b + 2 * hh], wt * acc[4 * b + 2 * hh + 1]);
                         if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;

@@ -443,7 +443,7 @@ static cudaError_t bias_copy(const moe_tensor *b, int64_t E, int64_t N, float **
 static void fini_cuda(moe_layer *L);
 
 /* The TMA descriptors of the layer's weights (gate/up boxes of 128 rows,
- * down); 0, or -1 and why. */
+ * down, and down in boxes of bn2 / 2 rows); 0, or -1 and why. */
 static int weight_tmaps(const moe_layer *L, moe_cuda_impl *im, char *why, size_t n) {
     const moe_layer_desc *d = &L->desc;
     int dt = L->up.type;
@@ -462,6 +462,10 @@ static int weight_tmaps(const moe_layer *L, moe_cuda_impl *im, char *why, size_t
     if (!bad)
         bad |= moe__cuda_weight_tmap(&im->tm_down, L->down.data, dt, d->E, d->D, d->I, L->down.stride_e,
                                      L->down.stride_n, 128, why, n);
+    im->tm_down_n = im->tm_down;
+    if (!bad && im->bn2 != 256)
+        bad |= moe__cuda_weight_tmap(&im->tm_down_n, L->down.data, dt, d->E, d->D, d->I, L->down.stride_e,
+                                     L->down.stride_n, im->bn2 / 2, why, n);
     return bad;
 }
 
@@ -516,6 +520,7 @@ static moe_status init_common(moe_layer *L, int sm90) {
         fini_cuda(L);
         return moe__layer_error(L, MOE_ERR_CUDA, "device %d setup: %s", L->ctx->p.cuda_device, cudaGetErrorString(e));
     }
+    im->bn2 = sm90 ? moe__cuda_sm90_bn2(L->desc.D) : 256;
     if (sm90) {
         im->gather = sm90_gather(L);
         char why[256];
@@ -680,8 +685,11 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g1.cm = cm;
         g1.cn = cn;
         g1.bm = bm;
+        g1.bn = 256;
         g2 = g1;
         fill_gemm2(L, &g2);
+        g2.bn = cm == 1 && cn == 1 ? im->bn2 : 256; /* as compiled into cuda-jit's 1 x 1 kernels */
+        const CUtensorMap *tmd = g2.bn != 256 ? &im->tm_down_n : &im->tm_down;
         g2.A = h;
         g2.gather = 0; /* GEMM 2 reads h through TMA */
         g2.out = y;
@@ -708,11 +716,11 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                 const int f = cm != im->jit->cm ? 4 : bm == 64 ? 2 : 0;
                 MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&h1, &im->tm_b0, &im->tm_b1, im->jit->fn[f],
                                                     im->jit->max_clusters[f], s, why, sizeof why));
-                MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&h2, &im->tm_down, &im->tm_down, im->jit->fn[f + 1],
-                                                    im->jit->max_clusters[f + 1], s, why, sizeof why));
+                MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&h2, tmd, tmd, im->jit->fn[f + 1], im->jit->max_clusters[f + 1], s,
+                                                    why, sizeof why));
             } else if (im->sm90) {
                 MOE_CUDA_CK(moe__cuda_gemm_sm90(&h1, &im->tm_b0, &im->tm_b1, im->sm_count, s, why, sizeof why));
-                MOE_CUDA_CK(moe__cuda_gemm_sm90(&h2, &im->tm_down, &im->tm_down, im->sm_count, s, why, sizeof why));
+                MOE_CUDA_CK(moe__cuda_gemm_sm90(&h2, tmd, tmd, im->sm_count, s, why, sizeof why));
             } else {
                 MOE_CUDA_CK(moe__cuda_gemm_sm80(&h1, im->sm_count, s));
                 MOE_CUDA_CK(moe__cuda_gemm_sm80(&h2, im->sm_count, s));
@@ -749,13 +757,14 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
     if (im->sm90) snprintf(cl, sizeof cl, ", clusters %dx%d", cm, cn);
     snprintf(buf, n,
              "%s: T = %lld, %s, device %d (sm_%d%d, %d SMs): route count/scan/scatter%s, grouped GEMM gate/up %s "
-             "(%s%s, BM %d), GEMM down with weights, deterministic combine over %lld slots%s",
+             "(%s%s, BM %d), GEMM down with weights (n-tiles of %d), deterministic combine over %lld slots%s",
              L->backend->name, (long long)T, moe_type_name(d->act_type), im->device, im->cc_major, im->cc_minor,
              im->sm_count, im->sm90 && !gather ? " + permuted copy of x" : "",
              im->sm90 ? (gather ? "x rows gathered by cp.async, weights by TMA, wgmma, warp-specialised persistent"
                                 : "TMA + wgmma, warp-specialised persistent")
                       : "cp.async row gather + mma.sync",
-             moe_act_name(d->act), cl, im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM, (long long)d->K,
+             moe_act_name(d->act), cl, im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM,
+             im->sm90 ? (cm == 1 && cn == 1 ? im->bn2 : 256) : 128 /* gemm_sm80.cu */, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
 }
 
@@ -775,6 +784,17 @@ extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) 
     const char *ev = getenv("MOE_SM90_BM");
     if (ev && (atoi(ev) == 64 || atoi(ev) == 128)) return atoi(ev);
     return T * L->desc.K < (int64_t)SM90_BM64_BELOW * L->desc.E ? 64 : 128;
+}
+
+/* GEMM 2's n-tile (1 x 1 clusters): 240 where it pads D less than 256, else
+ * 256. On gpt-oss (D = 2880) that is 12 n-tiles of 240 instead of 11 of 256
+ * and one of 64 whose MMAs run at full width: 6% fewer MMA columns, for 2%
+ * more B bytes per FLOP. Measured on an H200: bench/cuda/s9 (NOTES.md,
+ * session 9). MOE_SM90_BN2=256|240 forces either (read at layer creation). */
+extern "C" int moe__cuda_sm90_bn2(int64_t D) {
+    const char *ev = getenv("MOE_SM90_BN2");
+    if (ev && (atoi(ev) == 256 || atoi(ev) == 240)) return atoi(ev);
+    return (D + 239) / 240 * 240 < (D + 255) / 256 * 256 ? 240 : 256;
 }
 
 /* Thread-block clusters by default: 2 x 1 (the B tile multicast to the two
