@@ -67,8 +67,8 @@ TEST(cuda_cases_jit_bm64) { run_cases_bm("cuda-jit", "64"); }
 TEST(cuda_cases_jit_bm128) { run_cases_bm("cuda-jit", "128"); }
 
 /* GEMM 1's A rows through the permuted copy xp and TMA (MOE_SM90_GATHER=0),
- * and gathered from x by the producer warpgroup (=1; the default for I <= 2048),
- * each forced on both tiles. */
+ * and gathered from x by the producer warpgroup (=1; the default for I <= 2048
+ * or T*K <= 128 E), each forced on both tiles. */
 static void run_cases_gather(const char *backend, const char *bm, const char *gather) {
     setenv("MOE_SM90_GATHER", gather, 1);
     run_cases_bm(backend, bm);
@@ -468,6 +468,71 @@ done:
 }
 TEST(cuda_sm90_bn240_default) { bn240_default("cuda-sm90"); }
 TEST(cuda_jit_bn240_default) { bn240_default("cuda-jit"); }
+
+/* The gather rule above I = 2048 (layer.cu moe__cuda_sm90_shape): GEMM 1
+ * gathers x's rows at T*K <= 128 E and reads the permuted copy above; the
+ * description says which, and the gathered forward equals, bit for bit, the
+ * one through the copy (MOE_SM90_GATHER=0). */
+static void gather_rule(const char *backend) {
+    char why[3][256] = {"", "", ""}, desc[3][2048];
+    int ma, mi;
+    if (!cuda_device(&ma, &mi, why[0], sizeof why[0])) SKIP("%s", why[0]);
+    if (!(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
+    enum { CE = 8, CD = 256, CI = 2304, CK = 2, CT = 1024 };
+    const int64_t Ts[3] = {512, CT, 512}; /* 128 and 256 rows an expert; 128 through the copy */
+    moe_rng r;
+    moe_rng_seed(&r, moe_test_seed() + 95);
+    const size_t nw = (size_t)CE * CI * CD, nx = (size_t)CT * CD, nk = (size_t)CT * CK;
+    uint16_t *h = malloc(2 * (nw > nx ? nw : nx)), *o[3] = {malloc(2 * nx), malloc(2 * nx), malloc(2 * nx)};
+    int32_t *ids = malloc(sizeof(int32_t) * nk);
+    float *tw = malloc(sizeof(float) * nk);
+    void *w[3] = {NULL, NULL, NULL}, *x = NULL, *dids = NULL, *dtw = NULL, *out = NULL;
+    CHECK(h && o[0] && o[1] && o[2] && ids && tw);
+    if (!(h && o[0] && o[1] && o[2] && ids && tw)) goto done;
+    for (int i = 0; i < 3; i++) w[i] = random_bf16_device(&r, h, nw, 0.05);
+    for (size_t j = 0; j < nx; j++) h[j] = moe__f32_to_bf16((float)moe_rng_normal(&r));
+    for (size_t j = 0; j < nk; j++) {
+        ids[j] = (int32_t)(moe_rng_u64(&r) % CE);
+        tw[j] = (float)moe_rng_uniform(&r);
+    }
+    cudaMalloc(&x, 2 * nx);
+    cudaMalloc(&out, 2 * nx);
+    cudaMalloc(&dids, sizeof(int32_t) * nk);
+    cudaMalloc(&dtw, sizeof(float) * nk);
+    cudaMemcpy(x, h, 2 * nx, cudaMemcpyHostToDevice);
+    cudaMemcpy(dids, ids, sizeof(int32_t) * nk, cudaMemcpyHostToDevice);
+    cudaMemcpy(dtw, tw, sizeof(float) * nk, cudaMemcpyHostToDevice);
+    const void *cw[3] = {w[0], w[1], w[2]};
+    for (int v = 0; v < 3; v++) {
+        cudaMemset(out, 0xff, 2 * nx); /* poisoned: NaN bf16 */
+        env_forward(backend, "MOE_SM90_GATHER", v < 2 ? NULL : "0", CE, CD, CI, CK, cw, x, (const int32_t *)dids,
+                    (const float *)dtw, Ts[v], out, desc[v], sizeof desc[v], why[v], sizeof why[v]);
+        cudaMemcpy(o[v], out, 2 * nx, cudaMemcpyDeviceToHost);
+    }
+    CHECK_MSG(!why[0][0] && !why[1][0] && !why[2][0], "%s: %s / %s / %s", backend, why[0], why[1], why[2]);
+    const char *gat = strcmp(backend, "cuda-jit") ? "x rows gathered" : "gathers x's rows";
+    CHECK_MSG(strstr(desc[0], gat) != NULL, "%s T=512 (128 rows an expert): no \"%s\": %s", backend, gat, desc[0]);
+    CHECK_MSG(strstr(desc[1], "permuted copy") != NULL, "%s T=1024: no \"permuted copy\": %s", backend, desc[1]);
+    CHECK_MSG(strstr(desc[2], "permuted copy") != NULL, "%s MOE_SM90_GATHER=0: no \"permuted copy\": %s", backend,
+              desc[2]);
+    if (!why[0][0] && !why[2][0]) {
+        const size_t n = (size_t)512 * CD;
+        size_t bad = n, nan = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (o[0][j] != o[2][j] && bad == n) bad = j;
+            nan += moe__bf16_to_f32(o[0][j]) != moe__bf16_to_f32(o[0][j]);
+        }
+        CHECK_MSG(nan == 0, "%s: %zu NaN outputs with the gather", backend, nan);
+        CHECK_MSG(bad == n, "%s: gather and copy differ first at token %zu column %zu", backend, bad / CD, bad % CD);
+    }
+    for (int i = 0; i < 3; i++) cudaFree(w[i]);
+    cudaFree(x); cudaFree(out); cudaFree(dids); cudaFree(dtw);
+done:
+    free(h); free(ids); free(tw);
+    for (int v = 0; v < 3; v++) free(o[v]);
+}
+TEST(cuda_sm90_gather_rule) { gather_rule("cuda-sm90"); }
+TEST(cuda_jit_gather_rule) { gather_rule("cuda-jit"); }
 
 TEST(cuda_bad_ids_graph_sm80) { bad_ids_and_graph("cuda-sm80", 0, NULL); }
 TEST(cuda_bad_ids_graph_sm90) { bad_ids_and_graph("cuda-sm90", 1, NULL); }

@@ -24,5 +24,5 @@ PYTHONUNBUFFERED=1 timeout ${ABT:-300} python3 $B --lib /tmp/b/libmoe.so --base-
   --backends ${BACKENDS:-cuda-decode,cuda-decode@MOE_SM90_BN2=256} --ab ${AB:-5} --reps 5 \
   --presets ${PRESETS:-gpt-oss-20b,gpt-oss-120b} --tokens ${TOKENS:-512,4096,16384} --out "$OUT/ab.json" 2>&1 |
   grep -E "^#|AB " | cut -c1-170
-BENCH_BREAKDOWN=1 PYTHONUNBUFFERED=1 timeout 150 python3 $B --lib /tmp/b/libmoe.so --backends cuda-decode --reps 8 \
+BENCH_BREAKDOWN=1 PYTHONUNBUFFERED=1 timeout 150 python3 $B --lib /tmp/b/libmoe.so --backends ${TBACKENDS:-cuda-decode} --reps 8 \
   --presets ${TPRESETS:-gpt-oss-20b,gpt-oss-120b} --tokens ${TTOKENS:-4096,16384} --out "$OUT/table.json" 2>&1 | grep -E "kernels|^\|" | cut -c1-220

@@ -11,7 +11,8 @@
  *
  * A rows for TMA must be contiguous, so GEMM 1 either reads the permuted copy
  * xp of x made by the scatter step (layer.cu), or (g.gather, 1x1 clusters; the
- * default for I <= 2048, layer.cu sm90_gather) its producer warpgroup gathers
+ * default for I <= 2048 or up to 128 rows an expert, layer.cu moe__cuda_sm90_shape)
+ * its producer warpgroup gathers
  * the rows from x with cp.async, placed in TMA's 128B-swizzle pattern and
  * completing on the full barrier (cp.async.mbarrier.arrive.noinc; the consumers
  * fence the generic proxy before wgmma). Weights are read through 3-D tensor maps [E, N, C] made once at layer

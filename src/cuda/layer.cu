@@ -474,12 +474,20 @@ static int weight_tmaps(const moe_layer *L, moe_cuda_impl *im, char *why, size_t
  * cost most: it writes and reads T*K*D elements against 6*T*K*D*I FLOPs, about
  * 125 / I of the GEMMs' time on an H200, while the gather costs GEMM 1 up to ~10%
  * near its peak. Measured (bench/cuda/s5, H200): qwen3 (I = 768) 4-12% faster,
- * deepseek-v3 (2048) 4-6%, gpt-oss-120b / mixtral (2880, 14336) within +-3%,
- * gpt-oss-20b (2880) 3-10% slower. Default: I <= 2048; MOE_SM90_GATHER=0|1
- * forces it; clusters (MOE_SM90_CM / CN = 2, read here as cuda-jit reads them)
- * multicast A through TMA and keep xp. Read at init; a forward whose T takes
- * the default 2 x 1 clusters (moe__cuda_sm90_shape) uses xp all the same, and
- * the workspace size for that T includes it. */
+ * deepseek-v3 (2048) 4-6%. Above I = 2048 it depends on the rows an expert gets
+ * (bench/cuda/s9 runs 3-4, 7 A/B rounds): at T*K/E <= 128 the gather wins or ties
+ * (mixtral T=512 0.93, gpt-oss-120b T=4096 0.95, gpt-oss-20b T=512/1024 0.98,
+ * gpt-oss-120b T=512-2048 0.99-1.00), at 256 it splits (mixtral 0.91,
+ * gpt-oss-120b 0.98, gpt-oss-20b 1.08), from 512 it loses (gpt-oss-20b
+ * 1.07-1.13, gpt-oss-120b T=16384 1.14, mixtral 0.99-1.03): full tiles are
+ * MMA-bound and the producer's 8 cp.async a thread per k-block cost more
+ * than the copy. Default: I <= 2048 or T*K <= 128 E, decided per forward
+ * (moe__cuda_sm90_shape); MOE_SM90_GATHER=0|1 forces it; clusters
+ * (MOE_SM90_CM / CN = 2, read here as cuda-jit reads them) multicast A
+ * through TMA and keep xp, and so does a forward whose T takes the default
+ * 2 x 1 clusters. The workspace size for a T follows the same decision. */
+#define SM90_GATHER_MAX_I 2048
+#define SM90_GATHER_MAX_ROWS 128
 extern "C" int moe__cuda_sm90_env_cluster(int *cm, int *cn) {
     const char *a = getenv("MOE_SM90_CM"), *b = getenv("MOE_SM90_CN");
     *cm = a && atoi(a) == 2 ? 2 : 1;
@@ -487,12 +495,13 @@ extern "C" int moe__cuda_sm90_env_cluster(int *cm, int *cn) {
     return (a && *a) || (b && *b);
 }
 
-static int sm90_gather(const moe_layer *L) {
+/* at init: 0 or 1 where the environment decides, -1 for the rule per forward */
+static int sm90_gather(void) {
     const char *g = getenv("MOE_SM90_GATHER");
     int cm, cn;
     if (moe__cuda_sm90_env_cluster(&cm, &cn) && (cm == 2 || cn == 2)) return 0;
     if (g && *g) return g[0] != '0';
-    return L->desc.I <= 2048;
+    return -1;
 }
 
 static moe_status init_common(moe_layer *L, int sm90) {
@@ -522,7 +531,7 @@ static moe_status init_common(moe_layer *L, int sm90) {
     }
     im->bn2 = sm90 ? moe__cuda_sm90_bn2(L->desc.D) : 256;
     if (sm90) {
-        im->gather = sm90_gather(L);
+        im->gather = sm90_gather();
         char why[256];
         if (weight_tmaps(L, im, why, sizeof why)) {
             moe_cuda_dev_leave(&g);
@@ -829,7 +838,10 @@ extern "C" int moe__cuda_sm90_shape(const moe_layer *L, int64_t T, int *cm, int 
     } else if (!moe__cuda_sm90_env_cluster(cm, cn) && sm90_c21_rule(L, T)) {
         *cm = 2;
     }
-    return im->gather && *cm == 1 && *cn == 1;
+    if (*cm != 1 || *cn != 1) return 0;
+    if (im->gather >= 0) return im->gather;
+    const moe_layer_desc *d = &L->desc;
+    return d->I <= SM90_GATHER_MAX_I || T * d->K <= (int64_t)SM90_GATHER_MAX_ROWS * d->E;
 }
 
 extern "C" {
