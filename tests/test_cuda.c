@@ -81,9 +81,13 @@ TEST(cuda_cases_sm90_gather_bm128) { run_cases_gather("cuda-sm90", "128", "1"); 
 TEST(cuda_cases_jit_xp) { run_cases_gather("cuda-jit", "128", "0"); }
 TEST(cuda_cases_jit_gather) { run_cases_gather("cuda-jit", "64", "1"); }
 
-/* Thread-block clusters with TMA multicast (MOE_SM90_CM / MOE_SM90_CN; not
- * the default): the case table under each shape; cuda-jit reads them at
- * layer creation, cuda-sm90 per forward. */
+/* Thread-block clusters with TMA multicast (MOE_SM90_CM / MOE_SM90_CN; 2 x 1
+ * is the default at large T only): the case table under each shape; cuda-jit
+ * reads them at layer creation, cuda-sm90 per forward. With cm = 2 the units
+ * pair an expert's m-tiles or two experts' odd last ones (layer.cu
+ * k_pair_units): the table's routings give both kinds and the odd one out;
+ * GEMM 1 gathers x's rows there (the cases' I <= 2048) or, with
+ * MOE_SM90_GATHER=0, reads the permuted copy through TMA. */
 static void run_cases_cluster(const char *backend, const char *cm, const char *cn) {
     setenv("MOE_SM90_CM", cm, 1);
     setenv("MOE_SM90_CN", cn, 1);
@@ -95,6 +99,12 @@ TEST(cuda_cases_sm90_cluster2x1) { run_cases_cluster("cuda-sm90", "2", "1"); }
 TEST(cuda_cases_sm90_cluster1x2) { run_cases_cluster("cuda-sm90", "1", "2"); }
 TEST(cuda_cases_sm90_cluster2x2) { run_cases_cluster("cuda-sm90", "2", "2"); }
 TEST(cuda_cases_jit_cluster2x2) { run_cases_cluster("cuda-jit", "2", "2"); }
+TEST(cuda_cases_jit_cluster2x1) { run_cases_cluster("cuda-jit", "2", "1"); }
+TEST(cuda_cases_sm90_cluster2x1_xp) {
+    setenv("MOE_SM90_GATHER", "0", 1);
+    run_cases_cluster("cuda-sm90", "2", "1");
+    unsetenv("MOE_SM90_GATHER");
+}
 
 /* ---- router ---- */
 

@@ -67,14 +67,16 @@ typedef struct moe_cuda_gemm {
     void *out;                /* h [TK, I] (mode 1) or y [TK, D] (mode 2) */
     const int32_t *sorted_pair; /* [TK] pair index t*K+k in expert order */
     const int32_t *exp_off;   /* [E+1] first sorted row of each expert */
-    const int2 *tiles;        /* [max_mtiles] (expert, m0) */
-    const int32_t *n_mtiles;  /* [1] tiles in use */
+    const int2 *tiles;        /* [max_mtiles] (expert, m0) of bm-row m-tiles, in expert order */
+    const int32_t *n_mtiles;  /* [1] tiles in use (cm = 2: units in use) */
+    const int2 *units;        /* cm = 2: [max_mtiles] work units, two indices into tiles (rm = 0, 1; the second -1
+                                 for none): one expert's m-tiles 2i, 2i + 1 (paired), or two experts' odd last ones */
     const float *w;           /* [T*K] routing weights (mode 2) */
-    int max_mtiles;
-    int cm, cn;               /* sm90 cluster shape: M tiles of bm*cm rows split over cm CTAs; cn n-tiles share A */
-    int bm;                   /* sm90 M tile: 128 or 64 rows (64: cm = cn = 1); the tile list is built for bm*cm */
+    int max_mtiles;           /* bound on *n_mtiles (the grid's size) */
+    int cm, cn;               /* sm90 cluster shape: cm m-tiles of a unit (units), cn n-tiles sharing A */
+    int bm;                   /* sm90 M tile: 128 or 64 rows (64: cm = cn = 1) */
     int bn;                   /* sm90 n-tile: 256, or 240 for GEMM 2 with cm = cn = 1 (gate/up: bn / 2 outputs) */
-    int gather;               /* sm90 mode 1, cm = cn = 1: A = x [T, C], rows x[sorted_pair[r] / K] copied by the
+    int gather;               /* sm90 mode 1, cn = 1: A = x [T, C], rows x[sorted_pair[r] / K] copied by the
                                  producer warp (cp.async), no permuted copy */
 } moe_cuda_gemm;
 

@@ -158,18 +158,24 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     const uint32_t bars = sbase + STAGES * STAGE_BYTES; /* full[STAGES] then empty[STAGES] */
     const int wg = threadIdx.x / 128;
     /* Cluster of CM x CN CTAs (rank = rm + CM * rn): CTAs with the same rm
-     * work on the same 128 A rows (same expert) and split the A load, each
-     * multicasting its share; CTAs with the same rn work on the same n-tile
-     * and split the B load. A stage may be refilled only when every CTA that
-     * writes into it has been released by this CTA's consumers, so consumers
-     * arrive on the empty barriers of all CTAs in their row and column. */
+     * work on the same 128 A rows and split the A load, each multicasting its
+     * share; CTAs with the same rn work on the same n-tile. With CM = 2 a work
+     * unit is two m-tiles (g.units: indices into g.tiles, one per rm): of one
+     * expert ("paired": the two CTAs split the B load and multicast it), or of
+     * two experts, an expert's odd last m-tile each ("split": each CTA loads
+     * its own B), so that pairing pads nothing. A stage may be refilled only
+     * when every CTA that writes into it has been released by this CTA's
+     * consumers, so consumers arrive on the empty barriers of all CTAs in
+     * their row and column (in split units too, which keeps the CTAs of a
+     * cluster within the ring's depth of each other in every unit). */
     constexpr int CS = CM * CN;
     const uint32_t rank = CS > 1 ? cluster_rank() : 0;
     const int rm = (int)rank % CM, rn = (int)rank / CM;
-    /* GEMM 1 without clusters may gather its A rows from x (cp.async by the
-     * producer warp, 128B-swizzled by hand) instead of a TMA box of xp: then the
-     * full barrier counts 1 (TMA of B) + 128 (the producer warpgroup's copies) arrivals */
-    const bool gather = MODE == 1 && CS == 1 && g.gather;
+    /* GEMM 1 without A multicast (CN = 1) may gather its A rows from x (cp.async
+     * by the producer warpgroup, 128B-swizzled by hand) instead of a TMA box of
+     * xp: then the full barrier counts 1 (its expect_tx for B) + 128 (the
+     * producer warpgroup's copies) arrivals */
+    const bool gather = MODE == 1 && CN == 1 && g.gather;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(bars + 8 * s, gather ? 129 : 1);
@@ -183,21 +189,43 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     const int MU = *g.n_mtiles, NT = (GN + NOUT - 1) / NOUT, NU = (NT + CN - 1) / CN;
     const int total = MU * NU, kblocks = (GC + BK - 1) / BK;
     const int cid = blockIdx.x / CS, ncl = gridDim.x / CS;
+    /* unit mu's m-tile for this CTA: expert, first row (-1: none, the odd
+     * leftover of a split list), and whether both CTAs of the pair share it */
+    auto job = [&](int mu, int *m0, bool *pair) -> int {
+        if (CM == 1) {
+            const int2 t = g.tiles[mu];
+            *m0 = t.y;
+            *pair = false;
+            return t.x;
+        }
+        const int2 un = g.units[mu], ta = g.tiles[un.x];
+        const int2 tb = un.y >= 0 ? g.tiles[un.y] : make_int2(ta.x, -1);
+        *pair = un.y >= 0 && ta.x == tb.x;
+        *m0 = rm == 0 ? ta.y : tb.y;
+        return rm == 0 ? ta.x : tb.x;
+    };
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         /* the B tile of k-block kb into sb: two TMA boxes of BH rows (gate and up
-         * rows n0.., or rows n0 and n0 + BH of one tensor); with CM = 2 each CTA
-         * of a pair loads one box and multicasts it (maskB) */
-        auto load_b = [&](uint32_t sb, int kb, int n0, int e, uint32_t full, uint16_t maskB) {
+         * rows n0.., or rows n0 and n0 + BH of one tensor); in a paired unit
+         * each CTA of the pair loads one box and multicasts it (maskB) */
+        uint16_t maskA = 0, maskB = 0;
+        for (int j = 0; j < CN; j++) maskA |= (uint16_t)(1u << (rm + CM * j));
+        for (int i = 0; i < CM; i++) maskB |= (uint16_t)(1u << (i + CM * rn));
+        auto load_b = [&](uint32_t sb, int kb, int n0, int e, uint32_t full, bool pair) {
 #pragma unroll
             for (int j = 0; j < 2; j++) {
-                if (CM == 2 && j != rm) continue;
+                if (CM == 2 && pair && j != rm) continue;
                 const CUtensorMap *tb = GATED && j == 1 ? &tmB1 : &tmB0;
                 const int row = GATED ? n0 : n0 + BH * j;
-                if (CM == 1) tma_3d(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full);
+                if (CM == 1 || !pair) tma_3d(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full);
                 else tma_3d_mc(sb + j * (B_BYTES / 2), tb, kb * BK, row, e, full, maskB);
             }
+        };
+        auto wait_empty = [&](uint32_t bar, uint32_t parity) {
+            if (CS > 1) mbar_wait_cluster(bar, parity); /* released by the peers' consumers too */
+            else mbar_wait(bar, parity);
         };
         if (gather) {
             /* per k-block the producer warpgroup copies the A tile's BMT rows x 8
@@ -213,24 +241,24 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             int stage = 0;
             uint32_t phase = 0;
             for (int u = cid; u < total; u += ncl) {
-                int mu, nu;
+                int mu, nu, m0;
+                bool pair;
                 moe_cuda_raster(u, MU, NU, &mu, &nu);
-                const int2 tl = g.tiles[mu];
-                const int e = tl.x, n0 = nu * NOUT;
+                const int e = job(mu, &m0, &pair), n0 = nu * NOUT;
                 const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;
                 asm volatile("bar.sync 1, 128;\n" ::: "memory"); /* the previous tile's copies were issued */
                 if (tid < BMT) {
-                    const int m = tl.y + tid;
-                    tab[tid] = m < rows ? g.sorted_pair[rbase + m] / g.K : -1;
+                    const int m = m0 + tid;
+                    tab[tid] = m0 >= 0 && m < rows ? g.sorted_pair[rbase + m] / g.K : -1;
                 }
                 asm volatile("bar.sync 1, 128;\n" ::: "memory");
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
-                    mbar_wait(empty, phase ^ 1);
+                    wait_empty(empty, phase ^ 1);
                     const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
                     if (tid == 0) {
                         mbar_expect_tx(full, B_BYTES);
-                        load_b(sb, kb, n0, e, full, 0);
+                        load_b(sb, kb, n0, e, full, pair);
                     }
                     const int col = kb * BK + 8 * c;
 #pragma unroll
@@ -245,26 +273,24 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                 }
             }
         } else if (threadIdx.x == 0) {
-            uint16_t maskA = 0, maskB = 0;
-            for (int j = 0; j < CN; j++) maskA |= (uint16_t)(1u << (rm + CM * j));
-            for (int i = 0; i < CM; i++) maskB |= (uint16_t)(1u << (i + CM * rn));
             int stage = 0;
             uint32_t phase = 0;
             for (int u = cid; u < total; u += ncl) {
-                int mu, nu;
+                int mu, nu, m0;
+                bool pair;
                 moe_cuda_raster(u, MU, NU, &mu, &nu);
-                const int2 tl = g.tiles[mu];
-                const int e = tl.x, n0 = (nu * CN + rn) * NOUT;
-                const int arow = g.exp_off[e] + tl.y + BMT * rm + (BMT / CN) * rn;
+                const int e = job(mu, &m0, &pair), n0 = (nu * CN + rn) * NOUT;
+                /* no m-tile (-1): the rows after the expert's, never stored */
+                const int arow = (m0 >= 0 ? g.exp_off[e] + m0 : g.exp_off[e + 1]) + (BMT / CN) * rn;
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
-                    mbar_wait_cluster(empty, phase ^ 1);
+                    wait_empty(empty, phase ^ 1);
                     mbar_expect_tx(full, STAGE_BYTES);
                     const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
                     const uint32_t da = sa + (BMT / CN) * rn * 128;
                     if (CN == 1) tma_2d(da, &tmA, kb * BK, arow, full);
                     else tma_2d_mc(da, &tmA, kb * BK, arow, full, maskA);
-                    load_b(sb, kb, n0, e, full, maskB);
+                    load_b(sb, kb, n0, e, full, pair);
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
             }
@@ -293,11 +319,11 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
         int stage = 0;
         uint32_t phase = 0;
         for (int u = cid; u < total; u += ncl) {
-            int mu, nu;
+            int mu, nu, mt;
+            bool pair;
             moe_cuda_raster(u, MU, NU, &mu, &nu);
-            const int2 tl = g.tiles[mu];
-            const int e = tl.x, m0 = tl.y + BMT * rm, n0 = (nu * CN + rn) * NOUT;
-            const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;
+            const int e = job(mu, &mt, &pair), n0 = (nu * CN + rn) * NOUT;
+            const int rbase = g.exp_off[e], rows = mt >= 0 ? g.exp_off[e + 1] - rbase : 0, m0 = mt >= 0 ? mt : 0;
             /* The biases (or 0) start the accumulators and every wgmma adds to
              * them: the loads are independent and overlap the first full-barrier
              * wait, where the epilogue used to wait for each column's load in

@@ -243,12 +243,71 @@ static __global__ void __launch_bounds__(1024) k_group_tiles(const int2 *__restr
     for (int i = s_lo + (int)threadIdx.x; i < s_hi; i += blockDim.x) gt[i - s_lo] = make_int2(tiles[i].x - e0, tiles[i].y);
 }
 
+/* The work units of a forward in 2 x 1 clusters: the m-tiles of bm rows
+ * (tiles, k_scan's or k_group_tiles' order: by expert, m0 ascending) two at a
+ * time, one per CTA of the pair. An expert's m-tiles 2i and 2i + 1 make a
+ * paired unit (the pair multicasts B); the odd last m-tiles of experts with an
+ * odd count follow, two experts to a unit (each CTA loads its own B), the
+ * last one alone (.y = -1) if their number is odd. So the pairing pads no
+ * rows; before, a pair took 2 bm rows of one expert and an expert with 129
+ * rows cost two half-empty units. One block; writes units[0, P + ceil(L / 2)). */
+static __global__ void __launch_bounds__(1024) k_pair_units(const int2 *__restrict__ tiles, const int *__restrict__ ntl,
+                                                           int bm, int2 *__restrict__ units, int *__restrict__ nunits) {
+    __shared__ int s_w[2][32], s_carry[2];
+    const int n = *ntl, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int P = 0; /* paired units, ahead of the split ones */
+    for (int base = 0; base < n; base += 1024) {
+        const int i = base + tid;
+        P += __syncthreads_count(i + 1 < n && (tiles[i].y / bm) % 2 == 0 && tiles[i + 1].x == tiles[i].x);
+    }
+    if (tid == 0) s_carry[0] = s_carry[1] = 0;
+    __syncthreads();
+    for (int base = 0; base < n; base += 1024) {
+        const int i = base + tid;
+        const bool even = i < n && (tiles[i].y / bm) % 2 == 0;
+        const bool head = even && i + 1 < n && tiles[i + 1].x == tiles[i].x, left = even && !head;
+        const unsigned bh = __ballot_sync(0xffffffffu, head), bl = __ballot_sync(0xffffffffu, left);
+        if (lane == 0) {
+            s_w[0][warp] = __popc(bh);
+            s_w[1][warp] = __popc(bl);
+        }
+        __syncthreads();
+        if (warp == 0) { /* exclusive scan of the warps' counts */
+            int a = s_w[0][lane], b = s_w[1][lane];
+            for (int o = 1; o < 32; o <<= 1) {
+                const int x = __shfl_up_sync(0xffffffffu, a, o), y = __shfl_up_sync(0xffffffffu, b, o);
+                if (lane >= o) { a += x; b += y; }
+            }
+            s_w[0][lane] = a - s_w[0][lane];
+            s_w[1][lane] = b - s_w[1][lane];
+        }
+        __syncthreads();
+        const unsigned below = (1u << lane) - 1u;
+        if (head) units[s_carry[0] + s_w[0][warp] + __popc(bh & below)] = make_int2(i, i + 1);
+        if (left) {
+            const int k = s_carry[1] + s_w[1][warp] + __popc(bl & below);
+            ((int *)&units[P + k / 2])[k & 1] = i;
+        }
+        __syncthreads();
+        if (tid == 1023) { /* the last warp's exclusive sums plus its own counts: this chunk's totals */
+            s_carry[0] += s_w[0][31] + __popc(bh);
+            s_carry[1] += s_w[1][31] + __popc(bl);
+        }
+        __syncthreads();
+    }
+    if (tid == 0) {
+        const int L = s_carry[1];
+        if (L & 1) units[P + L / 2].y = -1;
+        *nunits = P + (L + 1) / 2;
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Workspace                                                                 */
 /* ------------------------------------------------------------------------ */
 
 typedef struct {
-    size_t cnt, off, ntiles, tiles, gtiles, sorted, ppos, xp, h, y, total;
+    size_t cnt, off, ntiles, tiles, gtiles, units, sorted, ppos, xp, h, y, total;
     int max_mtiles;
 } ws_layout;
 
@@ -266,6 +325,7 @@ static ws_layout ws_plan(const moe_layer *L, int64_t T, int sm90, int xp) {
     w.ntiles = o; o = align_up(o + sizeof(int));
     w.tiles = o; o = align_up(o + sizeof(int2) * (size_t)w.max_mtiles);
     w.gtiles = o; o = align_up(o + sizeof(int2) * (size_t)w.max_mtiles + sizeof(int)); /* a group's tiles, then their count */
+    w.units = o; if (sm90) o = align_up(o + sizeof(int2) * (size_t)w.max_mtiles + sizeof(int)); /* 2 x 1 units, count */
     w.sorted = o; o = align_up(o + sizeof(int32_t) * (size_t)TK);
     w.ppos = o; if (xp) o = align_up(o + sizeof(int32_t) * (size_t)TK); /* each pair's sorted position, for the copy */
     w.xp = o; if (xp) o = align_up(o + es * (size_t)(TK * D));
@@ -499,7 +559,7 @@ extern "C" int moe__cuda_sm90_env_cluster(int *cm, int *cn) {
 static int sm90_gather(void) {
     const char *g = getenv("MOE_SM90_GATHER");
     int cm, cn;
-    if (moe__cuda_sm90_env_cluster(&cm, &cn) && (cm == 2 || cn == 2)) return 0;
+    if (moe__cuda_sm90_env_cluster(&cm, &cn) && cn == 2) return 0;
     if (g && *g) return g[0] != '0';
     return -1;
 }
@@ -641,8 +701,8 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                                 L->backend->name);
     cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
     /* sm90 cluster shape and A-row source (moe__cuda_sm90_shape): cm = 2 pairs
-     * CTAs on 256-row units of one expert, cn = 2 on neighbouring n-tiles (TMA
-     * multicast); clusters take A through TMA from the permuted copy xp */
+     * CTAs on two m-tiles (k_pair_units), cn = 2 on neighbouring n-tiles (TMA
+     * multicast of A, which then comes through TMA from the permuted copy xp) */
     int cm = 1, cn = 1;
     const int gather = moe__cuda_sm90_shape(L, T, &cm, &cn);
     ws_layout w = ws_plan(L, T, im->sm90, im->sm90 && !gather);
@@ -650,6 +710,8 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
     int *cnt = (int *)(ws + w.cnt), *cursor = cnt + E, *off = (int *)(ws + w.off), *ntl = (int *)(ws + w.ntiles);
     int2 *tiles = (int2 *)(ws + w.tiles), *gtiles = (int2 *)(ws + w.gtiles);
     int *gntl = (int *)(gtiles + w.max_mtiles);
+    int2 *units = (int2 *)(ws + w.units);
+    int *nunits = (int *)(units + w.max_mtiles);
     int32_t *sorted = (int32_t *)(ws + w.sorted);
     void *xp = im->sm90 && !gather ? ws + w.xp : NULL, *h = ws + w.h, *y = ws + w.y;
     moe_status st = MOE_OK;
@@ -665,7 +727,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         else k_count<<<(unsigned)((TK + 255) / 256), 256, 0, s>>>(a->ids, (int)TK, (int)E, cnt);
         MOE_CUDA_CK(cudaGetLastError());
         const int bm = im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM;
-        k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, bm * cm, off, tiles, ntl);
+        k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, bm, off, tiles, ntl);
         MOE_CUDA_CK(cudaGetLastError());
         if (blk) {
             int32_t *ppos = xp ? (int32_t *)(ws + w.ppos) : NULL;
@@ -690,7 +752,8 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g1.gather = gather;
         g1.out = h;
         g1.sorted_pair = sorted; g1.exp_off = off; g1.tiles = tiles; g1.n_mtiles = ntl; g1.w = a->w;
-        g1.max_mtiles = (int)(TK / (bm * cm) + (E < TK ? E : TK) + 1); /* the tile list's bound for this bm */
+        const int max_tiles = (int)(TK / bm + (E < TK ? E : TK) + 1); /* the tile list's bound for this bm */
+        g1.max_mtiles = cm == 2 ? max_tiles / 2 + 1 : max_tiles;         /* and the units' */
         g1.cm = cm;
         g1.cn = cn;
         g1.bm = bm;
@@ -714,6 +777,14 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                 MOE_CUDA_CK(cudaGetLastError());
                 h1.tiles = h2.tiles = gtiles;
                 h1.n_mtiles = h2.n_mtiles = gntl;
+            }
+            if (cm == 2) { /* the pairs of m-tiles the 2 x 1 clusters take */
+                k_pair_units<<<1, 1024, 0, s>>>(h1.tiles, h1.n_mtiles, bm, units, nunits);
+                MOE_CUDA_CK(cudaGetLastError());
+                h1.units = h2.units = units;
+                h1.n_mtiles = h2.n_mtiles = nunits;
+            }
+            if (ne < E) {
                 h1.exp_off = h2.exp_off = off + e0;
                 if (h1.fb0) h1.fb0 += e0 * d->I;
                 if (h1.fb1) h1.fb1 += e0 * d->I;
@@ -838,7 +909,7 @@ extern "C" int moe__cuda_sm90_shape(const moe_layer *L, int64_t T, int *cm, int 
     } else if (!moe__cuda_sm90_env_cluster(cm, cn) && sm90_c21_rule(L, T)) {
         *cm = 2;
     }
-    if (*cm != 1 || *cn != 1) return 0;
+    if (*cn != 1) return 0; /* A multicast over the n-tiles of a cluster: TMA */
     if (im->gather >= 0) return im->gather;
     const moe_layer_desc *d = &L->desc;
     return d->I <= SM90_GATHER_MAX_I || T * d->K <= (int64_t)SM90_GATHER_MAX_ROWS * d->E;
