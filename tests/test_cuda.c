@@ -85,9 +85,9 @@ TEST(cuda_cases_jit_gather) { run_cases_gather("cuda-jit", "64", "1"); }
  * is the default at large T only): the case table under each shape; cuda-jit
  * reads them at layer creation, cuda-sm90 per forward. With cm = 2 the units
  * pair an expert's m-tiles or two experts' odd last ones (layer.cu
- * k_pair_units): the table's routings give both kinds and the odd one out;
- * GEMM 1 gathers x's rows there (the cases' I <= 2048) or, with
- * MOE_SM90_GATHER=0, reads the permuted copy through TMA. */
+ * k_pair_units): the table's routings give both kinds and the odd one out.
+ * GEMM 1 reads the permuted copy through TMA there, or gathers x's rows
+ * where MOE_SM90_GATHER=1 asks. */
 static void run_cases_cluster(const char *backend, const char *cm, const char *cn) {
     setenv("MOE_SM90_CM", cm, 1);
     setenv("MOE_SM90_CN", cn, 1);
@@ -100,8 +100,8 @@ TEST(cuda_cases_sm90_cluster1x2) { run_cases_cluster("cuda-sm90", "1", "2"); }
 TEST(cuda_cases_sm90_cluster2x2) { run_cases_cluster("cuda-sm90", "2", "2"); }
 TEST(cuda_cases_jit_cluster2x2) { run_cases_cluster("cuda-jit", "2", "2"); }
 TEST(cuda_cases_jit_cluster2x1) { run_cases_cluster("cuda-jit", "2", "1"); }
-TEST(cuda_cases_sm90_cluster2x1_xp) {
-    setenv("MOE_SM90_GATHER", "0", 1);
+TEST(cuda_cases_sm90_cluster2x1_gather) {
+    setenv("MOE_SM90_GATHER", "1", 1);
     run_cases_cluster("cuda-sm90", "2", "1");
     unsetenv("MOE_SM90_GATHER");
 }
@@ -312,7 +312,7 @@ static void bad_ids_and_graph(const char *backend, int need_sm90, const char *bm
 }
 
 /* The default 2 x 1 clusters at large T (layer.cu moe__cuda_sm90_shape: D >=
- * 4096, T*K >= 32768, T*K/E >= 512): the description names them at T = 16384
+ * 4096, T*K >= 8192, T*K/E >= 128): the description names them at T = 16384
  * and not at T = 512, and the forward equals, bit for bit, the one with
  * MOE_SM90_CM=1 (1 x 1; and GEMM 1 gathering x's rows, I <= 2048), itself
  * checked against the reference by the case tables. */

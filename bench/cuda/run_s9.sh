@@ -16,7 +16,9 @@ echo "$(grep -c '^ok' "$OUT/tests.log") passed, $(grep -c '^FAIL' "$OUT/tests.lo
 if [ -z "$NOSAN" ]; then
 ( timeout 150 compute-sanitizer --tool memcheck /tmp/b/moe-tests cuda_bad_ids_graph_sm90
   timeout 150 compute-sanitizer --tool racecheck /tmp/b/moe-tests cuda_bad_ids_graph_jit_bm64
-  timeout 200 compute-sanitizer --tool memcheck /tmp/b/moe-tests cuda_jit_bn240_default ) > "$OUT/sanitizer.log" 2>&1
+  timeout 200 compute-sanitizer --tool memcheck /tmp/b/moe-tests cuda_jit_bn240_default
+  timeout 200 compute-sanitizer --tool memcheck /tmp/b/moe-tests cuda_cases_sm90_cluster2x1
+  timeout 200 compute-sanitizer --tool racecheck /tmp/b/moe-tests cuda_cases_sm90_cluster2x1_gather ) > "$OUT/sanitizer.log" 2>&1
 echo "== sanitizer"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^FAIL|^ok" "$OUT/sanitizer.log"
 fi
 B=bench/cuda/bench_layer.py

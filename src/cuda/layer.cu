@@ -542,10 +542,11 @@ static int weight_tmaps(const moe_layer *L, moe_cuda_impl *im, char *why, size_t
  * 1.07-1.13, gpt-oss-120b T=16384 1.14, mixtral 0.99-1.03): full tiles are
  * MMA-bound and the producer's 8 cp.async a thread per k-block cost more
  * than the copy. Default: I <= 2048 or T*K <= 128 E, decided per forward
- * (moe__cuda_sm90_shape); MOE_SM90_GATHER=0|1 forces it; clusters
- * (MOE_SM90_CM / CN = 2, read here as cuda-jit reads them) multicast A
- * through TMA and keep xp, and so does a forward whose T takes the default
- * 2 x 1 clusters. The workspace size for a T follows the same decision. */
+ * (moe__cuda_sm90_shape); MOE_SM90_GATHER=0|1 forces it. Clusters keep xp:
+ * with CN = 2 A is multicast through TMA (MOE_SM90_CN = 2, read here as
+ * cuda-jit reads it, rules the gather out), and 2 x 1 clusters gather only
+ * where MOE_SM90_GATHER=1 asks (measured slower, see the cluster rule). The
+ * workspace size for a T follows the same decision. */
 #define SM90_GATHER_MAX_I 2048
 #define SM90_GATHER_MAX_ROWS 128
 extern "C" int moe__cuda_sm90_env_cluster(int *cm, int *cn) {
@@ -877,20 +878,23 @@ extern "C" int moe__cuda_sm90_bn2(int64_t D) {
     return (D + 239) / 240 * 240 < (D + 255) / 256 * 256 ? 240 : 256;
 }
 
-/* Thread-block clusters by default: 2 x 1 (the B tile multicast to the two
- * CTAs of a pair of m-tiles of one expert, so each expert's weights cross L2
- * once per 256 rows) where a layer has wide rows and many rows per expert:
- * D >= 4096, T*K >= 32768 and T*K/E >= 512. Measured on an H200 (bench/cuda/s8,
- * runs 5 and 6, 4 and 8 A/B rounds against 1 x 1): deepseek-v3 T=16384 0.85 /
- * 0.87 (with the permuted copy instead of the gather), mixtral T=16384 0.91 /
- * 0.94; left out: mixtral T=4096 (1.02 / 1.03), deepseek-v3 T=4096 (128 rows
- * an expert, 1.03), gpt-oss (D = 2880: 0.99-1.11), qwen3 (D = 2048: 1.07-1.17).
- * The pair works on 256-row units, so an expert's last unit may be half empty:
- * the rule needs many rows per expert. MOE_SM90_CM / MOE_SM90_CN (set to 1 or
- * 2) fix the shape instead. */
+/* Thread-block clusters by default: 2 x 1 (k_pair_units: an expert's m-tiles
+ * in pairs whose B tile is multicast to both CTAs, so those weights cross L2
+ * once per 256 rows) where a layer has wide rows and on average at least two
+ * m-tiles an expert: D >= 4096, T*K >= 8192 and T*K/E >= 128. Measured on an
+ * H200 against 1 x 1 (bench/cuda/s9 run 6, 5 A/B rounds, the permuted copy):
+ * deepseek-v3 T=4096 0.86, T=16384 0.97 of the former pairing (which padded
+ * to 256-row units and lost at T=4096: 1.03, s8 runs 5-6); mixtral T=4096 0.97;
+ * left out: qwen3 (D = 2048: 1.13 / 1.06 at T = 4096 / 16384), gpt-oss-20b (D =
+ * 2880: 1.03 / 0.99; its 1 x 1 kernels have n-tiles of 240), gpt-oss-120b
+ * (0.98 / 0.99, within noise). With clusters GEMM 1 reads the permuted copy
+ * through TMA: the gather, possible at 2 x 1, measured slower there (deepseek-
+ * v3 1.03 / 1.05 of the copy, gpt-oss-120b 1.07, mixtral 1.01-1.03; only qwen3
+ * gained), so it runs only where MOE_SM90_GATHER=1 asks. MOE_SM90_CM /
+ * MOE_SM90_CN (set to 1 or 2) fix the shape instead. */
 #define SM90_C21_MIN_D 4096
-#define SM90_C21_MIN_TK 32768
-#define SM90_C21_MIN_ROWS 512
+#define SM90_C21_MIN_TK 8192
+#define SM90_C21_MIN_ROWS 128
 static int sm90_c21_rule(const moe_layer *L, int64_t T) {
     const int64_t TK = T * L->desc.K;
     return L->desc.D >= SM90_C21_MIN_D && TK >= SM90_C21_MIN_TK && TK >= (int64_t)SM90_C21_MIN_ROWS * L->desc.E;
@@ -909,7 +913,7 @@ extern "C" int moe__cuda_sm90_shape(const moe_layer *L, int64_t T, int *cm, int 
     } else if (!moe__cuda_sm90_env_cluster(cm, cn) && sm90_c21_rule(L, T)) {
         *cm = 2;
     }
-    if (*cn != 1) return 0; /* A multicast over the n-tiles of a cluster: TMA */
+    if (*cm != 1 || *cn != 1) return *cn == 1 && im->gather == 1; /* clusters: xp unless asked (see above) */
     if (im->gather >= 0) return im->gather;
     const moe_layer_desc *d = &L->desc;
     return d->I <= SM90_GATHER_MAX_I || T * d->K <= (int64_t)SM90_GATHER_MAX_ROWS * d->E;
