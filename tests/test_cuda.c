@@ -275,7 +275,7 @@ static void bad_ids_and_graph(const char *backend, int need_sm90, const char *bm
         char desc[1024], want[64];
         setenv("MOE_SM90_BM", bm, 1);
         CHECK_STATUS(moe_layer_describe(s.L, ST, desc, sizeof desc), MOE_OK);
-        snprintf(want, sizeof want, strcmp(backend, "cuda-jit") ? "BM %s)" : "this T: %sx256x64", bm);
+        snprintf(want, sizeof want, strcmp(backend, "cuda-jit") ? "BM %s, raster" : "this T: %sx256x64", bm);
         CHECK_MSG(strstr(desc, want) != NULL, "MOE_SM90_BM=%s: the description lacks \"%s\": %s", bm, want, desc);
     }
     /* direct forward with two ids out of range: no fault, finite output */
@@ -312,8 +312,9 @@ static void bad_ids_and_graph(const char *backend, int need_sm90, const char *bm
 }
 
 /* The default 2 x 1 clusters at large T (layer.cu moe__cuda_sm90_shape: D >=
- * 4096, T*K >= 8192, T*K/E >= 128): the description names them at T = 16384
- * and not at T = 512, and the forward equals, bit for bit, the one with
+ * 4096, T*K >= 8192, T*K/E >= 128): the description names them (and the
+ * raster band) at T = 16384 and not at T = 512, and the forward equals, bit
+ * for bit, the one with
  * MOE_SM90_CM=1 (1 x 1; and GEMM 1 gathering x's rows, I <= 2048), itself
  * checked against the reference by the case tables. */
 static void env_forward(const char *backend, const char *env, const char *val, int E, int D, int I, int K,
@@ -390,6 +391,9 @@ static void c21_default(const char *backend) {
     CHECK_MSG(strstr(desc, want) != NULL, "%s T=%d: no \"%s\": %s", backend, CT, want, desc);
     CHECK_MSG(strstr(desc1, want1) != NULL, "%s T=%d MOE_SM90_CM=1: no \"%s\": %s", backend, CT, want1, desc1);
     CHECK_MSG(strstr(desc0, want1) != NULL, "%s T=512: no \"%s\": %s", backend, want1, desc0);
+    /* the raster rule (layer.cu moe__cuda_sm90_raster): bands of 4 m-tiles at 128 rows an expert, 16 at 4096 */
+    CHECK_MSG(strstr(desc, "raster bands of 16") != NULL, "%s T=%d: no \"raster bands of 16\": %s", backend, CT, desc);
+    CHECK_MSG(strstr(desc0, "raster bands of 4,") != NULL, "%s T=512: no \"raster bands of 4\": %s", backend, desc0);
     if (!why[0] && !why2[0] && o1 && o2) {
         size_t bad = nx, nan = 0;
         for (size_t j = 0; j < nx; j++) {

@@ -22,7 +22,8 @@ if [ -z "$NOSAN" ]; then
 echo "== sanitizer"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^FAIL|^ok" "$OUT/sanitizer.log"
 fi
 B=bench/cuda/bench_layer.py
-PYTHONUNBUFFERED=1 timeout ${ABT:-300} python3 $B --lib /tmp/b/libmoe.so --base-lib /tmp/b/libmoe_head.so \
+BASEARG="--base-lib /tmp/b/libmoe_head.so"; [ -n "$NOBASE" ] && BASEARG=""
+PYTHONUNBUFFERED=1 timeout ${ABT:-300} python3 $B --lib /tmp/b/libmoe.so $BASEARG \
   --backends ${BACKENDS:-cuda-decode,cuda-decode@MOE_SM90_BN2=256} --ab ${AB:-5} --reps 5 \
   --presets ${PRESETS:-gpt-oss-20b,gpt-oss-120b} --tokens ${TOKENS:-512,4096,16384} --out "$OUT/ab.json" 2>&1 |
   grep -E "^#|AB " | cut -c1-170

@@ -88,6 +88,9 @@ int moe__cuda_sm90_available(void);
 /* The M tile (128 or 64 rows) of the sm90 / cuda-jit GEMMs for a forward of T
  * tokens with clusters cm x cn (layer.cu: the tile table's rule). */
 int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn);
+/* The raster band (m-tiles or units per sweep over the n-tiles) of a forward
+ * over T tokens with M tiles of bm rows (layer.cu: the rule). */
+int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm);
 /* GEMM 2's n-tile for a layer of D output columns (layer.cu: the rule and
  * where it was measured; MOE_SM90_BN2 forces 256 or 240). */
 int moe__cuda_sm90_bn2(int64_t D);

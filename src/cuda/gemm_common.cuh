@@ -76,6 +76,7 @@ typedef struct moe_cuda_gemm {
     int cm, cn;               /* sm90 cluster shape: cm m-tiles of a unit (units), cn n-tiles sharing A */
     int bm;                   /* sm90 M tile: 128 or 64 rows (64: cm = cn = 1) */
     int bn;                   /* sm90 n-tile: 256, or 240 for GEMM 2 with cm = cn = 1 (gate/up: bn / 2 outputs) */
+    int gm;                   /* sm90 raster: m-tiles (units) per band of n-tiles (moe_cuda_raster) */
     int gather;               /* sm90 mode 1, cn = 1: A = x [T, C], rows x[sorted_pair[r] / K] copied by the
                                  producer warp (cp.async), no permuted copy */
 } moe_cuda_gemm;
@@ -138,8 +139,7 @@ template <> __device__ __forceinline__ uint32_t moe_cuda_pack2<__half>(float a, 
 /* Tile t of the (m-tile, n-tile) grid in grouped raster order: GM m-tiles
  * share a band of n-tiles so that concurrent CTAs reuse A rows and B columns
  * in L2 (an expert's weights are read once per band instead of once per m-tile). */
-static __device__ __forceinline__ void moe_cuda_raster(int t, int MT, int NT, int *mt, int *nt) {
-    const int GM = 16;
+static __device__ __forceinline__ void moe_cuda_raster(int t, int MT, int NT, int GM, int *mt, int *nt) {
     int group = t / (GM * NT), first = group * GM;
     int gm = MT - first < GM ? MT - first : GM;
     int idx = t - first * NT;

@@ -81,7 +81,7 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
     const int ck = tid & 3;
     for (int t = blockIdx.x; t < MT * NT; t += gridDim.x) {
         int mt, nt;
-        moe_cuda_raster(t, MT, NT, &mt, &nt);
+        moe_cuda_raster(t, MT, NT, 16, &mt, &nt);
         const int2 tl = g.tiles[mt];
         const int e = tl.x, m0 = tl.y;
         const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;

@@ -189,6 +189,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     const int MU = *g.n_mtiles, NT = (GN + NOUT - 1) / NOUT, NU = (NT + CN - 1) / CN;
     const int total = MU * NU, kblocks = (GC + BK - 1) / BK;
     const int cid = blockIdx.x / CS, ncl = gridDim.x / CS;
+    const int GMR = g.gm;
     /* unit mu's m-tile for this CTA: expert, first row (-1: none, the odd
      * leftover of a split list), and whether both CTAs of the pair share it */
     auto job = [&](int mu, int *m0, bool *pair) -> int {
@@ -243,7 +244,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             for (int u = cid; u < total; u += ncl) {
                 int mu, nu, m0;
                 bool pair;
-                moe_cuda_raster(u, MU, NU, &mu, &nu);
+                moe_cuda_raster(u, MU, NU, GMR, &mu, &nu);
                 const int e = job(mu, &m0, &pair), n0 = nu * NOUT;
                 const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;
                 asm volatile("bar.sync 1, 128;\n" ::: "memory"); /* the previous tile's copies were issued */
@@ -278,7 +279,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             for (int u = cid; u < total; u += ncl) {
                 int mu, nu, m0;
                 bool pair;
-                moe_cuda_raster(u, MU, NU, &mu, &nu);
+                moe_cuda_raster(u, MU, NU, GMR, &mu, &nu);
                 const int e = job(mu, &m0, &pair), n0 = (nu * CN + rn) * NOUT;
                 /* no m-tile (-1): the rows after the expert's, never stored */
                 const int arow = (m0 >= 0 ? g.exp_off[e] + m0 : g.exp_off[e + 1]) + (BMT / CN) * rn;
@@ -321,7 +322,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
         for (int u = cid; u < total; u += ncl) {
             int mu, nu, mt;
             bool pair;
-            moe_cuda_raster(u, MU, NU, &mu, &nu);
+            moe_cuda_raster(u, MU, NU, GMR, &mu, &nu);
             const int e = job(mu, &mt, &pair), n0 = (nu * CN + rn) * NOUT;
             const int rbase = g.exp_off[e], rows = mt >= 0 ? g.exp_off[e + 1] - rbase : 0, m0 = mt >= 0 ? mt : 0;
             /* The biases (or 0) start the accumulators and every wgmma adds to

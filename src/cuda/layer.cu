@@ -759,6 +759,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g1.cn = cn;
         g1.bm = bm;
         g1.bn = 256;
+        g1.gm = moe__cuda_sm90_raster(L, T, bm);
         g2 = g1;
         fill_gemm2(L, &g2);
         g2.bn = cm == 1 && cn == 1 ? im->bn2 : 256; /* as compiled into cuda-jit's 1 x 1 kernels */
@@ -838,13 +839,15 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
     if (im->sm90) snprintf(cl, sizeof cl, ", clusters %dx%d", cm, cn);
     snprintf(buf, n,
              "%s: T = %lld, %s, device %d (sm_%d%d, %d SMs): route count/scan/scatter%s, grouped GEMM gate/up %s "
-             "(%s%s, BM %d), GEMM down with weights (n-tiles of %d), deterministic combine over %lld slots%s",
+             "(%s%s, BM %d, raster bands of %d), GEMM down with weights (n-tiles of %d), deterministic combine over %lld "
+             "slots%s",
              L->backend->name, (long long)T, moe_type_name(d->act_type), im->device, im->cc_major, im->cc_minor,
              im->sm_count, im->sm90 && !gather ? " + permuted copy of x" : "",
              im->sm90 ? (gather ? "x rows gathered by cp.async, weights by TMA, wgmma, warp-specialised persistent"
                                 : "TMA + wgmma, warp-specialised persistent")
                       : "cp.async row gather + mma.sync",
              moe_act_name(d->act), cl, im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM,
+             im->sm90 ? moe__cuda_sm90_raster(L, T, moe__cuda_sm90_bm(L, T, cm, cn)) : 16,
              im->sm90 ? (cm == 1 && cn == 1 ? im->bn2 : 256) : 128 /* gemm_sm80.cu */, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
 }
@@ -876,6 +879,26 @@ extern "C" int moe__cuda_sm90_bn2(int64_t D) {
     const char *ev = getenv("MOE_SM90_BN2");
     if (ev && (atoi(ev) == 256 || atoi(ev) == 240)) return atoi(ev);
     return (D + 239) / 240 * 240 < (D + 255) / 256 * 256 ? 240 : 256;
+}
+
+/* The raster band of the sm90 GEMMs (gemm_common.cuh moe_cuda_raster): m-tiles
+ * (units with clusters) that share a sweep over the n-tiles. 16 lets the
+ * concurrent CTAs of one expert's many m-tiles read each B tile from L2; with
+ * at most 256 rows an expert (1-2 m-tiles) there is little B to share and 16
+ * m-tiles of A (deepseek-v3: 1.8 MB each) are re-read from DRAM on every
+ * sweep: ncu (bench/cuda/s9 run 8) showed deepseek-v3 T=4096 GEMM 1 reading
+ * 20.6 GB from DRAM for 15 GB of weights, L2 at 97% of its throughput. Bands
+ * of 4 measured on an H200 (s9 runs 9-10, 7 A/B rounds): deepseek-v3 T = 2048 /
+ * 4096 / 8192 0.96 / 0.95 / 0.95, gpt-oss-120b 0.97 / 0.95 / 0.94, qwen3 T = 2048
+ * 0.97 (4096: 0.99), gpt-oss-20b T = 2048 0.99; with more rows 16 stays
+ * (mixtral T = 16384 4: 1.03, 8: 0.98; gpt-oss-120b T = 16384 4: 1.01; qwen3,
+ * gpt-oss-20b 1.00). BM 64 (fewer than 48 rows an expert) keeps 16, not
+ * measured. MOE_SM90_RASTER=n forces n (read per forward). */
+#define SM90_RASTER_NARROW_ROWS 256
+extern "C" int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm) {
+    const char *ev = getenv("MOE_SM90_RASTER");
+    if (ev && atoi(ev) > 0) return atoi(ev);
+    return bm == 128 && T * L->desc.K <= (int64_t)SM90_RASTER_NARROW_ROWS * L->desc.E ? 4 : 16;
 }
 
 /* Thread-block clusters by default: 2 x 1 (k_pair_units: an expert's m-tiles
