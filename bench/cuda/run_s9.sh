@@ -8,11 +8,12 @@ for f in ${CARRY:-build-devbin/carry23}/*.gz; do gunzip -c $f > /tmp/b/$(basenam
 chmod +x /tmp/b/moe-tests
 export MOE_CACHE_DIR=/tmp/moe-jit-cache MOE_TEST_SEED=${MOE_TEST_SEED:-2029}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-for t in ${TESTS:-cuda_cases cuda_sm90_bn240 cuda_jit_bn240 cuda_bad_ids_graph cuda_sm90_c21 cuda_jit_c21 jit_}; do
-  timeout 240 /tmp/b/moe-tests $t >> "$OUT/tests.log" 2>&1
+for t in ${TESTS:-cuda_cases cuda_sm90 cuda_jit cuda_bad_ids_graph cuda_route cuda_quant cuda_decode jit_}; do
+  timeout ${TT:-240} /tmp/b/moe-tests $t >> "$OUT/tests.log" 2>&1
+  rc=$?; [ $rc -ge 124 ] && echo "TIMEOUT after ${TT:-240} s: moe-tests $t (the tests after the last ok did not run)" | tee -a "$OUT/tests.log"
 done
 echo "== GPU tests"; grep -E "^FAIL" "$OUT/tests.log" | cut -c1-300
-echo "$(grep -c '^ok' "$OUT/tests.log") passed, $(grep -c '^FAIL' "$OUT/tests.log") failed"
+echo "$(grep -c '^ok' "$OUT/tests.log") passed, $(grep -c '^FAIL' "$OUT/tests.log") failed, $(grep -c '^TIMEOUT' "$OUT/tests.log") filters timed out"
 if [ -z "$NOSAN" ]; then
 ( timeout 150 compute-sanitizer --tool memcheck /tmp/b/moe-tests cuda_bad_ids_graph_sm90
   timeout 150 compute-sanitizer --tool racecheck /tmp/b/moe-tests cuda_bad_ids_graph_jit_bm64
