@@ -311,12 +311,10 @@ static void bad_ids_and_graph(const char *backend, int need_sm90, const char *bm
     CHECK_MSG(memcmp(a, b, sizeof a) == 0, "graph replay differs from the direct forward");
 }
 
-/* The default 2 x 1 clusters at large T (layer.cu moe__cuda_sm90_shape: D >=
- * 4096, T*K >= 8192, T*K/E >= 128): the description names them (and the
- * raster band) at T = 16384 and not at T = 512, and the forward equals, bit
- * for bit, the one with
- * MOE_SM90_CM=1 (1 x 1; and GEMM 1 gathering x's rows, I <= 2048), itself
- * checked against the reference by the case tables. */
+/* One forward of a fresh bf16 layer (E, D, I, K; weights w as made by
+ * dev_inputs_make) over T tokens, with the environment variable env set to
+ * val (NULL: unset) while the layer is created and runs; its description at
+ * T into desc; why empty on success. */
 static void env_forward(const char *backend, const char *env, const char *val, int E, int D, int I, int K,
                         const void *const w[3], const void *x, const int32_t *ids, const float *tw, int64_t T, void *out,
                         char *desc, size_t dn, char *why, size_t wn) {
@@ -340,74 +338,123 @@ static void env_forward(const char *backend, const char *env, const char *val, i
     moe_ctx_free(ctx);
     if (val) unsetenv(env);
 }
-static void c21_forward(const char *backend, const char *cm_env, const void *const w[3], const void *x,
-                        const int32_t *ids, const float *tw, int64_t T, void *out, char *desc, size_t dn, char *why,
-                        size_t wn) {
-    env_forward(backend, "MOE_SM90_CM", cm_env, 8, 4096, 128, 2, w, x, ids, tw, T, out, desc, dn, why, wn);
+/* A bf16 layer's inputs on the device for the rule tests below: the three
+ * weight tensors (random, as random_bf16_device), x [T, D], ids [T, K] uniform
+ * over the experts, routing weights, and out; ok = 0 if anything failed. */
+typedef struct {
+    void *w[3], *x, *out, *ids, *tw;
+    int ok;
+} dev_inputs;
+static dev_inputs dev_inputs_make(uint64_t seed, int E, int D, int I, int K, int T) {
+    dev_inputs in;
+    memset(&in, 0, sizeof in);
+    moe_rng r;
+    moe_rng_seed(&r, seed);
+    const size_t nw = (size_t)E * I * D, nx = (size_t)T * D, nk = (size_t)T * K;
+    uint16_t *h = malloc(2 * (nw > nx ? nw : nx));
+    int32_t *ids = malloc(sizeof(int32_t) * nk);
+    float *tw = malloc(sizeof(float) * nk);
+    if (h && ids && tw) {
+        for (int i = 0; i < 3; i++) in.w[i] = random_bf16_device(&r, h, nw, 0.05);
+        for (size_t j = 0; j < nx; j++) h[j] = moe__f32_to_bf16((float)moe_rng_normal(&r));
+        for (size_t j = 0; j < nk; j++) {
+            ids[j] = (int32_t)(moe_rng_u64(&r) % (uint64_t)E);
+            tw[j] = (float)moe_rng_uniform(&r);
+        }
+        in.ok = in.w[0] && in.w[1] && in.w[2] && cudaMalloc(&in.x, 2 * nx) == cudaSuccess &&
+                cudaMalloc(&in.out, 2 * nx) == cudaSuccess && cudaMalloc(&in.ids, sizeof(int32_t) * nk) == cudaSuccess &&
+                cudaMalloc(&in.tw, sizeof(float) * nk) == cudaSuccess &&
+                cudaMemcpy(in.x, h, 2 * nx, cudaMemcpyHostToDevice) == cudaSuccess &&
+                cudaMemcpy(in.ids, ids, sizeof(int32_t) * nk, cudaMemcpyHostToDevice) == cudaSuccess &&
+                cudaMemcpy(in.tw, tw, sizeof(float) * nk, cudaMemcpyHostToDevice) == cudaSuccess;
+    }
+    free(h);
+    free(ids);
+    free(tw);
+    return in;
+}
+static void dev_inputs_free(dev_inputs *in) {
+    for (int i = 0; i < 3; i++) cudaFree(in->w[i]);
+    cudaFree(in->x);
+    cudaFree(in->out);
+    cudaFree(in->ids);
+    cudaFree(in->tw);
+}
+/* env_forward on in, out poisoned (NaN bf16) first and copied to o [T, D] after */
+static void env_forward_in(const char *backend, const char *env, const char *val, int E, int D, int I, int K,
+                           const dev_inputs *in, int64_t T, uint16_t *o, char *desc, size_t dn, char *why, size_t wn) {
+    const void *cw[3] = {in->w[0], in->w[1], in->w[2]};
+    cudaMemset(in->out, 0xff, 2 * (size_t)T * D);
+    env_forward(backend, env, val, E, D, I, K, cw, in->x, (const int32_t *)in->ids, (const float *)in->tw, T, in->out,
+                desc, dn, why, wn);
+    cudaMemcpy(o, in->out, 2 * (size_t)T * D, cudaMemcpyDeviceToHost);
+}
+/* a and b [T, D] bf16 bit for bit, and a without NaN; what names the pair of variants */
+static void check_bitwise(const char *backend, const char *what, const uint16_t *a, const uint16_t *b, int64_t T,
+                          int D) {
+    const size_t n = (size_t)T * D;
+    size_t bad = n, nan = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (a[j] != b[j] && bad == n) bad = j;
+        nan += moe__bf16_to_f32(a[j]) != moe__bf16_to_f32(a[j]);
+    }
+    CHECK_MSG(nan == 0, "%s T=%lld: %zu NaN outputs (%s)", backend, (long long)T, nan, what);
+    CHECK_MSG(bad == n, "%s T=%lld: %s differ first at token %zu column %zu: %g vs %g", backend, (long long)T, what,
+              bad / D, bad % D, bad < n ? (double)moe__bf16_to_f32(a[bad]) : 0.0,
+              bad < n ? (double)moe__bf16_to_f32(b[bad]) : 0.0);
 }
 
+/* The rule tests below: forwards of one layer's inputs under variants v of
+ * one environment variable (vals[v], NULL: unset) at Ts[v] tokens, each
+ * output kept in o[v] (malloc'd by the caller, [Ts[v], D]); returns 0 when
+ * any setup or forward failed (reported). */
+static int rule_forwards(const char *backend, const char *env, const char *const *vals, const dev_inputs *in, int E,
+                         int D, int I, int K, const int64_t *Ts, int nv, uint16_t **o, char (*desc)[2048]) {
+    char why[4][256] = {"", "", "", ""};
+    int ok = in->ok;
+    for (int v = 0; v < nv; v++) ok = ok && o[v];
+    if (!ok) moe_test_fail(__FILE__, __LINE__, "%s: setup (device inputs or host buffers) failed", backend);
+    for (int v = 0; ok && v < nv && v < 4; v++) {
+        env_forward_in(backend, env, vals[v], E, D, I, K, in, Ts[v], o[v], desc[v], sizeof desc[v], why[v],
+                       sizeof why[v]);
+        if (why[v][0])
+            moe_test_fail(__FILE__, __LINE__, "%s T=%lld %s=%s: %s", backend, (long long)Ts[v], env,
+                          vals[v] ? vals[v] : "(unset)", why[v]);
+        ok = ok && !why[v][0];
+    }
+    return ok;
+}
+
+/* The default 2 x 1 clusters at large T (layer.cu moe__cuda_sm90_shape: D >=
+ * 4096, T*K >= 8192, T*K/E >= 128): the description names them (and the
+ * raster band) at T = 16384 and not at T = 512, and the forward equals, bit
+ * for bit, the one with MOE_SM90_CM=1 (1 x 1; and GEMM 1 gathering x's rows,
+ * I <= 2048), itself checked against the reference by the case tables. */
 static void c21_default(const char *backend) {
-    char why[256] = "", why2[256] = "", desc[2048] = "", desc1[2048] = "", desc0[2048] = "";
+    char desc[3][2048], why[256];
     int ma, mi;
     if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
     if (!(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
     enum { CE = 8, CD = 4096, CI = 128, CK = 2, CT = 16384 };
-    moe_rng r;
-    moe_rng_seed(&r, moe_test_seed() + 91);
-    const size_t nw = (size_t)CE * CI * CD, nx = (size_t)CT * CD, nk = (size_t)CT * CK;
-    uint16_t *h = malloc(2 * (nw > nx ? nw : nx)), *o1 = malloc(2 * nx), *o2 = malloc(2 * nx);
-    int32_t *ids = malloc(sizeof(int32_t) * nk);
-    float *tw = malloc(sizeof(float) * nk);
-    void *w[3] = {NULL, NULL, NULL}, *x = NULL, *dids = NULL, *dtw = NULL, *out = NULL;
-    CHECK(h && o1 && o2 && ids && tw);
-    for (int i = 0; i < 3 && h; i++) w[i] = random_bf16_device(&r, h, nw, 0.05);
-    for (size_t j = 0; h && j < nx; j++) h[j] = moe__f32_to_bf16((float)moe_rng_normal(&r));
-    for (size_t j = 0; ids && tw && j < nk; j++) {
-        ids[j] = (int32_t)(moe_rng_u64(&r) % CE);
-        tw[j] = (float)moe_rng_uniform(&r);
+    const int64_t Ts[3] = {CT, CT, 512};
+    const char *const cm[3] = {NULL, "1", NULL};
+    dev_inputs in = dev_inputs_make(moe_test_seed() + 91, CE, CD, CI, CK, CT);
+    uint16_t *o[3] = {malloc(2 * (size_t)CT * CD), malloc(2 * (size_t)CT * CD), malloc(2 * (size_t)512 * CD)};
+    if (rule_forwards(backend, "MOE_SM90_CM", cm, &in, CE, CD, CI, CK, Ts, 3, o, desc)) {
+        const char *want = strcmp(backend, "cuda-jit") ? "clusters 2x1, BM 128" : "in 2x1 clusters";
+        const char *want1 = strcmp(backend, "cuda-jit") ? "clusters 1x1" : "in 1x1 clusters";
+        CHECK_MSG(strstr(desc[0], want) != NULL, "%s T=%d: no \"%s\": %s", backend, CT, want, desc[0]);
+        CHECK_MSG(strstr(desc[1], want1) != NULL, "%s T=%d MOE_SM90_CM=1: no \"%s\": %s", backend, CT, want1, desc[1]);
+        CHECK_MSG(strstr(desc[2], want1) != NULL, "%s T=512: no \"%s\": %s", backend, want1, desc[2]);
+        /* the raster rule (layer.cu moe__cuda_sm90_raster): bands of 4 m-tiles at 128 rows an expert, 16 at 4096 */
+        CHECK_MSG(strstr(desc[0], "raster bands of 16") != NULL, "%s T=%d: no \"raster bands of 16\": %s", backend, CT,
+                  desc[0]);
+        CHECK_MSG(strstr(desc[2], "raster bands of 4") != NULL, "%s T=512: no \"raster bands of 4\": %s", backend,
+                  desc[2]);
+        check_bitwise(backend, "2x1 and 1x1", o[0], o[1], CT, CD);
     }
-    cudaMalloc(&x, 2 * nx);
-    cudaMalloc(&out, 2 * nx);
-    cudaMalloc(&dids, sizeof(int32_t) * nk);
-    cudaMalloc(&dtw, sizeof(float) * nk);
-    cudaMemcpy(x, h, 2 * nx, cudaMemcpyHostToDevice);
-    cudaMemcpy(dids, ids, sizeof(int32_t) * nk, cudaMemcpyHostToDevice);
-    cudaMemcpy(dtw, tw, sizeof(float) * nk, cudaMemcpyHostToDevice);
-    const void *cw[3] = {w[0], w[1], w[2]};
-    cudaMemset(out, 0xff, 2 * nx); /* poisoned: NaN bf16 */
-    c21_forward(backend, NULL, cw, x, (const int32_t *)dids, (const float *)dtw, CT, out, desc, sizeof desc, why,
-                sizeof why);
-    cudaMemcpy(o1, out, 2 * nx, cudaMemcpyDeviceToHost);
-    cudaMemset(out, 0xff, 2 * nx);
-    c21_forward(backend, "1", cw, x, (const int32_t *)dids, (const float *)dtw, CT, out, desc1, sizeof desc1, why2,
-                sizeof why2);
-    cudaMemcpy(o2, out, 2 * nx, cudaMemcpyDeviceToHost);
-    char why0[256] = "";
-    c21_forward(backend, NULL, cw, x, (const int32_t *)dids, (const float *)dtw, 512, out, desc0, sizeof desc0, why0,
-                sizeof why0);
-    CHECK_MSG(!why[0] && !why2[0] && !why0[0], "%s: %s / %s / %s", backend, why, why2, why0);
-    const char *want = strcmp(backend, "cuda-jit") ? "clusters 2x1, BM 128" : "in 2x1 clusters";
-    const char *want1 = strcmp(backend, "cuda-jit") ? "clusters 1x1" : "in 1x1 clusters";
-    CHECK_MSG(strstr(desc, want) != NULL, "%s T=%d: no \"%s\": %s", backend, CT, want, desc);
-    CHECK_MSG(strstr(desc1, want1) != NULL, "%s T=%d MOE_SM90_CM=1: no \"%s\": %s", backend, CT, want1, desc1);
-    CHECK_MSG(strstr(desc0, want1) != NULL, "%s T=512: no \"%s\": %s", backend, want1, desc0);
-    /* the raster rule (layer.cu moe__cuda_sm90_raster): bands of 4 m-tiles at 128 rows an expert, 16 at 4096 */
-    CHECK_MSG(strstr(desc, "raster bands of 16") != NULL, "%s T=%d: no \"raster bands of 16\": %s", backend, CT, desc);
-    CHECK_MSG(strstr(desc0, "raster bands of 4") != NULL, "%s T=512: no \"raster bands of 4\": %s", backend, desc0);
-    if (!why[0] && !why2[0] && o1 && o2) {
-        size_t bad = nx, nan = 0;
-        for (size_t j = 0; j < nx; j++) {
-            if (o1[j] != o2[j] && bad == nx) bad = j;
-            nan += moe__bf16_to_f32(o1[j]) != moe__bf16_to_f32(o1[j]);
-        }
-        CHECK_MSG(nan == 0, "%s: %zu NaN outputs with 2x1 clusters", backend, nan);
-        CHECK_MSG(bad == nx, "%s: 2x1 and 1x1 differ first at token %zu column %zu: %g vs %g", backend, bad / CD,
-                  bad % CD, bad < nx ? (double)moe__bf16_to_f32(o1[bad]) : 0.0,
-                  bad < nx ? (double)moe__bf16_to_f32(o2[bad]) : 0.0);
-    }
-    for (int i = 0; i < 3; i++) cudaFree(w[i]);
-    cudaFree(x); cudaFree(out); cudaFree(dids); cudaFree(dtw);
-    free(h); free(o1); free(o2); free(ids); free(tw);
+    dev_inputs_free(&in);
+    for (int v = 0; v < 3; v++) free(o[v]);
 }
 TEST(cuda_sm90_c21_default) { c21_default("cuda-sm90"); }
 TEST(cuda_jit_c21_default) { c21_default("cuda-jit"); }
@@ -418,66 +465,28 @@ TEST(cuda_jit_c21_default) { c21_default("cuda-jit"); }
  * a T with BM 128 and at one with BM 64 (n-tiles of 120 per warpgroup); the
  * case table's `narrow_n_tiles` checks both against the reference. */
 static void bn240_default(const char *backend) {
-    char why[4][256] = {"", "", "", ""}, desc[4][2048];
+    char desc[4][2048], why[256];
     int ma, mi;
-    if (!cuda_device(&ma, &mi, why[0], sizeof why[0])) SKIP("%s", why[0]);
+    if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
     if (!(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
     enum { CE = 32, CD = 2880, CI = 256, CK = 4, CT = 2048 };
-    const int64_t Ts[2] = {CT, 256}; /* 256 and 32 rows an expert: BM 128, BM 64 */
-    moe_rng r;
-    moe_rng_seed(&r, moe_test_seed() + 93);
-    const size_t nw = (size_t)CE * CI * CD, nx = (size_t)CT * CD, nk = (size_t)CT * CK;
-    uint16_t *h = malloc(2 * (nw > nx ? nw : nx)), *o[4] = {malloc(2 * nx), malloc(2 * nx), malloc(2 * nx), malloc(2 * nx)};
-    int32_t *ids = malloc(sizeof(int32_t) * nk);
-    float *tw = malloc(sizeof(float) * nk);
-    void *w[3] = {NULL, NULL, NULL}, *x = NULL, *dids = NULL, *dtw = NULL, *out = NULL;
-    CHECK(h && o[0] && o[1] && o[2] && o[3] && ids && tw);
-    if (!(h && o[0] && o[1] && o[2] && o[3] && ids && tw)) goto done;
-    for (int i = 0; i < 3; i++) w[i] = random_bf16_device(&r, h, nw, 0.05);
-    for (size_t j = 0; j < nx; j++) h[j] = moe__f32_to_bf16((float)moe_rng_normal(&r));
-    for (size_t j = 0; j < nk; j++) {
-        ids[j] = (int32_t)(moe_rng_u64(&r) % CE);
-        tw[j] = (float)moe_rng_uniform(&r);
-    }
-    cudaMalloc(&x, 2 * nx);
-    cudaMalloc(&out, 2 * nx);
-    cudaMalloc(&dids, sizeof(int32_t) * nk);
-    cudaMalloc(&dtw, sizeof(float) * nk);
-    cudaMemcpy(x, h, 2 * nx, cudaMemcpyHostToDevice);
-    cudaMemcpy(dids, ids, sizeof(int32_t) * nk, cudaMemcpyHostToDevice);
-    cudaMemcpy(dtw, tw, sizeof(float) * nk, cudaMemcpyHostToDevice);
-    const void *cw[3] = {w[0], w[1], w[2]};
-    for (int v = 0; v < 4; v++) { /* T = 2048, 256; default, then n-tiles of 256 */
-        cudaMemset(out, 0xff, 2 * nx); /* poisoned: NaN bf16 */
-        env_forward(backend, "MOE_SM90_BN2", v < 2 ? NULL : "256", CE, CD, CI, CK, cw, x, (const int32_t *)dids,
-                    (const float *)dtw, Ts[v & 1], out, desc[v], sizeof desc[v], why[v], sizeof why[v]);
-        cudaMemcpy(o[v], out, 2 * nx, cudaMemcpyDeviceToHost);
-    }
-    CHECK_MSG(!why[0][0] && !why[1][0] && !why[2][0] && !why[3][0], "%s: %s / %s / %s / %s", backend, why[0], why[1],
-              why[2], why[3]);
-    const char *want = strcmp(backend, "cuda-jit") ? "(n-tiles of %d)" : "%dx64 (down)";
-    for (int v = 0; v < 4; v++) {
-        char w1[64];
-        snprintf(w1, sizeof w1, want, v < 2 ? 240 : 256);
-        CHECK_MSG(strstr(desc[v], w1) != NULL, "%s T=%lld%s: no \"%s\": %s", backend, (long long)Ts[v & 1],
-                  v < 2 ? "" : " MOE_SM90_BN2=256", w1, desc[v]);
-    }
-    for (int v = 0; v < 2 && !why[v][0] && !why[v + 2][0]; v++) {
-        const size_t n = (size_t)Ts[v] * CD;
-        size_t bad = n, nan = 0;
-        for (size_t j = 0; j < n; j++) {
-            if (o[v][j] != o[v + 2][j] && bad == n) bad = j;
-            nan += moe__bf16_to_f32(o[v][j]) != moe__bf16_to_f32(o[v][j]);
+    const int64_t Ts[4] = {CT, 256, CT, 256}; /* 256 and 32 rows an expert: BM 128, BM 64 */
+    const char *const bn[4] = {NULL, NULL, "256", "256"};
+    dev_inputs in = dev_inputs_make(moe_test_seed() + 93, CE, CD, CI, CK, CT);
+    uint16_t *o[4];
+    for (int v = 0; v < 4; v++) o[v] = malloc(2 * (size_t)Ts[v] * CD);
+    if (rule_forwards(backend, "MOE_SM90_BN2", bn, &in, CE, CD, CI, CK, Ts, 4, o, desc)) {
+        const char *want = strcmp(backend, "cuda-jit") ? "(n-tiles of %d)" : "%dx64 (down)";
+        for (int v = 0; v < 4; v++) {
+            char w1[64];
+            snprintf(w1, sizeof w1, want, v < 2 ? 240 : 256);
+            CHECK_MSG(strstr(desc[v], w1) != NULL, "%s T=%lld%s: no \"%s\": %s", backend, (long long)Ts[v],
+                      v < 2 ? "" : " MOE_SM90_BN2=256", w1, desc[v]);
         }
-        CHECK_MSG(nan == 0, "%s T=%lld: %zu NaN outputs with n-tiles of 240", backend, (long long)Ts[v], nan);
-        CHECK_MSG(bad == n, "%s T=%lld: n-tiles of 240 and 256 differ first at token %zu column %zu: %g vs %g", backend,
-                  (long long)Ts[v], bad / CD, bad % CD, bad < n ? (double)moe__bf16_to_f32(o[v][bad]) : 0.0,
-                  bad < n ? (double)moe__bf16_to_f32(o[v + 2][bad]) : 0.0);
+        check_bitwise(backend, "n-tiles of 240 and 256 (BM 128)", o[0], o[2], Ts[0], CD);
+        check_bitwise(backend, "n-tiles of 240 and 256 (BM 64)", o[1], o[3], Ts[1], CD);
     }
-    for (int i = 0; i < 3; i++) cudaFree(w[i]);
-    cudaFree(x); cudaFree(out); cudaFree(dids); cudaFree(dtw);
-done:
-    free(h); free(ids); free(tw);
+    dev_inputs_free(&in);
     for (int v = 0; v < 4; v++) free(o[v]);
 }
 TEST(cuda_sm90_bn240_default) { bn240_default("cuda-sm90"); }
@@ -488,61 +497,25 @@ TEST(cuda_jit_bn240_default) { bn240_default("cuda-jit"); }
  * description says which, and the gathered forward equals, bit for bit, the
  * one through the copy (MOE_SM90_GATHER=0). */
 static void gather_rule(const char *backend) {
-    char why[3][256] = {"", "", ""}, desc[3][2048];
+    char desc[3][2048], why[256];
     int ma, mi;
-    if (!cuda_device(&ma, &mi, why[0], sizeof why[0])) SKIP("%s", why[0]);
+    if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
     if (!(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
     enum { CE = 8, CD = 256, CI = 2304, CK = 2, CT = 1024 };
     const int64_t Ts[3] = {512, CT, 512}; /* 128 and 256 rows an expert; 128 through the copy */
-    moe_rng r;
-    moe_rng_seed(&r, moe_test_seed() + 95);
-    const size_t nw = (size_t)CE * CI * CD, nx = (size_t)CT * CD, nk = (size_t)CT * CK;
-    uint16_t *h = malloc(2 * (nw > nx ? nw : nx)), *o[3] = {malloc(2 * nx), malloc(2 * nx), malloc(2 * nx)};
-    int32_t *ids = malloc(sizeof(int32_t) * nk);
-    float *tw = malloc(sizeof(float) * nk);
-    void *w[3] = {NULL, NULL, NULL}, *x = NULL, *dids = NULL, *dtw = NULL, *out = NULL;
-    CHECK(h && o[0] && o[1] && o[2] && ids && tw);
-    if (!(h && o[0] && o[1] && o[2] && ids && tw)) goto done;
-    for (int i = 0; i < 3; i++) w[i] = random_bf16_device(&r, h, nw, 0.05);
-    for (size_t j = 0; j < nx; j++) h[j] = moe__f32_to_bf16((float)moe_rng_normal(&r));
-    for (size_t j = 0; j < nk; j++) {
-        ids[j] = (int32_t)(moe_rng_u64(&r) % CE);
-        tw[j] = (float)moe_rng_uniform(&r);
+    const char *const ga[3] = {NULL, NULL, "0"};
+    dev_inputs in = dev_inputs_make(moe_test_seed() + 95, CE, CD, CI, CK, CT);
+    uint16_t *o[3];
+    for (int v = 0; v < 3; v++) o[v] = malloc(2 * (size_t)Ts[v] * CD);
+    if (rule_forwards(backend, "MOE_SM90_GATHER", ga, &in, CE, CD, CI, CK, Ts, 3, o, desc)) {
+        const char *gat = strcmp(backend, "cuda-jit") ? "x rows gathered" : "gathers x's rows";
+        CHECK_MSG(strstr(desc[0], gat) != NULL, "%s T=512 (128 rows an expert): no \"%s\": %s", backend, gat, desc[0]);
+        CHECK_MSG(strstr(desc[1], "permuted copy") != NULL, "%s T=1024: no \"permuted copy\": %s", backend, desc[1]);
+        CHECK_MSG(strstr(desc[2], "permuted copy") != NULL, "%s MOE_SM90_GATHER=0: no \"permuted copy\": %s", backend,
+                  desc[2]);
+        check_bitwise(backend, "the gather and the copy", o[0], o[2], 512, CD);
     }
-    cudaMalloc(&x, 2 * nx);
-    cudaMalloc(&out, 2 * nx);
-    cudaMalloc(&dids, sizeof(int32_t) * nk);
-    cudaMalloc(&dtw, sizeof(float) * nk);
-    cudaMemcpy(x, h, 2 * nx, cudaMemcpyHostToDevice);
-    cudaMemcpy(dids, ids, sizeof(int32_t) * nk, cudaMemcpyHostToDevice);
-    cudaMemcpy(dtw, tw, sizeof(float) * nk, cudaMemcpyHostToDevice);
-    const void *cw[3] = {w[0], w[1], w[2]};
-    for (int v = 0; v < 3; v++) {
-        cudaMemset(out, 0xff, 2 * nx); /* poisoned: NaN bf16 */
-        env_forward(backend, "MOE_SM90_GATHER", v < 2 ? NULL : "0", CE, CD, CI, CK, cw, x, (const int32_t *)dids,
-                    (const float *)dtw, Ts[v], out, desc[v], sizeof desc[v], why[v], sizeof why[v]);
-        cudaMemcpy(o[v], out, 2 * nx, cudaMemcpyDeviceToHost);
-    }
-    CHECK_MSG(!why[0][0] && !why[1][0] && !why[2][0], "%s: %s / %s / %s", backend, why[0], why[1], why[2]);
-    const char *gat = strcmp(backend, "cuda-jit") ? "x rows gathered" : "gathers x's rows";
-    CHECK_MSG(strstr(desc[0], gat) != NULL, "%s T=512 (128 rows an expert): no \"%s\": %s", backend, gat, desc[0]);
-    CHECK_MSG(strstr(desc[1], "permuted copy") != NULL, "%s T=1024: no \"permuted copy\": %s", backend, desc[1]);
-    CHECK_MSG(strstr(desc[2], "permuted copy") != NULL, "%s MOE_SM90_GATHER=0: no \"permuted copy\": %s", backend,
-              desc[2]);
-    if (!why[0][0] && !why[2][0]) {
-        const size_t n = (size_t)512 * CD;
-        size_t bad = n, nan = 0;
-        for (size_t j = 0; j < n; j++) {
-            if (o[0][j] != o[2][j] && bad == n) bad = j;
-            nan += moe__bf16_to_f32(o[0][j]) != moe__bf16_to_f32(o[0][j]);
-        }
-        CHECK_MSG(nan == 0, "%s: %zu NaN outputs with the gather", backend, nan);
-        CHECK_MSG(bad == n, "%s: gather and copy differ first at token %zu column %zu", backend, bad / CD, bad % CD);
-    }
-    for (int i = 0; i < 3; i++) cudaFree(w[i]);
-    cudaFree(x); cudaFree(out); cudaFree(dids); cudaFree(dtw);
-done:
-    free(h); free(ids); free(tw);
+    dev_inputs_free(&in);
     for (int v = 0; v < 3; v++) free(o[v]);
 }
 TEST(cuda_sm90_gather_rule) { gather_rule("cuda-sm90"); }
