@@ -459,29 +459,41 @@ static void c21_default(const char *backend) {
 TEST(cuda_sm90_c21_default) { c21_default("cuda-sm90"); }
 TEST(cuda_jit_c21_default) { c21_default("cuda-jit"); }
 
-/* GEMM 2 in n-tiles of 240 where D pads less so (layer.cu moe__cuda_sm90_bn2;
- * gpt-oss's D = 2880: 12 of 240 instead of 12 of 256): the description says
- * so, and the forward equals, bit for bit, the one with MOE_SM90_BN2=256, at
- * a T with BM 128 and at one with BM 64 (n-tiles of 120 per warpgroup); the
- * case table's `narrow_n_tiles` checks both against the reference. */
+/* n-tiles of 240 where N pads less so: GEMM 2 (layer.cu moe__cuda_sm90_bn2;
+ * gpt-oss's D = 2880: 12 of 240 instead of 12 of 256) and, in cuda-jit's BM
+ * 128 kernel, GEMM 1 (moe__cuda_sm90_bn1: gate and up halves of 120, here I =
+ * 240): the description says so, and the forward equals, bit for bit, the one
+ * with MOE_SM90_BN1=256 and MOE_SM90_BN2=256, at a T with BM 128 and at one
+ * with BM 64 (GEMM 2 in n-tiles of 120 per warpgroup, GEMM 1 in 256); the
+ * case table's `narrow_n_tiles` and its small I check them against the
+ * reference. */
 static void bn240_default(const char *backend) {
     char desc[4][2048], why[256];
     int ma, mi;
     if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
     if (!(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
-    enum { CE = 32, CD = 2880, CI = 256, CK = 4, CT = 2048 };
+    enum { CE = 32, CD = 2880, CI = 240, CK = 4, CT = 2048 };
     const int64_t Ts[4] = {CT, 256, CT, 256}; /* 256 and 32 rows an expert: BM 128, BM 64 */
-    const char *const bn[4] = {NULL, NULL, "256", "256"};
+    const char *const bn[2] = {"256", "256"};
     dev_inputs in = dev_inputs_make(moe_test_seed() + 93, CE, CD, CI, CK, CT);
     uint16_t *o[4];
     for (int v = 0; v < 4; v++) o[v] = malloc(2 * (size_t)Ts[v] * CD);
-    if (rule_forwards(backend, "MOE_SM90_BN2", bn, &in, CE, CD, CI, CK, Ts, 4, o, desc)) {
-        const char *want = strcmp(backend, "cuda-jit") ? "(n-tiles of %d)" : "%dx64 (down)";
+    int ok = rule_forwards(backend, "MOE_SM90_BN2", (const char *const[]){NULL, NULL}, &in, CE, CD, CI, CK, Ts, 2, o,
+                           desc);
+    setenv("MOE_SM90_BN1", "256", 1);
+    ok = ok && rule_forwards(backend, "MOE_SM90_BN2", bn, &in, CE, CD, CI, CK, Ts + 2, 2, o + 2, desc + 2);
+    unsetenv("MOE_SM90_BN1");
+    if (ok) {
+        const int jit = !strcmp(backend, "cuda-jit");
         for (int v = 0; v < 4; v++) {
-            char w1[64];
-            snprintf(w1, sizeof w1, want, v < 2 ? 240 : 256);
+            char w1[64], w2[64];
+            snprintf(w1, sizeof w1, jit ? "%dx64 (down)" : "(n-tiles of %d)", v < 2 ? 240 : 256);
+            snprintf(w2, sizeof w2, "this T: %dx%dx64 (gate/up)", v == 0 ? 128 : v == 1 || v == 3 ? 64 : 128,
+                     v == 0 ? 240 : 256);
             CHECK_MSG(strstr(desc[v], w1) != NULL, "%s T=%lld%s: no \"%s\": %s", backend, (long long)Ts[v],
-                      v < 2 ? "" : " MOE_SM90_BN2=256", w1, desc[v]);
+                      v < 2 ? "" : " MOE_SM90_BN1/2=256", w1, desc[v]);
+            CHECK_MSG(!jit || strstr(desc[v], w2) != NULL, "%s T=%lld%s: no \"%s\": %s", backend, (long long)Ts[v],
+                      v < 2 ? "" : " MOE_SM90_BN1/2=256", w2, desc[v]);
         }
         check_bitwise(backend, "n-tiles of 240 and 256 (BM 128)", o[0], o[2], Ts[0], CD);
         check_bitwise(backend, "n-tiles of 240 and 256 (BM 64)", o[1], o[3], Ts[1], CD);

@@ -143,25 +143,25 @@ static void jit_layer(const char *preset, const moe__jit_spec *sp) {
 }
 
 TEST(jit_sm90_qwen3) {
-    moe__jit_spec sp = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1, 0, 256};
+    moe__jit_spec sp = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1, 0, 256, 256};
     jit_layer("qwen3-30b-a3b 2048/768/128/8 bf16 swiglu", &sp);
 }
 
 TEST(jit_sm90_gpt_oss) {
-    /* GEMM 2 in n-tiles of 240 (moe__cuda_sm90_bn2) */
-    moe__jit_spec sp = {2880, 2880, 32, 4, MOE_ACT_SWIGLU_OAI, 1, MOE_TYPE_BF16, 3, 1, 1, 1, 0, 240};
+    /* n-tiles of 240: GEMM 2 (moe__cuda_sm90_bn2) and GEMM 1's BM 128 kernel (bn1) */
+    moe__jit_spec sp = {2880, 2880, 32, 4, MOE_ACT_SWIGLU_OAI, 1, MOE_TYPE_BF16, 3, 1, 1, 1, 0, 240, 240};
     jit_layer("gpt-oss-20b 2880/2880/32/4 bf16 swiglu_oai + biases", &sp);
 }
 
 TEST(jit_sm90_f16_relu2_clusters) {
     /* not gated, f16, partial last n-tile, 2 x 2 clusters */
-    moe__jit_spec sp = {1000, 1000, 16, 2, MOE_ACT_RELU2, 0, MOE_TYPE_F16, 1, 1, 2, 2, 0, 256};
+    moe__jit_spec sp = {1000, 1000, 16, 2, MOE_ACT_RELU2, 0, MOE_TYPE_F16, 1, 1, 2, 2, 0, 256, 256};
     jit_layer("f16 relu2 1000/1000/16/2 2x2 clusters", &sp);
 }
 
 TEST(jit_sm90_deepseek_c21) {
     /* D >= 4096: the program also holds the 2 x 1 cluster kernels for large T */
-    moe__jit_spec sp = {7168, 2048, 256, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1, 1, 256};
+    moe__jit_spec sp = {7168, 2048, 256, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1, 1, 256, 256};
     jit_layer("deepseek-v3 7168/2048/256/8 bf16 swiglu, 2x1 kernels", &sp);
 }
 
@@ -233,9 +233,9 @@ static void wgmma_pipelined(const char *preset, const moe__jit_spec *sp) {
 }
 
 TEST(jit_sm90_wgmma_pipelined) {
-    moe__jit_spec q = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1, 1, 256}; /* with the 2x1 kernels */
-    moe__jit_spec o = {2880, 2880, 32, 4, MOE_ACT_SWIGLU_OAI, 1, MOE_TYPE_BF16, 3, 1, 1, 1, 0, 240}; /* n-tiles of 240 */
-    moe__jit_spec r = {1000, 1000, 16, 2, MOE_ACT_RELU2, 0, MOE_TYPE_F16, 1, 1, 2, 2, 0, 256};
+    moe__jit_spec q = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1, 1, 256, 256}; /* with the 2x1 kernels */
+    moe__jit_spec o = {2880, 2880, 32, 4, MOE_ACT_SWIGLU_OAI, 1, MOE_TYPE_BF16, 3, 1, 1, 1, 0, 240, 240}; /* n-tiles of 240 */
+    moe__jit_spec r = {1000, 1000, 16, 2, MOE_ACT_RELU2, 0, MOE_TYPE_F16, 1, 1, 2, 2, 0, 256, 256};
     wgmma_pipelined("qwen3-30b-a3b bf16 swiglu", &q);
     wgmma_pipelined("gpt-oss-20b bf16 swiglu_oai + biases", &o);
     wgmma_pipelined("f16 relu2 + biases, 2x2 clusters", &r);
@@ -245,7 +245,7 @@ TEST(jit_serialized_wgmma_is_reported) {
     /* the negative control of jit_sm90_wgmma_pipelined */
     char err[2048], *log = NULL;
     if (!setup_cache()) SKIP("NVRTC not available");
-    moe__jit_spec q = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1, 0, 256};
+    moe__jit_spec q = {2048, 768, 128, 8, MOE_ACT_SWIGLU, 1, MOE_TYPE_BF16, 0, 0, 1, 1, 0, 256, 256};
     char *src = moe__jit_sm90_source(&q);
     CHECK(src != NULL);
     if (!src) return;

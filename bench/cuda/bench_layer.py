@@ -185,7 +185,7 @@ def kernel_share(fn):
     return small / tot if tot else float("nan")
 
 
-ENV_KNOBS = ("MOE_SM90_BM", "MOE_SM90_CM", "MOE_SM90_CN", "MOE_SM90_GATHER", "MOE_SM90_BN2", "MOE_SM90_RASTER")
+ENV_KNOBS = ("MOE_SM90_BM", "MOE_SM90_CM", "MOE_SM90_CN", "MOE_SM90_GATHER", "MOE_SM90_BN1", "MOE_SM90_BN2", "MOE_SM90_RASTER")
 
 
 def apply_env(entry):

@@ -18,11 +18,12 @@
  * warpgroups take 64 rows each, all BN columns: m64nBNk16) or BM = 64 (both
  * take the same 64 rows, BN / 2 columns each: m64n(BN/2)k16, or two m64n64k16
  * for gate and up), so that experts with few rows waste less of each tile.
- * The smaller A tile leaves room for a fifth stage. BN is 256, or 240 for
- * GEMM 2 and ungated GEMM 1 where it pads N less (gpt-oss's N = 2880: 12
- * n-tiles of 240 instead of 11 of 256 and one of 64; the rule and where it
- * was measured: moe__cuda_sm90_bn, layer.cu). The B tile is two TMA boxes of
- * BN / 2 rows (gate and up rows, or the two halves). */
+ * The smaller A tile leaves room for a fifth stage. BN is 256, or 240 where
+ * it pads N less: GEMM 2 without clusters (gpt-oss's N = 2880: 12 n-tiles of
+ * 240 instead of 11 of 256 and one of 64; layer.cu moe__cuda_sm90_bn2), and
+ * cuda-jit's BM 128 kernel of GEMM 1 (gate and up halves of 120,
+ * moe__cuda_sm90_bn1). The B tile is two TMA boxes of BN / 2 rows (gate and
+ * up rows, or the two halves). */
 #define BN 256 /* the widest n-tile: the shared memory the host reserves */
 #define BK 64
 #define SM90_STAGES(bm) ((bm) == 64 ? 5 : 4)
@@ -147,7 +148,8 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     constexpr int MODE = ACT < 0 ? 2 : 1;
     constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
     static_assert(BMT == 128 || (BMT == 64 && CM == 1 && CN == 1), "BM 64 tiles run without clusters");
-    static_assert(BNT == 256 || (BNT == 240 && !GATED), "n-tiles of 240 for ungated GEMMs only");
+    /* BM 64's gate and up wgmmas would be n = 60, not a multiple of 8 */
+    static_assert(BNT == 256 || (BNT == 240 && (!GATED || BMT == 128)), "gated n-tiles of 240 need BM 128");
     constexpr int STAGES = SM90_STAGES(BMT), A_BYTES = BMT * BK * 2, B_BYTES = BNT * BK * 2,
                   STAGE_BYTES = A_BYTES + B_BYTES, BH = BNT / 2; /* rows of one B box */
     /* accumulators per consumer thread: 64 rows x BN (BM 128) or x BN / 2 (BM 64) columns */

@@ -50,6 +50,7 @@ typedef struct moe__jit_spec {
     int cm, cn;       /* sm90 cluster shape (1 or 2 each) */
     int c21;          /* with cm = cn = 1: also the 2 x 1 cluster kernels, for the T that take them */
     int bn2;          /* GEMM 2's n-tile in the kernels without clusters: 240, or 256 (also 0) */
+    int bn1;          /* GEMM 1's n-tile in its BM 128 kernel without clusters: 240, or 256 (also 0) */
 } moe__jit_spec;
 
 /* src compiled with ptxas -v, uncached: the NVRTC log (malloc'd; the caller

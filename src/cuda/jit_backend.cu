@@ -36,27 +36,28 @@ extern "C" char *moe__jit_sm90_source(const moe__jit_spec *sp) {
                       "#define MOE_JIT_D %lld\n#define MOE_JIT_I %lld\n#define MOE_JIT_E %lld\n#define MOE_JIT_K %lld\n"
                       "#define MOE_JIT_ACT %d\n#define MOE_JIT_T %s\n"
                       "#define MOE_JIT_BIAS1 %d\n#define MOE_JIT_BIAS2 %d\n#define MOE_JIT_CM %d\n#define MOE_JIT_CN %d\n"
-                      "#define MOE_JIT_C21 %d\n#define MOE_JIT_BN2 %d\n"
+                      "#define MOE_JIT_C21 %d\n#define MOE_JIT_BN2 %d\n#define MOE_JIT_BN1 %d\n"
                       "enum { MOE_ACT_SWIGLU = %d, MOE_ACT_GEGLU_TANH = %d, MOE_ACT_GEGLU_ERF = %d, "
                       "MOE_ACT_SWIGLU_OAI = %d, MOE_ACT_SILU = %d, MOE_ACT_GELU = %d, MOE_ACT_RELU2 = %d };\n",
                       moe_version(), (long long)sp->D, (long long)sp->I, (long long)sp->E, (long long)sp->K, sp->act,
                       sp->dtype == MOE_TYPE_BF16 ? "__nv_bfloat16" : "__half", sp->bias1, sp->bias2, sp->cm, sp->cn,
                       sp->cm == 1 && sp->cn == 1 && sp->c21, sp->cm == 1 && sp->cn == 1 && sp->bn2 == 240 ? 240 : 256,
+                      sp->cm == 1 && sp->cn == 1 && sp->bn1 == 240 ? 240 : 256,
                       MOE_ACT_SWIGLU, MOE_ACT_GEGLU_TANH, MOE_ACT_GEGLU_ERF, MOE_ACT_SWIGLU_OAI, MOE_ACT_SILU,
                       MOE_ACT_GELU, MOE_ACT_RELU2);
     if (np < 0 || np >= (int)sizeof pre) return NULL;
     static const char stub[] =
         "\n/* the kernels the host looks up by name: both tiles of the table (the M tile is\n"
         " * picked per forward from T), the 64-row one only without clusters, and with\n"
-        " * MOE_JIT_C21 the 2 x 1 cluster kernels for the T the host picks them at; GEMM 2\n"
-        " * without clusters in n-tiles of MOE_JIT_BN2 */\n"
+        " * MOE_JIT_C21 the 2 x 1 cluster kernels for the T the host picks them at; without\n"
+        " * clusters GEMM 2 in n-tiles of MOE_JIT_BN2 and GEMM 1's BM 128 kernel of MOE_JIT_BN1 */\n"
         "#define MOE_JIT_KERNEL(name, act, cm, cn, bm, bn)                                                 \\\n"
         "    extern \"C\" __global__ void __launch_bounds__(NTHREADS, 1)                                   \\\n"
         "        name(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,   \\\n"
         "             const __grid_constant__ CUtensorMap tmB1, const moe_cuda_gemm g) {                    \\\n"
         "        gemm_sm90_body<act, MOE_JIT_T, cm, cn, bm, bn>(tmA, tmB0, tmB1, g);                       \\\n"
         "    }\n"
-        "MOE_JIT_KERNEL(moe_jit_gemm1, MOE_JIT_ACT, MOE_JIT_CM, MOE_JIT_CN, 128, 256)\n"
+        "MOE_JIT_KERNEL(moe_jit_gemm1, MOE_JIT_ACT, MOE_JIT_CM, MOE_JIT_CN, 128, MOE_JIT_BN1)\n"
         "MOE_JIT_KERNEL(moe_jit_gemm2, -1, MOE_JIT_CM, MOE_JIT_CN, 128, MOE_JIT_BN2)\n"
         "#if MOE_JIT_CM == 1 && MOE_JIT_CN == 1\n"
         "MOE_JIT_KERNEL(moe_jit_gemm1_m64, MOE_JIT_ACT, 1, 1, 64, 256)\n"
@@ -141,12 +142,18 @@ static moe_status jit_init(moe_layer *L) {
     sp.cn = j->cn;
     sp.c21 = j->c21 = !env_set && moe__cuda_sm90_c21_possible(L);
     sp.bn2 = im->bn2; /* used by the 1 x 1 kernels only (the forward sets g.bn alike) */
+    sp.bn1 = sp.cm == 1 && sp.cn == 1 ? moe__cuda_sm90_bn1(d->I, L->gated) : 256;
     moe__jit_result r;
     char err[1024] = "";
     st = moe__jit_sm90_compile(&sp, &r, err, sizeof err);
     if (st) {
         moe__cuda_fini(L);
         return moe__layer_error(L, st, "%s", err);
+    }
+    if (sp.bn1 != 256 && (st = moe__cuda_sm90_set_bn1(L, sp.bn1)) != MOE_OK) {
+        free(r.cubin);
+        moe__cuda_fini(L);
+        return st;
     }
     j->cache_hit = r.cache_hit;
     j->ms = r.ms;
@@ -201,14 +208,16 @@ static void jit_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const int gather = moe__cuda_sm90_shape(L, T, &cm, &cn);
     snprintf(buf, n,
              "cuda-jit: sm_90a kernels specialised to D=%lld I=%lld E=%lld K=%lld act=%s %s%s, tiles %sBM 128 (cluster "
-             "%dx%d%s); at this T: %dx256x64 (gate/up), %dx%dx64 (down) in %dx%d clusters, raster bands of %d, compiled "
+             "%dx%d%s); at this T: %dx%dx64 (gate/up), %dx%dx64 (down) in %dx%d clusters, raster bands of %d, compiled "
              "in %.1f ms "
              "(cache %s, %s); T = %lld, device %d (%d SMs): route count/scan/scatter%s, TMA + wgmma warp-specialised "
              "persistent GEMMs, deterministic combine",
              (long long)d->D, (long long)d->I, (long long)d->E, (long long)d->K, moe_act_name(d->act),
              moe_type_name(d->act_type), im->fb_up || im->fb_down ? " with biases" : "",
              j->cm == 1 && j->cn == 1 ? "BM 64 and " : "", j->cm, j->cn, j->c21 ? ", and 2x1 for large T" : "",
-             moe__cuda_sm90_bm(L, T, cm, cn), moe__cuda_sm90_bm(L, T, cm, cn), cm == 1 && cn == 1 ? im->bn2 : 256, cm,
+             moe__cuda_sm90_bm(L, T, cm, cn),
+             cm == 1 && cn == 1 && moe__cuda_sm90_bm(L, T, cm, cn) == 128 ? im->bn1 : 256,
+             moe__cuda_sm90_bm(L, T, cm, cn), cm == 1 && cn == 1 ? im->bn2 : 256, cm,
              cn, moe__cuda_sm90_raster(L, T, moe__cuda_sm90_bm(L, T, cm, cn)), j->ms, j->cache_hit ? "hit" : "miss",
              j->cache_path[0] ? j->cache_path : "no cache dir", (long long)T, im->device, im->sm_count,
              gather ? " (GEMM 1 gathers x's rows)" : " + permuted copy of x");

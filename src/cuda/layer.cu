@@ -526,6 +526,17 @@ static int weight_tmaps(const moe_layer *L, moe_cuda_impl *im, char *why, size_t
     if (!bad && im->bn2 != 256)
         bad |= moe__cuda_weight_tmap(&im->tm_down_n, L->down.data, dt, d->E, d->D, d->I, L->down.stride_e,
                                      L->down.stride_n, im->bn2 / 2, why, n);
+    im->tm_b0_n = im->tm_b0;
+    im->tm_b1_n = im->tm_b1;
+    if (!bad && im->bn1 != 256) {
+        const moe_tensor *t0 = L->gated ? &L->gate : &L->up;
+        bad |= moe__cuda_weight_tmap(&im->tm_b0_n, t0->data, dt, d->E, d->I, d->D, t0->stride_e, t0->stride_n,
+                                     im->bn1 / 2, why, n);
+        if (!bad && L->gated)
+            bad |= moe__cuda_weight_tmap(&im->tm_b1_n, L->up.data, dt, d->E, d->I, d->D, L->up.stride_e,
+                                         L->up.stride_n, im->bn1 / 2, why, n);
+        else im->tm_b1_n = im->tm_b0_n;
+    }
     return bad;
 }
 
@@ -591,6 +602,7 @@ static moe_status init_common(moe_layer *L, int sm90) {
         return moe__layer_error(L, MOE_ERR_CUDA, "device %d setup: %s", L->ctx->p.cuda_device, cudaGetErrorString(e));
     }
     im->bn2 = sm90 ? moe__cuda_sm90_bn2(L->desc.D) : 256;
+    im->bn1 = 256; /* cuda-jit sets its own (moe__cuda_sm90_set_bn1) */
     if (sm90) {
         im->gather = sm90_gather();
         char why[256];
@@ -763,6 +775,8 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g2 = g1;
         fill_gemm2(L, &g2);
         g2.bn = cm == 1 && cn == 1 ? im->bn2 : 256; /* as compiled into cuda-jit's 1 x 1 kernels */
+        g1.bn = im->jit && cm == 1 && cn == 1 && bm == 128 ? im->bn1 : 256; /* cuda-jit's moe_jit_gemm1 */
+        const CUtensorMap *tm0 = g1.bn != 256 ? &im->tm_b0_n : &im->tm_b0, *tm1 = g1.bn != 256 ? &im->tm_b1_n : &im->tm_b1;
         const CUtensorMap *tmd = g2.bn != 256 ? &im->tm_down_n : &im->tm_down;
         g2.A = h;
         g2.gather = 0; /* GEMM 2 reads h through TMA */
@@ -796,7 +810,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
             if (im->jit) {
                 /* moe_jit_gemm{1,2}_c21 where the rule picked 2 x 1, moe_jit_gemm{1,2}_m64 */
                 const int f = cm != im->jit->cm ? 4 : bm == 64 ? 2 : 0;
-                MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&h1, &im->tm_b0, &im->tm_b1, im->jit->fn[f],
+                MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&h1, tm0, tm1, im->jit->fn[f],
                                                     im->jit->max_clusters[f], s, why, sizeof why));
                 MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&h2, tmd, tmd, im->jit->fn[f + 1], im->jit->max_clusters[f + 1], s,
                                                     why, sizeof why));
@@ -899,6 +913,27 @@ extern "C" int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm) {
     const char *ev = getenv("MOE_SM90_RASTER");
     if (ev && atoi(ev) > 0) return atoi(ev);
     return bm == 128 && T * L->desc.K <= (int64_t)SM90_RASTER_NARROW_ROWS * L->desc.E ? 4 : 16;
+}
+
+/* GEMM 1's n-tile in cuda-jit's BM 128 kernel without clusters: 240 (gate and
+ * up boxes of 120 rows) where I pads less than with 256 (128 + 128): gpt-oss's
+ * I = 2880, 24 n-tiles of 120 outputs instead of 22 of 128 and one of 64. Not
+ * in BM 64 (its gate and up wgmmas would be n = 60) nor ahead of time. Measured:
+ * NOTES.md session 9. MOE_SM90_BN1=256|240 forces either (layer creation). */
+extern "C" int moe__cuda_sm90_bn1(int64_t I, int gated) {
+    const char *ev = getenv("MOE_SM90_BN1");
+    if (ev && (atoi(ev) == 256 || atoi(ev) == 240)) return atoi(ev);
+    return gated ? ((I + 119) / 120 * 120 < (I + 127) / 128 * 128 ? 240 : 256)
+                 : ((I + 239) / 240 * 240 < (I + 255) / 256 * 256 ? 240 : 256);
+}
+
+extern "C" moe_status moe__cuda_sm90_set_bn1(moe_layer *L, int bn1) {
+    moe_cuda_impl *im = (moe_cuda_impl *)L->impl;
+    char why[256];
+    im->bn1 = bn1;
+    if (weight_tmaps(L, im, why, sizeof why))
+        return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "TMA descriptor: %s", why);
+    return MOE_OK;
 }
 
 /* Thread-block clusters by default: 2 x 1 (k_pair_units: an expert's m-tiles
