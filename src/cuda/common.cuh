@@ -98,6 +98,9 @@ int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm);
 int moe__cuda_sm90_bn2(int64_t D);
 /* GEMM 1's (N = I outputs, gate and up or up only; MOE_SM90_BN1 forces 256 or 240) */
 int moe__cuda_sm90_bn1(int64_t I, int gated);
+/* The n-tile of GEMM 1 or 2 (gemm) in a forward with clusters cm x cn and
+ * M tiles of bm rows: 256, bn1 or bn2 (layer.cu) */
+int moe__cuda_sm90_tile_n(const moe_layer *L, int gemm, int cm, int cn, int bm);
 /* cuda-jit: GEMM 1's n-tile bn1 for this layer, with the tensor maps it needs */
 moe_status moe__cuda_sm90_set_bn1(moe_layer *L, int bn1);
 /* Makes a 3-D tensor map over weights [E, N, C] (stride_c = 1) with boxes of

@@ -205,7 +205,7 @@ static void jit_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const moe_cuda_jit *j = im->jit;
     const moe_layer_desc *d = &L->desc;
     int cm, cn;
-    const int gather = moe__cuda_sm90_shape(L, T, &cm, &cn);
+    const int gather = moe__cuda_sm90_shape(L, T, &cm, &cn), bm = moe__cuda_sm90_bm(L, T, cm, cn);
     snprintf(buf, n,
              "cuda-jit: sm_90a kernels specialised to D=%lld I=%lld E=%lld K=%lld act=%s %s%s, tiles %sBM 128 (cluster "
              "%dx%d%s); at this T: %dx%dx64 (gate/up), %dx%dx64 (down) in %dx%d clusters, raster bands of %d, compiled "
@@ -215,10 +215,8 @@ static void jit_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
              (long long)d->D, (long long)d->I, (long long)d->E, (long long)d->K, moe_act_name(d->act),
              moe_type_name(d->act_type), im->fb_up || im->fb_down ? " with biases" : "",
              j->cm == 1 && j->cn == 1 ? "BM 64 and " : "", j->cm, j->cn, j->c21 ? ", and 2x1 for large T" : "",
-             moe__cuda_sm90_bm(L, T, cm, cn),
-             cm == 1 && cn == 1 && moe__cuda_sm90_bm(L, T, cm, cn) == 128 ? im->bn1 : 256,
-             moe__cuda_sm90_bm(L, T, cm, cn), cm == 1 && cn == 1 ? im->bn2 : 256, cm,
-             cn, moe__cuda_sm90_raster(L, T, moe__cuda_sm90_bm(L, T, cm, cn)), j->ms, j->cache_hit ? "hit" : "miss",
+             bm, moe__cuda_sm90_tile_n(L, 1, cm, cn, bm), bm, moe__cuda_sm90_tile_n(L, 2, cm, cn, bm), cm,
+             cn, moe__cuda_sm90_raster(L, T, bm), j->ms, j->cache_hit ? "hit" : "miss",
              j->cache_path[0] ? j->cache_path : "no cache dir", (long long)T, im->device, im->sm_count,
              gather ? " (GEMM 1 gathers x's rows)" : " + permuted copy of x");
 }

@@ -502,8 +502,9 @@ static cudaError_t bias_copy(const moe_tensor *b, int64_t E, int64_t N, float **
 
 static void fini_cuda(moe_layer *L);
 
-/* The TMA descriptors of the layer's weights (gate/up boxes of 128 rows,
- * down, and down in boxes of bn2 / 2 rows); 0, or -1 and why. */
+/* The TMA descriptors of the layer's weights: gate/up and down in boxes of
+ * 128 rows, and the narrow n-tiles' boxes (down: bn2 / 2 rows, gate/up: bn1 /
+ * 2; copies of the others where the tile is 256); 0, or -1 and why. */
 static int weight_tmaps(const moe_layer *L, moe_cuda_impl *im, char *why, size_t n) {
     const moe_layer_desc *d = &L->desc;
     int dt = L->up.type;
@@ -770,12 +771,11 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g1.cm = cm;
         g1.cn = cn;
         g1.bm = bm;
-        g1.bn = 256;
+        g1.bn = moe__cuda_sm90_tile_n(L, 1, cm, cn, bm);
         g1.gm = moe__cuda_sm90_raster(L, T, bm);
         g2 = g1;
         fill_gemm2(L, &g2);
-        g2.bn = cm == 1 && cn == 1 ? im->bn2 : 256; /* as compiled into cuda-jit's 1 x 1 kernels */
-        g1.bn = im->jit && cm == 1 && cn == 1 && bm == 128 ? im->bn1 : 256; /* cuda-jit's moe_jit_gemm1 */
+        g2.bn = moe__cuda_sm90_tile_n(L, 2, cm, cn, bm);
         const CUtensorMap *tm0 = g1.bn != 256 ? &im->tm_b0_n : &im->tm_b0, *tm1 = g1.bn != 256 ? &im->tm_b1_n : &im->tm_b1;
         const CUtensorMap *tmd = g2.bn != 256 ? &im->tm_down_n : &im->tm_down;
         g2.A = h;
@@ -849,6 +849,7 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const moe_layer_desc *d = &L->desc;
     int cm, cn;
     const int gather = moe__cuda_sm90_shape(L, T, &cm, &cn);
+    const int bm = im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM;
     char cl[48] = "";
     if (im->sm90) snprintf(cl, sizeof cl, ", clusters %dx%d", cm, cn);
     snprintf(buf, n,
@@ -860,9 +861,8 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
              im->sm90 ? (gather ? "x rows gathered by cp.async, weights by TMA, wgmma, warp-specialised persistent"
                                 : "TMA + wgmma, warp-specialised persistent")
                       : "cp.async row gather + mma.sync",
-             moe_act_name(d->act), cl, im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM,
-             im->sm90 ? moe__cuda_sm90_raster(L, T, moe__cuda_sm90_bm(L, T, cm, cn)) : 16,
-             im->sm90 ? (cm == 1 && cn == 1 ? im->bn2 : 256) : 128 /* gemm_sm80.cu */, (long long)d->K,
+             moe_act_name(d->act), cl, bm, im->sm90 ? moe__cuda_sm90_raster(L, T, bm) : 16 /* gemm_sm80.cu */,
+             im->sm90 ? moe__cuda_sm90_tile_n(L, 2, cm, cn, bm) : 128 /* gemm_sm80.cu */, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
 }
 
@@ -925,6 +925,13 @@ extern "C" int moe__cuda_sm90_bn1(int64_t I, int gated) {
     if (ev && (atoi(ev) == 256 || atoi(ev) == 240)) return atoi(ev);
     return gated ? ((I + 119) / 120 * 120 < (I + 127) / 128 * 128 ? 240 : 256)
                  : ((I + 239) / 240 * 240 < (I + 255) / 256 * 256 ? 240 : 256);
+}
+
+extern "C" int moe__cuda_sm90_tile_n(const moe_layer *L, int gemm, int cm, int cn, int bm) {
+    const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
+    if (cm != 1 || cn != 1) return 256; /* the cluster kernels */
+    if (gemm == 2) return im->bn2;
+    return im->jit && bm == 128 ? im->bn1 : 256; /* cuda-jit's moe_jit_gemm1 */
 }
 
 extern "C" moe_status moe__cuda_sm90_set_bn1(moe_layer *L, int bn1) {
