@@ -10,20 +10,21 @@
  * cache (NOTES.md, run 3).
  *
  * A rows for TMA must be contiguous, so GEMM 1 either reads the permuted copy
- * xp of x made by the scatter step (layer.cu), or (g.gather, 1x1 clusters; the
- * default for I <= 2048 or up to 128 rows an expert, layer.cu moe__cuda_sm90_shape)
- * its producer warpgroup gathers
- * the rows from x with cp.async, placed in TMA's 128B-swizzle pattern and
- * completing on the full barrier (cp.async.mbarrier.arrive.noinc; the consumers
- * fence the generic proxy before wgmma). Weights are read through 3-D tensor maps [E, N, C] made once at layer
- * creation: rows past N (the end of one expert) and columns past C are
- * zero-filled by TMA, never read from the next expert. With gate/up, the B
- * tile is 128 gate rows then the same 128 up rows (two TMA boxes), so a
+ * xp of x made by the scatter step (layer.cu), or (g.gather, no A multicast;
+ * the default without clusters for I <= 2048 or up to 128 rows an expert,
+ * layer.cu moe__cuda_sm90_shape) its producer warpgroup gathers the rows from x
+ * with cp.async, placed in TMA's 128B-swizzle pattern and completing on the
+ * full barrier (cp.async.mbarrier.arrive.noinc; the consumers fence the generic
+ * proxy before wgmma). Weights are read through 3-D tensor maps [E, N, C] made
+ * once at layer creation: rows past N (the end of one expert) and columns past
+ * C are zero-filled by TMA, never read from the next expert. With gate/up, the
+ * B tile is BN / 2 gate rows then the same up rows (two TMA boxes), so a
  * thread holds gate and up of the same output column.
  *
- * Optional thread-block clusters CM x CN with TMA multicast (MOE_SM90_CM,
- * MOE_SM90_CN): correct, but measured slower on every preset (run 2, run 4),
- * so the default is 1 x 1.
+ * Thread-block clusters CM x CN with TMA multicast (MOE_SM90_CM, MOE_SM90_CN):
+ * 2 x 1 is the default for wide layers with two or more m-tiles an expert
+ * (layer.cu sm90_c21_rule; its units pair m-tiles, k_pair_units), 1 x 2 and
+ * 2 x 2 measured slower and run only where asked.
  *
  * Tile shapes (gemm_sm90.cuh; which one a forward uses: moe__cuda_sm90_bm in
  * layer.cu, whose comment records where the rule was measured):
