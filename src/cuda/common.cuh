@@ -38,7 +38,7 @@ typedef struct moe_cuda_impl {
      * tm_down_n has boxes of bn2 / 2 rows (the same as tm_down when bn2 = 256) */
     CUtensorMap tm_b0, tm_b1, tm_down, tm_down_n, tm_b0_n, tm_b1_n;
     int bn2;                  /* sm90: GEMM 2's n-tile with 1 x 1 clusters, 256 or 240 (moe__cuda_sm90_bn2) */
-    int bn1;                  /* cuda-jit: GEMM 1's n-tile in its BM 128 kernel without clusters, 256 or 240
+    int bn1;                  /* sm90: GEMM 1's n-tile with BM 128 and 1 x 1 clusters, 256 or 240
                                  (moe__cuda_sm90_bn1); tm_b0_n / tm_b1_n have boxes of bn1 / 2 rows */
     /* biases as f32 [E, N] device copies (NULL when absent), made at init */
     float *fb_gate, *fb_up, *fb_down;
@@ -101,8 +101,7 @@ int moe__cuda_sm90_bn1(int64_t I, int gated);
 /* The n-tile of GEMM 1 or 2 (gemm) in a forward with clusters cm x cn and
  * M tiles of bm rows: 256, bn1 or bn2 (layer.cu) */
 int moe__cuda_sm90_tile_n(const moe_layer *L, int gemm, int cm, int cn, int bm);
-/* cuda-jit: GEMM 1's n-tile bn1 for this layer, with the tensor maps it needs */
-moe_status moe__cuda_sm90_set_bn1(moe_layer *L, int bn1);
+
 /* Makes a 3-D tensor map over weights [E, N, C] (stride_c = 1) with boxes of
  * 64 x box_rows x 1; 0 on success, else -1 and why. */
 int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtype, int64_t E, int64_t N, int64_t C,

@@ -32,8 +32,9 @@
  *     2x1, 2x2;
  *   BM 64 x BN 256 x BK 64, 5 stages (200 KB), 1x1 only: for experts with few
  *     rows (an M tile of 128 rows is mostly padding below ~100 rows);
- *   GEMM 2 with 1x1 clusters also in n-tiles of 240 (BM 128 and 64), where
- *     that pads D less (layer.cu moe__cuda_sm90_bn2).
+ *   with 1x1 clusters also n-tiles of 240 where that pads N less: GEMM 2
+ *     (BM 128 and 64; layer.cu moe__cuda_sm90_bn2) and GEMM 1 (BM 128;
+ *     moe__cuda_sm90_bn1).
  */
 #include "common.cuh"
 #include "gemm_sm90.cuh"
@@ -165,9 +166,11 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const 
 template <int ACT, typename T>
 static cudaError_t launch_c(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0,
                             const CUtensorMap *b1, int sm_count, cudaStream_t s) {
-    if (ACT < 0 && g->bn == 240) /* GEMM 2's narrow n-tile: 1 x 1 clusters only (layer.cu moe__cuda_sm90_tile_n) */
+    /* the narrow n-tiles: 1 x 1 clusters only, GEMM 1's with BM 128 (layer.cu moe__cuda_sm90_tile_n) */
+    if (ACT < 0 && g->bn == 240)
         return g->bm == 64 ? launch<-1, T, 1, 1, 64, 240>(g, tmA, b0, b1, sm_count, s)
                            : launch<-1, T, 1, 1, 128, 240>(g, tmA, b0, b1, sm_count, s);
+    if (ACT >= 0 && g->bn == 240) return launch<ACT, T, 1, 1, 128, 240>(g, tmA, b0, b1, sm_count, s);
     if (g->bm == 64) return launch<ACT, T, 1, 1, 64>(g, tmA, b0, b1, sm_count, s); /* no clusters (layer.cu) */
     if (g->cm == 2)
         return g->cn == 2 ? launch<ACT, T, 2, 2, 128>(g, tmA, b0, b1, sm_count, s)
@@ -273,10 +276,8 @@ template <int ACT, typename T> static cudaError_t prepare_c(void) {
     if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 2, 128, 256>, a, SM90_SMEM_BYTES(128)))) return e;
     if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 2, 1, 128, 256>, a, SM90_SMEM_BYTES(128)))) return e;
     if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 2, 2, 128, 256>, a, SM90_SMEM_BYTES(128)))) return e;
-    if (ACT < 0) {
-        if ((e = cudaFuncSetAttribute(gemm_sm90<-1, T, 1, 1, 128, 240>, a, SM90_SMEM_BYTES(128)))) return e;
-        if ((e = cudaFuncSetAttribute(gemm_sm90<-1, T, 1, 1, 64, 240>, a, SM90_SMEM_BYTES(64)))) return e;
-    }
+    if ((e = cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 1, 128, 240>, a, SM90_SMEM_BYTES(128)))) return e;
+    if (ACT < 0 && (e = cudaFuncSetAttribute(gemm_sm90<-1, T, 1, 1, 64, 240>, a, SM90_SMEM_BYTES(64)))) return e;
     return cudaFuncSetAttribute(gemm_sm90<ACT, T, 1, 1, 64, 256>, a, SM90_SMEM_BYTES(64));
 }
 

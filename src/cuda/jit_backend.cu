@@ -142,18 +142,13 @@ static moe_status jit_init(moe_layer *L) {
     sp.cn = j->cn;
     sp.c21 = j->c21 = !env_set && moe__cuda_sm90_c21_possible(L);
     sp.bn2 = im->bn2; /* used by the 1 x 1 kernels only (the forward sets g.bn alike) */
-    sp.bn1 = sp.cm == 1 && sp.cn == 1 ? moe__cuda_sm90_bn1(d->I, L->gated) : 256;
+    sp.bn1 = im->bn1; /* likewise: GEMM 1's BM 128 kernel without clusters */
     moe__jit_result r;
     char err[1024] = "";
     st = moe__jit_sm90_compile(&sp, &r, err, sizeof err);
     if (st) {
         moe__cuda_fini(L);
         return moe__layer_error(L, st, "%s", err);
-    }
-    if (sp.bn1 != 256 && (st = moe__cuda_sm90_set_bn1(L, sp.bn1)) != MOE_OK) {
-        free(r.cubin);
-        moe__cuda_fini(L);
-        return st;
     }
     j->cache_hit = r.cache_hit;
     j->ms = r.ms;

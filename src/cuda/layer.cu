@@ -603,7 +603,7 @@ static moe_status init_common(moe_layer *L, int sm90) {
         return moe__layer_error(L, MOE_ERR_CUDA, "device %d setup: %s", L->ctx->p.cuda_device, cudaGetErrorString(e));
     }
     im->bn2 = sm90 ? moe__cuda_sm90_bn2(L->desc.D) : 256;
-    im->bn1 = 256; /* cuda-jit sets its own (moe__cuda_sm90_set_bn1) */
+    im->bn1 = sm90 ? moe__cuda_sm90_bn1(L->desc.I, L->gated) : 256;
     if (sm90) {
         im->gather = sm90_gather();
         char why[256];
@@ -915,11 +915,11 @@ extern "C" int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm) {
     return bm == 128 && T * L->desc.K <= (int64_t)SM90_RASTER_NARROW_ROWS * L->desc.E ? 4 : 16;
 }
 
-/* GEMM 1's n-tile in cuda-jit's BM 128 kernel without clusters: 240 (gate and
- * up boxes of 120 rows) where I pads less than with 256 (128 + 128): gpt-oss's
- * I = 2880, 24 n-tiles of 120 outputs instead of 22 of 128 and one of 64. Not
- * in BM 64 (its gate and up wgmmas would be n = 60) nor ahead of time. Measured:
- * NOTES.md session 9. MOE_SM90_BN1=256|240 forces either (layer creation). */
+/* GEMM 1's n-tile with BM 128 and no clusters: 240 (gate and up boxes of 120
+ * rows) where I pads less than with 256 (128 + 128): gpt-oss's I = 2880, 24
+ * n-tiles of 120 outputs instead of 22 of 128 and one of 64. Not in BM 64 (its
+ * gate and up wgmmas would be n = 60). Measured: NOTES.md session 9 (run 17).
+ * MOE_SM90_BN1=256|240 forces either (layer creation). */
 extern "C" int moe__cuda_sm90_bn1(int64_t I, int gated) {
     const char *ev = getenv("MOE_SM90_BN1");
     if (ev && (atoi(ev) == 256 || atoi(ev) == 240)) return atoi(ev);
@@ -931,16 +931,7 @@ extern "C" int moe__cuda_sm90_tile_n(const moe_layer *L, int gemm, int cm, int c
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     if (cm != 1 || cn != 1) return 256; /* the cluster kernels */
     if (gemm == 2) return im->bn2;
-    return im->jit && bm == 128 ? im->bn1 : 256; /* cuda-jit's moe_jit_gemm1 */
-}
-
-extern "C" moe_status moe__cuda_sm90_set_bn1(moe_layer *L, int bn1) {
-    moe_cuda_impl *im = (moe_cuda_impl *)L->impl;
-    char why[256];
-    im->bn1 = bn1;
-    if (weight_tmaps(L, im, why, sizeof why))
-        return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "TMA descriptor: %s", why);
-    return MOE_OK;
+    return bm == 128 ? im->bn1 : 256; /* BM 64's gate and up halves would be 60 wide */
 }
 
 /* Thread-block clusters by default: 2 x 1 (k_pair_units: an expert's m-tiles
