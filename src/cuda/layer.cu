@@ -815,7 +815,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                 MOE_CUDA_CK(moe__cuda_gemm_sm90_jit(&h2, tmd, tmd, im->jit->fn[f + 1], im->jit->max_clusters[f + 1], s,
                                                     why, sizeof why));
             } else if (im->sm90) {
-                MOE_CUDA_CK(moe__cuda_gemm_sm90(&h1, &im->tm_b0, &im->tm_b1, im->sm_count, s, why, sizeof why));
+                MOE_CUDA_CK(moe__cuda_gemm_sm90(&h1, tm0, tm1, im->sm_count, s, why, sizeof why));
                 MOE_CUDA_CK(moe__cuda_gemm_sm90(&h2, tmd, tmd, im->sm_count, s, why, sizeof why));
             } else {
                 MOE_CUDA_CK(moe__cuda_gemm_sm80(&h1, im->sm_count, s));
