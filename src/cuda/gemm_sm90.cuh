@@ -21,7 +21,7 @@
  * The smaller A tile leaves room for a fifth stage. BN is 256, or 240 where
  * it pads N less: GEMM 2 without clusters (gpt-oss's N = 2880: 12 n-tiles of
  * 240 instead of 11 of 256 and one of 64; layer.cu moe__cuda_sm90_bn2), and
- * cuda-jit's BM 128 kernel of GEMM 1 (gate and up halves of 120,
+ * GEMM 1 with BM 128 without clusters (gate and up halves of 120,
  * moe__cuda_sm90_bn1). The B tile is two TMA boxes of BN / 2 rows (gate and
  * up rows, or the two halves). */
 #define BN 256 /* the widest n-tile: the shared memory the host reserves */
