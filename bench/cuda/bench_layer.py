@@ -163,7 +163,8 @@ def ceilings():
 
 
 def kernel_share(fn):
-    """Fraction of GPU kernel time in routing + combine, from the profiler."""
+    """Fraction of GPU kernel time in routing + combine, from the profiler, and the
+    time of each kernel in us per forward (name -> us)."""
     from torch.profiler import profile, ProfilerActivity
     fn()
     torch.cuda.synchronize()
@@ -182,7 +183,7 @@ def kernel_share(fn):
     if os.environ.get("BENCH_BREAKDOWN"):
         print("    kernels (us per forward): " + ", ".join(f"{k.split('(')[0]} {v:.0f}" for k, v in
                                                         sorted(per.items(), key=lambda kv: -kv[1]) if v > 0))
-    return small / tot if tot else float("nan")
+    return (small / tot if tot else float("nan")), {k.split("(")[0]: round(v, 1) for k, v in per.items() if v > 0}
 
 
 ENV_KNOBS = ("MOE_SM90_BM", "MOE_SM90_CM", "MOE_SM90_CN", "MOE_SM90_GATHER", "MOE_SM90_BN1", "MOE_SM90_BN2", "MOE_SM90_RASTER")
@@ -345,11 +346,11 @@ def main():
                     continue
                 err = ((out.float() - ref.float()).norm() / ref.float().norm()).item() if ref is not None else float("nan")
                 med, lo, hi = bench(fwd, args.reps, flush)
-                share = kernel_share(fwd)
+                share, kernels = kernel_share(fwd)
                 r = dict(preset=name, T=T, D=D, I=I, E=E, K=K, backend=label, us=med, us_min=lo, us_max=hi,
                          tflops=flops / (med * 1e-6) / 1e12, roofline_us=roof_us, roofline_frac=roof_us / med,
                          torch_us=t_torch, speedup_vs_torch=t_torch / med, route_combine_share=share,
-                         rel_err_vs_torch=err)
+                         rel_err_vs_torch=err, kernels_us=kernels)
                 rows.append(r)
                 print(f"  {name:14s} T={T:6d} {label:16s} {med:9.1f} us {r['tflops']:6.1f} TF "
                       f"roof {r['roofline_frac']*100:5.1f}% torch {t_torch:9.1f} us x{r['speedup_vs_torch']:.2f} "
