@@ -43,8 +43,9 @@ typedef struct moe_cuda_impl {
     /* biases as f32 [E, N] device copies (NULL when absent), made at init */
     float *fb_gate, *fb_up, *fb_down;
     moe_cuda_jit *jit;        /* cuda-jit: launched instead of the built-in sm90 kernels; NULL otherwise */
-    int gather;               /* sm90: GEMM 1 gathers its A rows from x (no permuted copy xp; needs 1x1 clusters):
-                                 1 / 0 as MOE_SM90_GATHER (or clusters) force it, -1 the rule per forward */
+    int gather;               /* sm90: GEMM 1 gathers its A rows from x (no permuted copy xp; needs cn = 1, and
+                                 runs in 2 x 1 clusters only when forced): 1 / 0 as MOE_SM90_GATHER (or 1 x 2 / 2 x 2
+                                 clusters) force it, -1 the rule per forward (moe__cuda_sm90_shape) */
 } moe_cuda_impl;
 
 #ifdef __cplusplus

@@ -75,7 +75,8 @@ typedef struct moe_cuda_gemm {
     int max_mtiles;           /* bound on *n_mtiles (the grid's size) */
     int cm, cn;               /* sm90 cluster shape: cm m-tiles of a unit (units), cn n-tiles sharing A */
     int bm;                   /* sm90 M tile: 128 or 64 rows (64: cm = cn = 1) */
-    int bn;                   /* sm90 n-tile: 256, or 240 for GEMM 2 with cm = cn = 1 (gate/up: bn / 2 outputs) */
+    int bn;                   /* sm90 n-tile: 256, or 240 with cm = cn = 1 (GEMM 1: BM 128 only; gate/up: bn / 2
+                                 outputs); layer.cu moe__cuda_sm90_tile_n */
     int gm;                   /* sm90 raster: m-tiles (units) per band of n-tiles (moe_cuda_raster) */
     int gather;               /* sm90 mode 1, cn = 1: A = x [T, C], rows x[sorted_pair[r] / K] copied by the
                                  producer warp (cp.async), no permuted copy */
