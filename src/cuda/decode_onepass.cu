@@ -1,0 +1,491 @@
+/*
+ * The one-pass decode kernel (decode_onepass.h has the idea): one launch of
+ * one block per SM, 1 producer warp issuing TMA copies into a ring of
+ * MOE_OP_SLOT-byte stages, 8 consumer warps on mma.sync m16n8k16 (weights as
+ * the 16-row A operand, the group's pairs as the 8 columns of B).
+ *
+ * Per block, after every block has planned the same split from the ids:
+ *   for each pass of at most MOE_OP_UMAX units (64 rows of I) of one group:
+ *     gate/up  stages of 128 columns of D x the pass's rows (gate and up
+ *              boxes of 64 x 16); warp w takes k step w of every stage and
+ *              keeps its sums in registers; at the end the 8 warps' sums
+ *              meet in shared memory (in warp order) and h = act(g + bg,
+ *              u + bu) is rounded to the weights' type, as the other paths do
+ *     down     stages of 256 rows of D x the pass's columns (boxes of 16
+ *              columns x 256 rows); warp w takes rows 32w..32w+31; the
+ *              16 x 8 results go to the block's partial rows (added to
+ *              what its earlier passes of the same group left there)
+ *   after the last pass of a group's piece, per 256-row range of D: one
+ *   arrival on the group's counter; the last block sums the group's partial
+ *   rows in block order into y[pair] (+ down bias), then arrives on each of
+ *   its pairs' token counters; the last of a token's valid slots writes
+ *   out[t] = sum over slots in order of w * y. No float atomics: bitwise
+ *   deterministic for a given device (the split depends on the SM count).
+ *
+ * Ids outside [0, E) are left out (never read or written out of bounds); a
+ * token with no valid slot gets out = 0 (block 0 writes it).
+ * Counters (the layer's, zeroed at init) are left zeroed by their last user.
+ */
+#include "decode_kernels.h"
+#include "decode_onepass.h"
+#include "sm90_sync.cuh"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define OP_ON 1
+#endif
+
+#define OP_RED_BYTES (8 * 2 * MOE_OP_UMAX * 128 * 4) /* [warp][gate, up][unit][16 x 8] f32 */
+#define OP_HS_STRIDE (2 * 16 * MOE_OP_UMAX + 16)     /* bytes of one pair's h row */
+#define OP_HS_BYTES (8 * OP_HS_STRIDE)
+
+static __host__ __device__ __forceinline__ int op_xs_stride(int D) { return 2 * D + 16; }
+
+#ifdef OP_ON
+static __device__ __forceinline__ void op_consumer_sync(void) { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
+static __device__ __forceinline__ void op_tma_3d(uint32_t dst, const CUtensorMap *tm, int c0, int c1, int c2,
+                                                 uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, "
+                 "%4}], [%5];\n" ::"r"(dst),
+                 "l"((uint64_t)tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+
+static __device__ __forceinline__ void op_ldsm_x4(uint32_t addr, uint32_t &r0, uint32_t &r1, uint32_t &r2,
+                                                  uint32_t &r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+
+template <typename MT> struct op_is_bf16 { enum { v = 0 }; };
+template <> struct op_is_bf16<__nv_bfloat16> { enum { v = 1 }; };
+
+template <typename MT>
+static __device__ __forceinline__ void op_mma(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                              uint32_t b1) {
+    if (op_is_bf16<MT>::v)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* old value; release of this thread's (and, through the barrier before it,
+ * the block's) writes, acquire of the writes of the blocks that came before */
+static __device__ __forceinline__ unsigned op_arrive(unsigned *p) {
+    unsigned old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(p) : "memory");
+    return old;
+}
+
+template <typename MT> static __device__ __forceinline__ MT op_from_float(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 op_from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half op_from_float<__half>(float v) { return __float2half_rn(v); }
+
+/* One pass of a group: units [u, u + len) of group c (rows row0.. of I). */
+typedef struct op_pass {
+    int c, len, row0, first, last;
+} op_pass;
+
+/* The pass that starts at unit u of the block's range [u, u1) (NU units a group). */
+static __device__ __forceinline__ op_pass op_pass_at(int64_t u, int64_t u0, int64_t u1, int NU) {
+    op_pass p;
+    p.c = (int)(u / NU);
+    const int64_t gs = (int64_t)p.c * NU, ge = gs + NU, pend = u1 < ge ? u1 : ge;
+    const int64_t left = pend - u;
+    p.len = left < MOE_OP_UMAX ? (int)left : MOE_OP_UMAX;
+    p.row0 = (int)(u - gs) * 16;
+    p.first = u == u0 || u == gs;
+    p.last = u + p.len == pend;
+    return p;
+}
+#endif
+
+template <typename MT>
+__global__ void __launch_bounds__(MOE_OP_THREADS, 1)
+    k_op(const __grid_constant__ CUtensorMap tmg, const __grid_constant__ CUtensorMap tmu,
+         const __grid_constant__ CUtensorMap tmd, const moe_op_args a) {
+#ifdef OP_ON
+    extern __shared__ __align__(1024) uint8_t op_smem_raw[];
+    __shared__ int s_id[MOE_OP_PMAX], s_sorted[MOE_OP_PMAX], s_run[MOE_OP_PMAX];
+    __shared__ int g_e[MOE_OP_PMAX], g_pos[MOE_OP_PMAX], g_n[MOE_OP_PMAX], g_bf[MOE_OP_PMAX], g_np[MOE_OP_PMAX];
+    __shared__ long long g_base[MOE_OP_PMAX];
+    __shared__ int s_wsum[8], s_nv, s_ok;
+    __shared__ int s_flag[64], s_ntok, s_tok[MOE_OP_VPMAX * 64];
+    __shared__ __align__(8) uint64_t s_full[MOE_OP_NSMAX], s_empty[MOE_OP_NSMAX];
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int P = a.T * a.K, D = a.D, NU = a.I / 16, NS = a.NS, G = gridDim.x, b = blockIdx.x;
+    const int NDR = (D + MOE_OP_DR - 1) / MOE_OP_DR;
+    uint8_t *smem = (uint8_t *)(((uintptr_t)op_smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *ring = smem;
+    uint8_t *xs = ring + (size_t)NS * MOE_OP_SLOT;
+    const int xstride = op_xs_stride(D);
+    float *red = (float *)(xs + (size_t)a.VP * xstride);
+    uint8_t *hs = (uint8_t *)red + OP_RED_BYTES;
+
+    /* ---- routing, the same in every block ---- */
+    if (tid < P) {
+        const int id = a.ids[tid];
+        s_id[tid] = id >= 0 && id < a.E ? id : -1;
+    }
+    if (tid == 0) {
+        for (int i = 0; i < NS; i++) {
+            mbar_init(smem_u32(&s_full[i]), 1);
+            mbar_init(smem_u32(&s_empty[i]), 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    {
+        const int valid = tid < P && s_id[tid] >= 0;
+        if (valid) {
+            const int e = s_id[tid];
+            int rank = 0, before = 0, total = 0;
+            for (int q = 0; q < P; q++) {
+                const int f = s_id[q];
+                rank += f >= 0 && (f < e || (f == e && q < tid));
+                total += f == e;
+                before += f == e && q < tid;
+            }
+            s_sorted[rank] = tid;
+            /* a group starts at every VP-th pair of an expert: its size */
+            const int left = total - before;
+            s_run[rank] = before % a.VP == 0 ? (left < a.VP ? left : a.VP) : 0;
+        }
+    }
+    const int nvalid = __syncthreads_count(tid < P && s_id[tid] >= 0);
+    /* groups in sorted order: a prefix count of the group starts */
+    int gidx = 0, start = 0;
+    if (warp < 8) {
+        start = tid < nvalid && s_run[tid] > 0;
+        const unsigned bal = __ballot_sync(~0u, start);
+        gidx = __popc(bal & ((1u << lane) - 1));
+        if (lane == 0) s_wsum[warp] = __popc(bal);
+    }
+    __syncthreads();
+    if (warp < 8) {
+        int off = 0;
+        for (int w = 0; w < warp; w++) off += s_wsum[w];
+        gidx += off;
+        if (start) {
+            g_e[gidx] = s_id[s_sorted[tid]];
+            g_pos[gidx] = tid;
+            g_n[gidx] = s_run[tid];
+        }
+        if (tid == 0) {
+            int nv = 0;
+            for (int w = 0; w < 8; w++) nv += s_wsum[w];
+            s_nv = nv;
+        }
+    }
+    __syncthreads();
+    const int nV = s_nv;
+    const int64_t U = (int64_t)nV * NU;
+    /* each group's pieces (the blocks that hold its units) and the first of its partial rows */
+    if (tid < nV) {
+        const int bf = moe__op_block_of((int64_t)tid * NU, U, G), bl = moe__op_block_of((int64_t)(tid + 1) * NU - 1, U, G);
+        g_bf[tid] = bf;
+        g_np[tid] = bl - bf + 1;
+    }
+    __syncthreads();
+    if (tid == 0) {
+        long long o = 0;
+        for (int c = 0; c < nV; c++) {
+            g_base[c] = o;
+            o += (long long)g_np[c] * g_n[c];
+        }
+        s_ok = o <= a.cap_slots;
+    }
+    __syncthreads();
+    if (!s_ok) {
+        /* cannot happen (moe__op_cap_slots bounds it): loud rather than out of bounds */
+        if (b == 0 && warp < 8)
+            for (int64_t i = tid; i < (int64_t)a.T * D; i += 256) dk_store_out(a.out, a.out_type, i, __int_as_float(0x7fc00000));
+        return;
+    }
+    if (b == 0 && warp < 8) {
+        /* tokens with no valid slot */
+        for (int t = 0; t < a.T; t++) {
+            int nvs = 0;
+            for (int k = 0; k < a.K; k++) nvs += s_id[t * a.K + k] >= 0;
+            if (nvs == 0)
+                for (int i = tid; i < D; i += 256) dk_store_out(a.out, a.out_type, (int64_t)t * D + i, 0.f);
+        }
+    }
+    const int64_t u0 = (int64_t)b * U / G, u1 = (int64_t)(b + 1) * U / G;
+    if (u0 >= u1) return;
+    const int ntens = a.gated ? 2 : 1;
+    const int nKC = (D + MOE_OP_KC - 1) / MOE_OP_KC;
+
+    if (warp == 8) {
+        /* ---- producer ---- */
+        if (lane != 0) return;
+        unsigned it = 0;
+        for (int64_t u = u0; u < u1;) {
+            const op_pass ps = op_pass_at(u, u0, u1, NU);
+            const int e = g_e[ps.c];
+            for (int kc = 0; kc < nKC; kc++, it++) {
+                const int slot = it % NS;
+                mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
+                const int rem = D - kc * MOE_OP_KC, nb = rem > 64 ? 2 : 1;
+                const uint32_t full = smem_u32(&s_full[slot]);
+                mbar_expect_tx(full, (uint32_t)(ntens * ps.len * nb * 2048));
+                const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
+                for (int t = 0; t < ntens; t++) {
+                    const CUtensorMap *tm = t == 0 && a.gated ? &tmg : &tmu;
+                    for (int g = 0; g < ps.len; g++)
+                        for (int h = 0; h < nb; h++)
+                            op_tma_3d(base + ((t * MOE_OP_UMAX + g) * 2 + h) * 2048, tm, kc * MOE_OP_KC + 64 * h,
+                                      ps.row0 + 16 * g, e, full);
+                }
+            }
+            for (int dr = 0; dr < NDR; dr++, it++) {
+                const int slot = it % NS;
+                mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
+                const uint32_t full = smem_u32(&s_full[slot]);
+                mbar_expect_tx(full, (uint32_t)(ps.len * 8192));
+                const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
+                for (int q = 0; q < ps.len; q++) op_tma_3d(base + q * 8192, &tmd, ps.row0 + 16 * q, dr * MOE_OP_DR, e, full);
+            }
+            u += ps.len;
+        }
+        return;
+    }
+
+    /* ---- consumers ---- */
+    unsigned it = 0;
+    int prev_c = -1;
+    const int bj = min(lane >> 2, a.VP - 1); /* this lane's B column (pair) in x; columns past the group's are ignored */
+    for (int64_t u = u0; u < u1;) {
+        const op_pass ps = op_pass_at(u, u0, u1, NU);
+        const int c = ps.c, n = g_n[c], e = g_e[c], pos = g_pos[c];
+        if (c != prev_c) {
+            /* stage the group's x rows as the mma type */
+            const int per = D / 8;
+            for (int idx = tid; idx < n * per; idx += 256) {
+                const int j = idx / per, q = idx - j * per;
+                const int64_t t = s_sorted[pos + j] / a.K;
+                uint4 v;
+                if (a.x_type == (op_is_bf16<MT>::v ? MOE_TYPE_BF16 : MOE_TYPE_F16)) {
+                    v = *(const uint4 *)((const uint8_t *)a.x + ((size_t)t * D + 8 * q) * 2);
+                } else {
+                    MT f[8];
+#pragma unroll
+                    for (int r = 0; r < 8; r++) f[r] = op_from_float<MT>(dk_bias(a.x, a.x_type, t * D + 8 * q + r));
+                    memcpy(&v, f, 16);
+                }
+                *(uint4 *)(xs + (size_t)j * xstride + 16 * q) = v;
+            }
+            op_consumer_sync();
+            prev_c = c;
+        }
+        /* gate/up */
+        float acc[2][MOE_OP_UMAX][4];
+#pragma unroll
+        for (int t = 0; t < 2; t++)
+#pragma unroll
+            for (int g = 0; g < MOE_OP_UMAX; g++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) acc[t][g][r] = 0.f;
+        const int hsel = warp >> 2, ch = 2 * (warp & 3) + (lane >> 4), ar = lane & 15;
+        for (int kc = 0; kc < nKC; kc++, it++) {
+            const int slot = it % NS;
+            mbar_wait(smem_u32(&s_full[slot]), (it / NS) & 1);
+            const int k = kc * MOE_OP_KC + 16 * warp;
+            if (k < D) {
+                const uint8_t *xr = xs + (size_t)bj * xstride + 2 * (k + 2 * (lane & 3));
+                const uint32_t b0 = *(const uint32_t *)xr, b1 = *(const uint32_t *)(xr + 16);
+                const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT) + ar * 128 + ((ch ^ (ar & 7)) << 4);
+#pragma unroll
+                for (int t = 0; t < 2; t++) {
+                    if (t >= ntens) break;
+#pragma unroll
+                    for (int g = 0; g < MOE_OP_UMAX; g++) {
+                        if (g >= ps.len) break;
+                        uint32_t a0, a1, a2, a3;
+                        op_ldsm_x4(base + ((t * MOE_OP_UMAX + g) * 2 + hsel) * 2048, a0, a1, a2, a3);
+                        op_mma<MT>(acc[t][g], a0, a1, a2, a3, b0, b1);
+                    }
+                }
+            }
+            mbar_arrive(smem_u32(&s_empty[slot]));
+        }
+        /* the warps' sums, in warp order, and h */
+        {
+            float *rw = red + (size_t)warp * (2 * MOE_OP_UMAX * 128);
+#pragma unroll
+            for (int t = 0; t < 2; t++)
+#pragma unroll
+                for (int g = 0; g < MOE_OP_UMAX; g++) {
+                    if (t >= ntens || g >= ps.len) continue;
+                    float *f = rw + (t * MOE_OP_UMAX + g) * 128 + (lane >> 2) * 8 + 2 * (lane & 3);
+                    *(float2 *)f = make_float2(acc[t][g][0], acc[t][g][1]);
+                    *(float2 *)(f + 64) = make_float2(acc[t][g][2], acc[t][g][3]);
+                }
+        }
+        op_consumer_sync();
+        const int L = ps.len * 16;
+        for (int idx = tid; idx < L * n; idx += 256) {
+            const int j = idx / L, i = idx - j * L;
+            const int off = (i >> 4) * 128 + (i & 15) * 8 + j;
+            float gs = 0.f, us = 0.f;
+            for (int w = 0; w < 8; w++) {
+                const float *rw = red + (size_t)w * (2 * MOE_OP_UMAX * 128);
+                gs += rw[off];
+                if (a.gated) us += rw[MOE_OP_UMAX * 128 + off];
+            }
+            if (!a.gated) {
+                us = gs;
+                gs = 0.f;
+            }
+            const int64_t row = ps.row0 + i;
+            if (a.gated && a.bg) gs += dk_bias(a.bg, a.bg_type, e * a.bg_se + row * a.bg_sn);
+            if (a.bu) us += dk_bias(a.bu, a.bu_type, e * a.bu_se + row * a.bu_sn);
+            ((MT *)(hs + (size_t)j * OP_HS_STRIDE))[i] = op_from_float<MT>(dk_act(a.act, gs, us, a.alpha, a.limit));
+        }
+        op_consumer_sync();
+        /* down: this pass's columns of every row of D */
+        uint32_t hb[MOE_OP_UMAX][2];
+#pragma unroll
+        for (int q = 0; q < MOE_OP_UMAX; q++) {
+            const uint8_t *hr = hs + (size_t)(lane >> 2) * OP_HS_STRIDE + 2 * (16 * q + 2 * (lane & 3));
+            hb[q][0] = q < ps.len ? *(const uint32_t *)hr : 0u;
+            hb[q][1] = q < ps.len ? *(const uint32_t *)(hr + 16) : 0u;
+        }
+        const int64_t sbase = g_base[c] + (int64_t)(b - g_bf[c]) * n;
+        const int dch = lane >> 4;
+        for (int dr = 0; dr < NDR; dr++, it++) {
+            const int slot = it % NS;
+            mbar_wait(smem_u32(&s_full[slot]), (it / NS) & 1);
+            float cacc[2][4];
+            const uint32_t sb = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
+#pragma unroll
+            for (int ri = 0; ri < 2; ri++) {
+#pragma unroll
+                for (int r = 0; r < 4; r++) cacc[ri][r] = 0.f;
+                const int r = (2 * warp + ri) * 16 + ar;
+                const uint32_t ra = sb + r * 32 + ((dch ^ ((r >> 2) & 1)) << 4);
+#pragma unroll
+                for (int q = 0; q < MOE_OP_UMAX; q++) {
+                    if (q >= ps.len) break;
+                    uint32_t a0, a1, a2, a3;
+                    op_ldsm_x4(ra + q * 8192, a0, a1, a2, a3);
+                    op_mma<MT>(cacc[ri], a0, a1, a2, a3, hb[q][0], hb[q][1]);
+                }
+            }
+            mbar_arrive(smem_u32(&s_empty[slot]));
+#pragma unroll
+            for (int ri = 0; ri < 2; ri++)
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++) {
+                    const int d = dr * MOE_OP_DR + (2 * warp + ri) * 16 + (lane >> 2) + 8 * hh;
+                    if (d >= D) continue;
+#pragma unroll
+                    for (int jj = 0; jj < 2; jj++) {
+                        const int j = 2 * (lane & 3) + jj;
+                        if (j >= n) continue;
+                        float *p = a.partial + (size_t)(sbase + j) * D + d;
+                        float v = cacc[ri][2 * hh + jj];
+                        if (!ps.first) v += *p;
+                        *p = v;
+                    }
+                }
+        }
+        if (ps.last) {
+            /* the piece is done: one arrival per row range of D on the group's counters */
+            op_consumer_sync();
+            if (tid < NDR) {
+                unsigned *cp = a.cnt + (size_t)c * NDR + tid;
+                const unsigned old = op_arrive(cp);
+                const int lastb = old == (unsigned)g_np[c] - 1;
+                if (lastb) *cp = 0;
+                s_flag[tid] = lastb;
+            }
+            if (tid == 0) s_ntok = 0;
+            op_consumer_sync();
+            int any = 0;
+            for (int dr = 0; dr < NDR; dr++) {
+                if (!s_flag[dr]) continue;
+                any = 1;
+                /* the group's partial rows, in block order, + bias -> y[pair] */
+                for (int idx = tid; idx < n * MOE_OP_DR; idx += 256) {
+                    const int j = idx / MOE_OP_DR, d = dr * MOE_OP_DR + (idx - j * MOE_OP_DR);
+                    if (d >= D) continue;
+                    float s = 0.f;
+                    const float *p = a.partial + (size_t)(g_base[c] + j) * D + d;
+                    for (int pc = 0; pc < g_np[c]; pc++) s += __ldcg(p + (size_t)pc * n * D);
+                    if (a.bd) s += dk_bias(a.bd, a.bd_type, e * a.bd_se + (int64_t)d * a.bd_sn);
+                    a.y[(size_t)s_sorted[pos + j] * D + d] = s;
+                }
+            }
+            if (any) {
+                op_consumer_sync();
+                /* each pair's token: one arrival per row range */
+                for (int idx = tid; idx < n * NDR; idx += 256) {
+                    const int j = idx / NDR, dr = idx - j * NDR;
+                    if (s_flag[dr]) {
+                        const int pair = s_sorted[pos + j], t = pair / a.K;
+                        int nvs = 0;
+                        for (int k = 0; k < a.K; k++) nvs += s_id[t * a.K + k] >= 0;
+                        unsigned *cp = a.cnt + (size_t)(MOE_OP_PMAX + t) * NDR + dr;
+                        const unsigned old = op_arrive(cp);
+                        if (old == (unsigned)nvs - 1) {
+                            *cp = 0;
+                            s_tok[atomicAdd(&s_ntok, 1)] = t * NDR + dr;
+                        }
+                    }
+                }
+                op_consumer_sync();
+                for (int q = 0; q < s_ntok; q++) {
+                    const int t = s_tok[q] / NDR, dr = s_tok[q] - t * NDR, d = dr * MOE_OP_DR + tid;
+                    if (d >= D) continue;
+                    float o = 0.f;
+                    for (int k = 0; k < a.K; k++)
+                        if (s_id[t * a.K + k] >= 0) o += a.w[t * a.K + k] * __ldcg(a.y + (size_t)(t * a.K + k) * D + d);
+                    dk_store_out(a.out, a.out_type, (int64_t)t * D + d, o);
+                }
+            }
+            op_consumer_sync();
+        }
+        u += ps.len;
+    }
+#endif
+}
+
+/* ---- host side ---- */
+
+extern "C" int moe__op_smem_bytes(int D, int VP, int NS) {
+    return 1024 + NS * MOE_OP_SLOT + VP * op_xs_stride(D) + OP_RED_BYTES + OP_HS_BYTES;
+}
+
+extern "C" cudaError_t moe__op_prepare(int *max_dyn) {
+    int dev = 0, optin = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    cudaFuncAttributes fa;
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, k_op<__nv_bfloat16>);
+    const int dyn = optin - (e == cudaSuccess ? (int)fa.sharedSizeBytes : 0);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(k_op<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(k_op<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn);
+    if (e == cudaSuccess && max_dyn) *max_dyn = dyn;
+    return e;
+}
+
+extern "C" cudaError_t moe__op_launch(int fmt, const CUtensorMap *tmg, const CUtensorMap *tmu, const CUtensorMap *tmd,
+                                      const moe_op_args *a, int grid, cudaStream_t s) {
+    const int smem = moe__op_smem_bytes(a->D, a->VP, a->NS);
+    if (fmt == MOE_DF_BF16)
+        k_op<__nv_bfloat16><<<grid, MOE_OP_THREADS, smem, s>>>(*tmg, *tmu, *tmd, *a);
+    else if (fmt == MOE_DF_F16)
+        k_op<__half><<<grid, MOE_OP_THREADS, smem, s>>>(*tmg, *tmu, *tmd, *a);
+    else
+        return cudaErrorInvalidValue;
+    return cudaGetLastError();
+}
