@@ -22,10 +22,15 @@ TEST(decode_onepass_split_bound) {
     moe_rng_seed(&r, moe_test_seed());
     static const int Gs[] = {1, 2, 7, 78, 114, 132, 264};
     for (int it = 0; it < 4000 && !moe_test_failed(); it++) {
-        const int G = Gs[moe_rng_u64(&r) % 7], VP = 1 + (int)(moe_rng_u64(&r) % 8);
+        const int G0 = Gs[moe_rng_u64(&r) % 7], VP = 1 + (int)(moe_rng_u64(&r) % 8);
         const int nV = 1 + (int)(moe_rng_u64(&r) % (it % 4 == 0 ? 4 : 64));
         const int NU = 1 + (int)(moe_rng_u64(&r) % (it % 3 == 0 ? 8 : 900));
         const int64_t U = (int64_t)nV * NU;
+        const int G = moe__op_blocks(U, G0);
+        /* every block of the split holds a unit (a piece's blocks are bf..bl) */
+        for (int b = 0; b < G; b++)
+            CHECK_MSG((int64_t)b * U / G < (int64_t)(b + 1) * U / G, "%lld units over %d blocks: block %d empty",
+                      (long long)U, G, b);
         int64_t P = 0, need = 0;
         for (int c = 0; c < nV; c++) {
             const int n = 1 + (int)(moe_rng_u64(&r) % (uint64_t)VP);
@@ -33,8 +38,8 @@ TEST(decode_onepass_split_bound) {
             P += n;
             need += (int64_t)n * (bl - bf + 1);
         }
-        CHECK_MSG(need <= moe__op_cap_slots(P, VP, G), "G %d VP %d groups %d units %d: %lld partial rows > bound %lld", G,
-                  VP, nV, NU, (long long)need, (long long)moe__op_cap_slots(P, VP, G));
+        CHECK_MSG(need <= moe__op_cap_slots(P, VP, G0), "G %d VP %d groups %d units %d: %lld partial rows > bound %lld", G,
+                  VP, nV, NU, (long long)need, (long long)moe__op_cap_slots(P, VP, G0));
         for (int k = 0; k < 50; k++) {
             const int64_t u = (int64_t)(moe_rng_u64(&r) % (uint64_t)U);
             const int b = moe__op_block_of(u, U, G);

@@ -188,7 +188,7 @@ typedef struct dec_impl {
     int op;                      /* the one-pass kernel (decode_onepass.cu) takes this layer ... */
     int64_t op_max_t;            /* ... for T up to this (in launches of at most MOE_OP_PMAX pairs) */
     int op_vp, op_ns;            /* its pairs per group and ring stages */
-    CUtensorMap op_tm[3];        /* gate, up, down */
+    moe_op_maps op_maps;         /* its tensor maps (per pass length) */
     unsigned *op_cnt;            /* its counters (device, zeroed; left zeroed by each launch) */
     char op_why[160];            /* why it does not, for describe */
 } dec_impl;
@@ -1112,14 +1112,18 @@ static void op_init(moe_layer *L, dec_impl *im) {
     char why[128] = "";
     const int dt = im->fmt1 == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16;
     int bad = 0;
-    if (L->gated)
-        bad |= moe__cuda_weight_tmap_box(&im->op_tm[0], im->gate.data, dt, d->E, d->I, d->D, im->gate.stride_e,
-                                         im->gate.stride_n, 64, 16, why, sizeof why);
-    bad |= moe__cuda_weight_tmap_box(&im->op_tm[1], im->up.data, dt, d->E, d->I, d->D, im->up.stride_e, im->up.stride_n, 64,
-                                     16, why, sizeof why);
-    bad |= moe__cuda_weight_tmap_box(&im->op_tm[2], im->down.data, dt, d->E, d->D, d->I, im->down.stride_e,
-                                     im->down.stride_n, 16, MOE_OP_DR, why, sizeof why);
-    if (!L->gated) im->op_tm[0] = im->op_tm[1];
+    const char *pe = getenv("MOE_OP_L2PROMO"), *pd = getenv("MOE_OP_L2PROMO_DOWN");
+    const int pr = pe && *pe ? atoi(pe) : 256, prd = pd && *pd ? atoi(pd) : 256;
+    for (int l = 1; l <= MOE_OP_UMAX; l++) {
+        if (L->gated)
+            bad |= moe__cuda_weight_tmap_box(&im->op_maps.g[l - 1], im->gate.data, dt, d->E, d->I, d->D,
+                                             im->gate.stride_e, im->gate.stride_n, 64, 16 * l, pr, why, sizeof why);
+        bad |= moe__cuda_weight_tmap_box(&im->op_maps.u[l - 1], im->up.data, dt, d->E, d->I, d->D, im->up.stride_e,
+                                         im->up.stride_n, 64, 16 * l, pr, why, sizeof why);
+        bad |= moe__cuda_weight_tmap_box(&im->op_maps.d[l - 1], im->down.data, dt, d->E, d->D, d->I, im->down.stride_e,
+                                         im->down.stride_n, 16 * l, MOE_OP_DR, prd, why, sizeof why);
+        if (!L->gated) im->op_maps.g[l - 1] = im->op_maps.u[l - 1];
+    }
     if (bad) {
         snprintf(im->op_why, sizeof im->op_why, "tensor maps: %s", why);
         return;
@@ -1193,7 +1197,7 @@ static moe_status op_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
         a.cap_slots = moe__op_cap_slots(Tn * d->K, im->op_vp, im->sm_count);
         a.y = (float *)((char *)fa->ws + y_off);
         a.cnt = im->op_cnt;
-        MOE_CUDA_CK(moe__op_launch(im->fmt1, &im->op_tm[0], &im->op_tm[1], &im->op_tm[2], &a, im->sm_count, s));
+        MOE_CUDA_CK(moe__op_launch(im->fmt1, &im->op_maps, &a, im->sm_count, s));
     }
 out:
     moe_cuda_dev_leave(&g);

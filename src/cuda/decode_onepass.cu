@@ -88,6 +88,38 @@ template <typename MT> static __device__ __forceinline__ MT op_from_float(float 
 template <> __device__ __forceinline__ __nv_bfloat16 op_from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ __forceinline__ __half op_from_float<__half>(float v) { return __float2half_rn(v); }
 
+/* The values this lane's down results of stage dr add to (a later pass of
+ * the same piece): partial rows sbase + j, columns of D as the mma's C. */
+static __device__ __forceinline__ void op_load_old(const float *partial, int64_t sbase, int n, int D, int dr, int warp,
+                                                   int lane, float (&o)[2][4]) {
+#pragma unroll
+    for (int ri = 0; ri < 2; ri++)
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const int d = dr * MOE_OP_DR + (2 * warp + ri) * 16 + (lane >> 2) + 8 * hh;
+#pragma unroll
+            for (int jj = 0; jj < 2; jj++) {
+                const int j = 2 * (lane & 3) + jj;
+                o[ri][2 * hh + jj] = d < D && j < n ? partial[(size_t)(sbase + j) * D + d] : 0.f;
+            }
+        }
+}
+
+/* Sum of np values p[0], p[step], ... in order, eight loads in flight at a time. */
+static __device__ __forceinline__ float op_sum_l2(const float *p, int np, size_t step) {
+    float s = 0.f;
+    int i = 0;
+    for (; i + 8 <= np; i += 8) {
+        float v[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++) v[r] = __ldcg(p + (size_t)(i + r) * step);
+#pragma unroll
+        for (int r = 0; r < 8; r++) s += v[r];
+    }
+    for (; i < np; i++) s += __ldcg(p + (size_t)i * step);
+    return s;
+}
+
 /* One pass of a group: units [u, u + len) of group c (rows row0.. of I). */
 typedef struct op_pass {
     int c, len, row0, first, last;
@@ -109,19 +141,18 @@ static __device__ __forceinline__ op_pass op_pass_at(int64_t u, int64_t u0, int6
 
 template <typename MT>
 __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
-    k_op(const __grid_constant__ CUtensorMap tmg, const __grid_constant__ CUtensorMap tmu,
-         const __grid_constant__ CUtensorMap tmd, const moe_op_args a) {
+    k_op(const __grid_constant__ moe_op_maps m, const moe_op_args a) {
 #ifdef OP_ON
     extern __shared__ __align__(1024) uint8_t op_smem_raw[];
     __shared__ int s_id[MOE_OP_PMAX], s_sorted[MOE_OP_PMAX], s_run[MOE_OP_PMAX];
     __shared__ int g_e[MOE_OP_PMAX], g_pos[MOE_OP_PMAX], g_n[MOE_OP_PMAX], g_bf[MOE_OP_PMAX], g_np[MOE_OP_PMAX];
     __shared__ long long g_base[MOE_OP_PMAX];
     __shared__ int s_wsum[8], s_nv, s_ok;
-    __shared__ int s_flag[64], s_ntok, s_tok[MOE_OP_VPMAX * 64];
+    __shared__ int s_fl[64], s_nfl, s_ntok, s_tok[MOE_OP_VPMAX * 64];
     __shared__ __align__(8) uint64_t s_full[MOE_OP_NSMAX], s_empty[MOE_OP_NSMAX];
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int P = a.T * a.K, D = a.D, NU = a.I / 16, NS = a.NS, G = gridDim.x, b = blockIdx.x;
+    const int P = a.T * a.K, D = a.D, NU = a.I / 16, NS = a.NS, b = blockIdx.x;
     const int NDR = (D + MOE_OP_DR - 1) / MOE_OP_DR;
     uint8_t *smem = (uint8_t *)(((uintptr_t)op_smem_raw + 1023) & ~(uintptr_t)1023);
     uint8_t *ring = smem;
@@ -188,6 +219,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
     __syncthreads();
     const int nV = s_nv;
     const int64_t U = (int64_t)nV * NU;
+    const int G = moe__op_blocks(U, gridDim.x); /* blocks b >= G have no units */
     /* each group's pieces (the blocks that hold its units) and the first of its partial rows */
     if (tid < nV) {
         const int bf = moe__op_block_of((int64_t)tid * NU, U, G), bl = moe__op_block_of((int64_t)(tid + 1) * NU - 1, U, G);
@@ -219,14 +251,19 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                 for (int i = tid; i < D; i += 256) dk_store_out(a.out, a.out_type, (int64_t)t * D + i, 0.f);
         }
     }
+    if (b >= G) return;
     const int64_t u0 = (int64_t)b * U / G, u1 = (int64_t)(b + 1) * U / G;
-    if (u0 >= u1) return;
     const int ntens = a.gated ? 2 : 1;
     const int nKC = (D + MOE_OP_KC - 1) / MOE_OP_KC;
 
     if (warp == 8) {
         /* ---- producer ---- */
         if (lane != 0) return;
+        for (int l = 0; l < MOE_OP_UMAX; l++) {
+            if (a.gated) asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&m.g[l]) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&m.u[l]) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&m.d[l]) : "memory");
+        }
         unsigned it = 0;
         for (int64_t u = u0; u < u1;) {
             const op_pass ps = op_pass_at(u, u0, u1, NU);
@@ -236,14 +273,12 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                 mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
                 const int rem = D - kc * MOE_OP_KC, nb = rem > 64 ? 2 : 1;
                 const uint32_t full = smem_u32(&s_full[slot]);
-                mbar_expect_tx(full, (uint32_t)(ntens * ps.len * nb * 2048));
+                mbar_expect_tx(full, (uint32_t)(ntens * nb * ps.len * 2048));
                 const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
                 for (int t = 0; t < ntens; t++) {
-                    const CUtensorMap *tm = t == 0 && a.gated ? &tmg : &tmu;
-                    for (int g = 0; g < ps.len; g++)
-                        for (int h = 0; h < nb; h++)
-                            op_tma_3d(base + ((t * MOE_OP_UMAX + g) * 2 + h) * 2048, tm, kc * MOE_OP_KC + 64 * h,
-                                      ps.row0 + 16 * g, e, full);
+                    const CUtensorMap *tm = t == 0 && a.gated ? &m.g[ps.len - 1] : &m.u[ps.len - 1];
+                    for (int h = 0; h < nb; h++)
+                        op_tma_3d(base + (t * 2 + h) * 8192, tm, kc * MOE_OP_KC + 64 * h, ps.row0, e, full);
                 }
             }
             for (int dr = 0; dr < NDR; dr++, it++) {
@@ -251,8 +286,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                 mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
                 const uint32_t full = smem_u32(&s_full[slot]);
                 mbar_expect_tx(full, (uint32_t)(ps.len * 8192));
-                const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
-                for (int q = 0; q < ps.len; q++) op_tma_3d(base + q * 8192, &tmd, ps.row0 + 16 * q, dr * MOE_OP_DR, e, full);
+                op_tma_3d(smem_u32(ring + (size_t)slot * MOE_OP_SLOT), &m.d[ps.len - 1], ps.row0, dr * MOE_OP_DR, e, full);
             }
             u += ps.len;
         }
@@ -295,6 +329,17 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
 #pragma unroll
                 for (int r = 0; r < 4; r++) acc[t][g][r] = 0.f;
         const int hsel = warp >> 2, ch = 2 * (warp & 3) + (lane >> 4), ar = lane & 15;
+        /* this thread's gate/up biases for the h below (items tid, tid + 256), loaded now */
+        const int L = ps.len * 16;
+        float bgv[2] = {0.f, 0.f}, buv[2] = {0.f, 0.f};
+#pragma unroll
+        for (int s2 = 0; s2 < 2; s2++) {
+            const int idx = tid + 256 * s2;
+            if (idx >= L * n) break;
+            const int64_t row = ps.row0 + (idx % L);
+            if (a.gated && a.bg) bgv[s2] = dk_bias(a.bg, a.bg_type, e * a.bg_se + row * a.bg_sn);
+            if (a.bu) buv[s2] = dk_bias(a.bu, a.bu_type, e * a.bu_se + row * a.bu_sn);
+        }
         for (int kc = 0; kc < nKC; kc++, it++) {
             const int slot = it % NS;
             mbar_wait(smem_u32(&s_full[slot]), (it / NS) & 1);
@@ -310,7 +355,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                     for (int g = 0; g < MOE_OP_UMAX; g++) {
                         if (g >= ps.len) break;
                         uint32_t a0, a1, a2, a3;
-                        op_ldsm_x4(base + ((t * MOE_OP_UMAX + g) * 2 + hsel) * 2048, a0, a1, a2, a3);
+                        op_ldsm_x4(base + (t * 2 + hsel) * 8192 + g * 2048, a0, a1, a2, a3);
                         op_mma<MT>(acc[t][g], a0, a1, a2, a3, b0, b1);
                     }
                 }
@@ -331,8 +376,10 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                 }
         }
         op_consumer_sync();
-        const int L = ps.len * 16;
-        for (int idx = tid; idx < L * n; idx += 256) {
+#pragma unroll
+        for (int s2 = 0; s2 < 2; s2++) {
+            const int idx = tid + 256 * s2;
+            if (idx >= L * n) break;
             const int j = idx / L, i = idx - j * L;
             const int off = (i >> 4) * 128 + (i & 15) * 8 + j;
             float gs = 0.f, us = 0.f;
@@ -345,9 +392,8 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                 us = gs;
                 gs = 0.f;
             }
-            const int64_t row = ps.row0 + i;
-            if (a.gated && a.bg) gs += dk_bias(a.bg, a.bg_type, e * a.bg_se + row * a.bg_sn);
-            if (a.bu) us += dk_bias(a.bu, a.bu_type, e * a.bu_se + row * a.bu_sn);
+            gs += bgv[s2];
+            us += buv[s2];
             ((MT *)(hs + (size_t)j * OP_HS_STRIDE))[i] = op_from_float<MT>(dk_act(a.act, gs, us, a.alpha, a.limit));
         }
         op_consumer_sync();
@@ -361,7 +407,20 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
         }
         const int64_t sbase = g_base[c] + (int64_t)(b - g_bf[c]) * n;
         const int dch = lane >> 4;
+        /* the down box's rows are 32 len bytes, swizzled over that span (len 1, 2, 4):
+         * 16-byte chunk c of row r sits at c ^ ((r len / 4) & (2 len - 1)); this lane's
+         * rows r = 16 i + ar share the pattern of ar */
+        const int xsw = ps.len == 3 ? 0 : ((ar * ps.len) >> 2) & (2 * ps.len - 1);
+        /* a later pass of the block's piece adds to what the earlier ones left:
+         * the old values of stage dr + 1 are loaded while stage dr computes */
+        float oldv[2][4], nxtv[2][4];
+#pragma unroll
+        for (int ri = 0; ri < 2; ri++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) oldv[ri][r] = nxtv[ri][r] = 0.f;
+        if (!ps.first) op_load_old(a.partial, sbase, n, D, 0, warp, lane, oldv);
         for (int dr = 0; dr < NDR; dr++, it++) {
+            if (!ps.first && dr + 1 < NDR) op_load_old(a.partial, sbase, n, D, dr + 1, warp, lane, nxtv);
             const int slot = it % NS;
             mbar_wait(smem_u32(&s_full[slot]), (it / NS) & 1);
             float cacc[2][4];
@@ -369,14 +428,14 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
 #pragma unroll
             for (int ri = 0; ri < 2; ri++) {
 #pragma unroll
-                for (int r = 0; r < 4; r++) cacc[ri][r] = 0.f;
+                for (int r = 0; r < 4; r++) cacc[ri][r] = oldv[ri][r];
                 const int r = (2 * warp + ri) * 16 + ar;
-                const uint32_t ra = sb + r * 32 + ((dch ^ ((r >> 2) & 1)) << 4);
+                const uint32_t ra = sb + r * 32 * ps.len;
 #pragma unroll
                 for (int q = 0; q < MOE_OP_UMAX; q++) {
                     if (q >= ps.len) break;
                     uint32_t a0, a1, a2, a3;
-                    op_ldsm_x4(ra + q * 8192, a0, a1, a2, a3);
+                    op_ldsm_x4(ra + (((2 * q + dch) ^ xsw) << 4), a0, a1, a2, a3);
                     op_mma<MT>(cacc[ri], a0, a1, a2, a3, hb[q][0], hb[q][1]);
                 }
             }
@@ -390,64 +449,71 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
 #pragma unroll
                     for (int jj = 0; jj < 2; jj++) {
                         const int j = 2 * (lane & 3) + jj;
-                        if (j >= n) continue;
-                        float *p = a.partial + (size_t)(sbase + j) * D + d;
-                        float v = cacc[ri][2 * hh + jj];
-                        if (!ps.first) v += *p;
-                        *p = v;
+                        if (j < n) a.partial[(size_t)(sbase + j) * D + d] = cacc[ri][2 * hh + jj];
                     }
                 }
+#pragma unroll
+            for (int ri = 0; ri < 2; ri++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) oldv[ri][r] = nxtv[ri][r];
         }
         if (ps.last) {
             /* the piece is done: one arrival per row range of D on the group's counters */
             op_consumer_sync();
+            if (tid == 0) s_ntok = s_nfl = 0;
+            op_consumer_sync();
             if (tid < NDR) {
                 unsigned *cp = a.cnt + (size_t)c * NDR + tid;
-                const unsigned old = op_arrive(cp);
-                const int lastb = old == (unsigned)g_np[c] - 1;
-                if (lastb) *cp = 0;
-                s_flag[tid] = lastb;
-            }
-            if (tid == 0) s_ntok = 0;
-            op_consumer_sync();
-            int any = 0;
-            for (int dr = 0; dr < NDR; dr++) {
-                if (!s_flag[dr]) continue;
-                any = 1;
-                /* the group's partial rows, in block order, + bias -> y[pair] */
-                for (int idx = tid; idx < n * MOE_OP_DR; idx += 256) {
-                    const int j = idx / MOE_OP_DR, d = dr * MOE_OP_DR + (idx - j * MOE_OP_DR);
-                    if (d >= D) continue;
-                    float s = 0.f;
-                    const float *p = a.partial + (size_t)(g_base[c] + j) * D + d;
-                    for (int pc = 0; pc < g_np[c]; pc++) s += __ldcg(p + (size_t)pc * n * D);
-                    if (a.bd) s += dk_bias(a.bd, a.bd_type, e * a.bd_se + (int64_t)d * a.bd_sn);
-                    a.y[(size_t)s_sorted[pos + j] * D + d] = s;
+                if (op_arrive(cp) == (unsigned)g_np[c] - 1) {
+                    *cp = 0;
+                    s_fl[atomicAdd(&s_nfl, 1)] = tid;
                 }
             }
-            if (any) {
+            op_consumer_sync();
+            const int nfl = s_nfl;
+            if (nfl) {
+                /* the last piece of these row ranges: the group's partial rows, in block
+                 * order, + bias -> y[pair]; all flagged ranges in one parallel loop */
+                const int np = g_np[c];
+                for (int idx = tid; idx < nfl * n * MOE_OP_DR; idx += 256) {
+                    const int q = idx / (n * MOE_OP_DR), rem = idx - q * n * MOE_OP_DR, j = rem / MOE_OP_DR;
+                    const int d = s_fl[q] * MOE_OP_DR + (rem - j * MOE_OP_DR);
+                    if (d >= D) continue;
+                    float sum = op_sum_l2(a.partial + (size_t)(g_base[c] + j) * D + d, np, (size_t)n * D);
+                    if (a.bd) sum += dk_bias(a.bd, a.bd_type, e * a.bd_se + (int64_t)d * a.bd_sn);
+                    a.y[(size_t)s_sorted[pos + j] * D + d] = sum;
+                }
                 op_consumer_sync();
                 /* each pair's token: one arrival per row range */
-                for (int idx = tid; idx < n * NDR; idx += 256) {
-                    const int j = idx / NDR, dr = idx - j * NDR;
-                    if (s_flag[dr]) {
-                        const int pair = s_sorted[pos + j], t = pair / a.K;
-                        int nvs = 0;
-                        for (int k = 0; k < a.K; k++) nvs += s_id[t * a.K + k] >= 0;
-                        unsigned *cp = a.cnt + (size_t)(MOE_OP_PMAX + t) * NDR + dr;
-                        const unsigned old = op_arrive(cp);
-                        if (old == (unsigned)nvs - 1) {
-                            *cp = 0;
-                            s_tok[atomicAdd(&s_ntok, 1)] = t * NDR + dr;
-                        }
+                for (int idx = tid; idx < n * nfl; idx += 256) {
+                    const int j = idx / nfl, dr = s_fl[idx - j * nfl];
+                    const int pair = s_sorted[pos + j], t = pair / a.K;
+                    int nvs = 0;
+                    for (int k = 0; k < a.K; k++) nvs += s_id[t * a.K + k] >= 0;
+                    unsigned *cp = a.cnt + (size_t)(MOE_OP_PMAX + t) * NDR + dr;
+                    if (op_arrive(cp) == (unsigned)nvs - 1) {
+                        *cp = 0;
+                        s_tok[atomicAdd(&s_ntok, 1)] = t * NDR + dr;
                     }
                 }
                 op_consumer_sync();
-                for (int q = 0; q < s_ntok; q++) {
-                    const int t = s_tok[q] / NDR, dr = s_tok[q] - t * NDR, d = dr * MOE_OP_DR + tid;
+                /* the last slot of these (token, row range)s: out = sum over slots in order of w y */
+                const int ntok = s_ntok;
+                for (int idx = tid; idx < ntok * MOE_OP_DR; idx += 256) {
+                    const int q = idx / MOE_OP_DR, t = s_tok[q] / NDR, dr = s_tok[q] - t * NDR;
+                    const int d = dr * MOE_OP_DR + (idx - q * MOE_OP_DR);
                     if (d >= D) continue;
                     float o = 0.f;
-                    for (int k = 0; k < a.K; k++)
+                    int k = 0;
+                    for (; k + 8 <= a.K; k += 8) {
+                        float v[8];
+#pragma unroll
+                        for (int r = 0; r < 8; r++) v[r] = __ldcg(a.y + (size_t)(t * a.K + k + r) * D + d);
+#pragma unroll
+                        for (int r = 0; r < 8; r++)
+                            if (s_id[t * a.K + k + r] >= 0) o += a.w[t * a.K + k + r] * v[r];
+                    }
+                    for (; k < a.K; k++)
                         if (s_id[t * a.K + k] >= 0) o += a.w[t * a.K + k] * __ldcg(a.y + (size_t)(t * a.K + k) * D + d);
                     dk_store_out(a.out, a.out_type, (int64_t)t * D + d, o);
                 }
@@ -478,13 +544,12 @@ extern "C" cudaError_t moe__op_prepare(int *max_dyn) {
     return e;
 }
 
-extern "C" cudaError_t moe__op_launch(int fmt, const CUtensorMap *tmg, const CUtensorMap *tmu, const CUtensorMap *tmd,
-                                      const moe_op_args *a, int grid, cudaStream_t s) {
+extern "C" cudaError_t moe__op_launch(int fmt, const moe_op_maps *m, const moe_op_args *a, int grid, cudaStream_t s) {
     const int smem = moe__op_smem_bytes(a->D, a->VP, a->NS);
     if (fmt == MOE_DF_BF16)
-        k_op<__nv_bfloat16><<<grid, MOE_OP_THREADS, smem, s>>>(*tmg, *tmu, *tmd, *a);
+        k_op<__nv_bfloat16><<<grid, MOE_OP_THREADS, smem, s>>>(*m, *a);
     else if (fmt == MOE_DF_F16)
-        k_op<__half><<<grid, MOE_OP_THREADS, smem, s>>>(*tmg, *tmu, *tmd, *a);
+        k_op<__half><<<grid, MOE_OP_THREADS, smem, s>>>(*m, *a);
     else
         return cudaErrorInvalidValue;
     return cudaGetLastError();

@@ -68,6 +68,11 @@ static inline MOE_OP_HD int moe__op_block_of(int64_t u, int64_t U, int G) {
     return (int)(((u + 1) * (int64_t)G - 1) / U);
 }
 
+/* Blocks that take part: G, or U where there are fewer units than blocks
+ * (then every block of the split holds one unit: no empty range inside a
+ * group, whose pieces are then the blocks bf..bl of moe__op_block_of). */
+static inline MOE_OP_HD int moe__op_blocks(int64_t U, int G) { return U < G ? (int)U : G; }
+
 /* Partial rows a launch may need: a group of n pairs whose nu units span
  * pieces in several blocks takes n rows per piece. Every piece is one more
  * than the block boundaries inside its group, so the sum over groups of
@@ -92,12 +97,17 @@ int moe__op_smem_bytes(int D, int VP, int NS);
 /* Raises the instances' dynamic shared-memory limit to the device's opt-in
  * maximum (current device); max_dyn gets it. */
 cudaError_t moe__op_prepare(int *max_dyn);
+/* The layer's tensor maps, one per pass length len = 1..MOE_OP_UMAX units
+ * (index len - 1), so that each stage takes few, large copies: gate and up
+ * [E, I, D] in boxes of 64 columns x 16 len rows (128-byte swizzle; g unused
+ * for an ungated layer), down [E, D, I] in boxes of 16 len columns x 256
+ * rows (swizzled by the row's 32, 64 or 128 bytes; 96 bytes unswizzled). */
+typedef struct moe_op_maps {
+    CUtensorMap g[MOE_OP_UMAX], u[MOE_OP_UMAX], d[MOE_OP_UMAX];
+} moe_op_maps;
 /* One launch of grid blocks (one per SM) for weights of format fmt
- * (MOE_DF_BF16 / MOE_DF_F16); tmg, tmu: gate and up [E, I, D] (boxes of 64
- * columns x 16 rows, 128-byte swizzle; tmg unused for an ungated layer), tmd:
- * down [E, D, I] (boxes of 16 columns x 256 rows, 32-byte swizzle). */
-cudaError_t moe__op_launch(int fmt, const CUtensorMap *tmg, const CUtensorMap *tmu, const CUtensorMap *tmd,
-                           const moe_op_args *a, int grid, cudaStream_t s);
+ * (MOE_DF_BF16 / MOE_DF_F16). */
+cudaError_t moe__op_launch(int fmt, const moe_op_maps *m, const moe_op_args *a, int grid, cudaStream_t s);
 #ifdef __cplusplus
 }
 #endif
