@@ -187,9 +187,8 @@ typedef struct dec_impl {
     char qp_why[200];            /* why there is no prefill path, for describe */
     int op;                      /* the one-pass kernel (decode_onepass.cu) takes this layer ... */
     int64_t op_max_t;            /* ... for T up to this (in launches of at most MOE_OP_PMAX pairs) */
-    int op_vp, op_ns;            /* its pairs per group and ring stages */
+    int op_vp, op_dyn;           /* its pairs per group at most; dynamic shared memory a block may take */
     moe_op_maps op_maps;         /* its tensor maps (per pass length) */
-    unsigned *op_cnt;            /* its counters (device, zeroed; left zeroed by each launch) */
     char op_why[160];            /* why it does not, for describe */
 } dec_impl;
 
@@ -324,7 +323,6 @@ static void dec_fini(moe_layer *L) {
     int entered = moe_cuda_dev_enter(im->device, &g) == cudaSuccess;
     for (int i = 0; i < im->n_owned; i++) cudaFree(im->owned[i]);
     if (im->sv_gbar) cudaFree(im->sv_gbar);
-    if (im->op_cnt) cudaFree(im->op_cnt);
     if (im->qp) {
         im->qp->backend->fini(im->qp);
         free(im->qp);
@@ -609,11 +607,12 @@ static int use_qp(const dec_impl *im, int64_t T) { return im->qp && T > im->qp_m
 static int use_sv(const dec_impl *im, int64_t T) { return im->sv && T <= im->sv_max_t; }
 static int use_op(const dec_impl *im, int64_t T) { return im->op && T <= im->op_max_t; }
 static int64_t op_chunk(const moe_layer *L) { return MOE_OP_PMAX / L->desc.K; }
-/* Workspace of one-pass launches of Tn tokens: the partial rows, then y [Tn*K, D] f32. */
-static size_t op_ws(const moe_layer *L, const dec_impl *im, int64_t Tn, size_t *y_off) {
+/* Workspace of one-pass launches of Tn tokens: the partial rows [cap, D] f32,
+ * then the pairs' table (int4 each). */
+static size_t op_ws(const moe_layer *L, const dec_impl *im, int64_t Tn, size_t *tab_off) {
     const int64_t P = Tn * L->desc.K;
-    *y_off = al256((size_t)moe__op_cap_slots(P, im->op_vp, im->sm_count) * (size_t)L->desc.D * 4);
-    return al256(*y_off + (size_t)(P * L->desc.D) * 4);
+    *tab_off = al256((size_t)moe__op_cap_slots(P, im->op_vp, im->sm_count) * (size_t)L->desc.D * 4);
+    return al256(*tab_off + (size_t)P * 16);
 }
 
 /* Expert-major down (MOE_SV_DOWN_E) or token-major; MOE_SV_DOWNE=0/1 forces
@@ -1137,26 +1136,25 @@ static void op_init(moe_layer *L, dec_impl *im) {
     /* up to 8 pairs a group while their x rows take at most 72 KB */
     int vp = (int)((72 * 1024) / (2 * d->D + 16));
     im->op_vp = vp > MOE_OP_VPMAX ? MOE_OP_VPMAX : vp < 1 ? 1 : vp;
-    int ns = MOE_OP_NSMAX;
-    while (ns >= 2 && moe__op_smem_bytes((int)d->D, im->op_vp, ns) > dyn) ns--;
-    if (ns < 2) {
-        snprintf(im->op_why, sizeof im->op_why, "D = %lld: x rows and two stages do not fit in shared memory", (long long)d->D);
+    im->op_dyn = dyn;
+    if (moe__op_smem_bytes((int)d->D, 1, 2) > dyn) {
+        snprintf(im->op_why, sizeof im->op_why, "D = %lld: an x row and two stages do not fit in shared memory", (long long)d->D);
         return;
     }
-    im->op_ns = ns;
-    const size_t nc = (size_t)2 * MOE_OP_PMAX * (size_t)moe__cdiv(d->D, MOE_OP_DR);
-    if (cudaMalloc((void **)&im->op_cnt, nc * sizeof(unsigned)) != cudaSuccess ||
-        cudaMemset(im->op_cnt, 0, nc * sizeof(unsigned)) != cudaSuccess) {
-        cudaGetLastError();
-        if (im->op_cnt) cudaFree(im->op_cnt);
-        im->op_cnt = NULL;
-        snprintf(im->op_why, sizeof im->op_why, "could not allocate its counters");
-        return;
-    }
+    while (im->op_vp > 1 && moe__op_smem_bytes((int)d->D, im->op_vp, 2) > dyn) im->op_vp--;
     const char *mt = getenv("MOE_DECODE_ONEPASS_MAX_T");
     im->op_max_t = mt && *mt ? strtoll(mt, NULL, 10) : (env && env[0] == '1' ? INT64_MAX : 1);
     if (im->op_max_t < 0) im->op_max_t = INT64_MAX;
     im->op = 1;
+}
+
+/* A launch of Tn tokens: pairs a group (at most Tn: an expert's pairs beyond
+ * come from ids repeated within a token, streamed as another group) and the
+ * ring stages the rest of shared memory holds. */
+static void op_plan(const moe_layer *L, const dec_impl *im, int64_t Tn, int *vp, int *ns) {
+    *vp = Tn < im->op_vp ? (int)Tn : im->op_vp;
+    *ns = MOE_OP_NSMAX;
+    while (*ns > 2 && moe__op_smem_bytes((int)L->desc.D, *vp, *ns) > im->op_dyn) (*ns)--;
 }
 
 static moe_status op_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
@@ -1177,7 +1175,7 @@ static moe_status op_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
         a.gated = L->gated;
         a.act = d->act; a.alpha = d->alpha; a.limit = d->limit;
         a.T = (int)Tn; a.K = (int)d->K; a.E = (int)d->E; a.I = (int)d->I; a.D = (int)d->D;
-        a.VP = im->op_vp; a.NS = im->op_ns;
+        op_plan(L, im, Tn, &a.VP, &a.NS);
         a.ids = fa->ids + t0 * d->K; a.w = fa->w + t0 * d->K;
         a.x = (const char *)fa->x + (size_t)(t0 * d->D) * asz; a.x_type = d->act_type;
         a.out = (char *)fa->out + (size_t)(t0 * d->D) * asz; a.out_type = d->act_type;
@@ -1195,8 +1193,7 @@ static moe_status op_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
         }
         a.partial = (float *)fa->ws;
         a.cap_slots = moe__op_cap_slots(Tn * d->K, im->op_vp, im->sm_count);
-        a.y = (float *)((char *)fa->ws + y_off);
-        a.cnt = im->op_cnt;
+        a.tab = (int4 *)((char *)fa->ws + y_off);
         MOE_CUDA_CK(moe__op_launch(im->fmt1, &im->op_maps, &a, im->sm_count, s));
     }
 out:
@@ -1380,16 +1377,18 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     char up[96] = "";
     if (im->uploaded) snprintf(up, sizeof up, ", %.1f MB of host weights copied to the device at init", im->uploaded / 1e6);
     if (use_op(im, T)) {
+        int op_vp, op_ns;
+        op_plan(L, im, T < op_chunk(L) ? T : op_chunk(L), &op_vp, &op_ns);
         snprintf(buf, n,
                  "%s: T = %lld%s, weights %s (%s), x %s, device %d (sm_%d0, %d SMs): one-pass kernel, one launch of a "
                  "block per SM: the touched experts' rows of I (%s) split evenly over the blocks in 16-row units, "
                  "each block streaming its gate/up rows and the same columns of down (TMA into a ring of %d x 32 KB, "
-                 "1 producer + 8 consumer warps, mma.sync), down split along I into f32 partial rows, summed in block "
-                 "order by the last block of each expert and in slot order by the last of each token; groups of up to "
-                 "%d pairs; deterministic%s",
+                 "1 producer + 8 consumer warps, mma.sync), down split along I into f32 partial rows; then a second "
+                 "kernel (programmatic dependent launch) sums each token's slots and pieces in order into out; groups "
+                 "of up to %d pairs; deterministic%s",
                  L->backend->name, (long long)T, T > op_chunk(L) ? " (in launches of up to 256 pairs)" : "",
                  moe_type_name(L->up.type), moe_act_name(d->act), moe_type_name(d->act_type), im->device, im->cc_major,
-                 im->sm_count, L->gated ? "gate and up" : "up only", im->op_ns, im->op_vp, up);
+                 im->sm_count, L->gated ? "gate and up" : "up only", op_ns, op_vp, up);
         return;
     }
     if (use_gemm(im, T)) {

@@ -6,13 +6,15 @@
  *
  * Per block, after every block has planned the same split from the ids:
  *   for each pass of at most MOE_OP_UMAX units (64 rows of I) of one group:
- *     gate/up  stages of 128 columns of D x the pass's rows (gate and up
- *              boxes of 64 x 16); warp w takes k step w of every stage and
- *              keeps its sums in registers; at the end the 8 warps' sums
+ *     gate/up  stages of 64 nbx columns of D x the pass's rows (gate and up
+ *              boxes of 64 x 16 len, nbx of each a stage: 8, 4, 2, 2 for len 1..4,
+ *              so that stages stay near 32 KB); warp w takes k steps w, w + 8, ...
+ *              of every stage and keeps its sums in registers; at the end the 8 warps' sums
  *              meet in shared memory (in warp order) and h = act(g + bg,
  *              u + bu) is rounded to the weights' type, as the other paths do
- *     down     stages of 256 rows of D x the pass's columns (boxes of 16
- *              columns x 256 rows); warp w takes rows 32w..32w+31; the
+ *     down     stages of 256 nbd rows of D x the pass's columns (boxes of 16 len
+ *              columns x 256 rows, nbd = 4, 2, 1, 1); warp w takes rows 32w..32w+31
+ *              of each box; the
  *              16 x 8 results go to the block's partial rows (added to
  *              what its earlier passes of the same group left there)
  *   after the last pass of a group's piece, per 256-row range of D: one
@@ -37,6 +39,7 @@
 #define OP_RED_BYTES (8 * 2 * MOE_OP_UMAX * 128 * 4) /* [warp][gate, up][unit][16 x 8] f32 */
 #define OP_HS_STRIDE (2 * 16 * MOE_OP_UMAX + 16)     /* bytes of one pair's h row */
 #define OP_HS_BYTES (8 * OP_HS_STRIDE)
+#define OP_SUM_ITEMS 2048 /* (slot, piece) items k_op_sum lists at a time */
 
 static __host__ __device__ __forceinline__ int op_xs_stride(int D) { return 2 * D + 16; }
 
@@ -76,14 +79,6 @@ static __device__ __forceinline__ void op_mma(float *c, uint32_t a0, uint32_t a1
                      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* old value; release of this thread's (and, through the barrier before it,
- * the block's) writes, acquire of the writes of the blocks that came before */
-static __device__ __forceinline__ unsigned op_arrive(unsigned *p) {
-    unsigned old;
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(p) : "memory");
-    return old;
-}
-
 template <typename MT> static __device__ __forceinline__ MT op_from_float(float v);
 template <> __device__ __forceinline__ __nv_bfloat16 op_from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ __forceinline__ __half op_from_float<__half>(float v) { return __float2half_rn(v); }
@@ -105,24 +100,15 @@ static __device__ __forceinline__ void op_load_old(const float *partial, int64_t
         }
 }
 
-/* Sum of np values p[0], p[step], ... in order, eight loads in flight at a time. */
-static __device__ __forceinline__ float op_sum_l2(const float *p, int np, size_t step) {
-    float s = 0.f;
-    int i = 0;
-    for (; i + 8 <= np; i += 8) {
-        float v[8];
-#pragma unroll
-        for (int r = 0; r < 8; r++) v[r] = __ldcg(p + (size_t)(i + r) * step);
-#pragma unroll
-        for (int r = 0; r < 8; r++) s += v[r];
-    }
-    for (; i < np; i++) s += __ldcg(p + (size_t)i * step);
-    return s;
-}
+/* Boxes a stage takes, so that stages stay near MOE_OP_SLOT bytes whatever the
+ * pass length: gate/up boxes (64 columns x 16 len rows) per tensor, down boxes
+ * (16 len columns x 256 rows). */
+static __device__ __forceinline__ int op_nbx(int len) { return len == 1 ? 8 : len == 2 ? 4 : 2; }
+static __device__ __forceinline__ int op_nbd(int len) { return len == 1 ? 4 : len == 2 ? 2 : 1; }
 
 /* One pass of a group: units [u, u + len) of group c (rows row0.. of I). */
 typedef struct op_pass {
-    int c, len, row0, first, last;
+    int c, len, row0, first;
 } op_pass;
 
 /* The pass that starts at unit u of the block's range [u, u1) (NU units a group). */
@@ -131,10 +117,12 @@ static __device__ __forceinline__ op_pass op_pass_at(int64_t u, int64_t u0, int6
     p.c = (int)(u / NU);
     const int64_t gs = (int64_t)p.c * NU, ge = gs + NU, pend = u1 < ge ? u1 : ge;
     const int64_t left = pend - u;
-    p.len = left < MOE_OP_UMAX ? (int)left : MOE_OP_UMAX;
+    /* passes end on multiples of 4 units of the group: the down rows' runs of a
+     * full pass start 128-byte aligned */
+    const int to4 = MOE_OP_UMAX - (int)((u - gs) % MOE_OP_UMAX);
+    p.len = left < to4 ? (int)left : to4;
     p.row0 = (int)(u - gs) * 16;
     p.first = u == u0 || u == gs;
-    p.last = u + p.len == pend;
     return p;
 }
 #endif
@@ -148,7 +136,6 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
     __shared__ int g_e[MOE_OP_PMAX], g_pos[MOE_OP_PMAX], g_n[MOE_OP_PMAX], g_bf[MOE_OP_PMAX], g_np[MOE_OP_PMAX];
     __shared__ long long g_base[MOE_OP_PMAX];
     __shared__ int s_wsum[8], s_nv, s_ok;
-    __shared__ int s_fl[64], s_nfl, s_ntok, s_tok[MOE_OP_VPMAX * 64];
     __shared__ __align__(8) uint64_t s_full[MOE_OP_NSMAX], s_empty[MOE_OP_NSMAX];
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -243,18 +230,19 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
         return;
     }
     if (b == 0 && warp < 8) {
-        /* tokens with no valid slot */
-        for (int t = 0; t < a.T; t++) {
-            int nvs = 0;
-            for (int k = 0; k < a.K; k++) nvs += s_id[t * a.K + k] >= 0;
-            if (nvs == 0)
-                for (int i = tid; i < D; i += 256) dk_store_out(a.out, a.out_type, (int64_t)t * D + i, 0.f);
-        }
+        /* each pair's partial rows for k_op_sum: the first, the stride between
+         * its pieces, how many (0: an id out of range, nothing to add) */
+        for (int i = tid; i < P; i += 256) a.tab[i] = make_int4(0, 0, 0, 0);
+        op_consumer_sync();
+        for (int c = tid; c < nV; c += 256)
+            for (int j = 0; j < g_n[c]; j++)
+                a.tab[s_sorted[g_pos[c] + j]] = make_int4((int)(g_base[c] + j), g_n[c], g_np[c], g_e[c]);
     }
+    /* k_op_sum may start (its blocks wait for this grid to finish before reading) */
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     if (b >= G) return;
     const int64_t u0 = (int64_t)b * U / G, u1 = (int64_t)(b + 1) * U / G;
     const int ntens = a.gated ? 2 : 1;
-    const int nKC = (D + MOE_OP_KC - 1) / MOE_OP_KC;
 
     if (warp == 8) {
         /* ---- producer ---- */
@@ -268,25 +256,30 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
         for (int64_t u = u0; u < u1;) {
             const op_pass ps = op_pass_at(u, u0, u1, NU);
             const int e = g_e[ps.c];
-            for (int kc = 0; kc < nKC; kc++, it++) {
+            const int nbx = op_nbx(ps.len), nA = (D + 64 * nbx - 1) / (64 * nbx);
+            for (int sa = 0; sa < nA; sa++, it++) {
                 const int slot = it % NS;
                 mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
-                const int rem = D - kc * MOE_OP_KC, nb = rem > 64 ? 2 : 1;
+                const int k0 = sa * 64 * nbx, left = (D - k0 + 63) / 64, nb = left < nbx ? left : nbx;
                 const uint32_t full = smem_u32(&s_full[slot]);
                 mbar_expect_tx(full, (uint32_t)(ntens * nb * ps.len * 2048));
                 const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
                 for (int t = 0; t < ntens; t++) {
                     const CUtensorMap *tm = t == 0 && a.gated ? &m.g[ps.len - 1] : &m.u[ps.len - 1];
                     for (int h = 0; h < nb; h++)
-                        op_tma_3d(base + (t * 2 + h) * 8192, tm, kc * MOE_OP_KC + 64 * h, ps.row0, e, full);
+                        op_tma_3d(base + (t * nbx + h) * ps.len * 2048, tm, k0 + 64 * h, ps.row0, e, full);
                 }
             }
-            for (int dr = 0; dr < NDR; dr++, it++) {
+            const int nbd = op_nbd(ps.len), nB = (NDR + nbd - 1) / nbd;
+            for (int sb = 0; sb < nB; sb++, it++) {
                 const int slot = it % NS;
                 mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
+                const int left = NDR - sb * nbd, nb = left < nbd ? left : nbd;
                 const uint32_t full = smem_u32(&s_full[slot]);
-                mbar_expect_tx(full, (uint32_t)(ps.len * 8192));
-                op_tma_3d(smem_u32(ring + (size_t)slot * MOE_OP_SLOT), &m.d[ps.len - 1], ps.row0, dr * MOE_OP_DR, e, full);
+                mbar_expect_tx(full, (uint32_t)(nb * ps.len * 8192));
+                const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
+                for (int bx = 0; bx < nb; bx++)
+                    op_tma_3d(base + bx * ps.len * 8192, &m.d[ps.len - 1], ps.row0, (sb * nbd + bx) * MOE_OP_DR, e, full);
             }
             u += ps.len;
         }
@@ -300,6 +293,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
     for (int64_t u = u0; u < u1;) {
         const op_pass ps = op_pass_at(u, u0, u1, NU);
         const int c = ps.c, n = g_n[c], e = g_e[c], pos = g_pos[c];
+        (void)pos;
         if (c != prev_c) {
             /* stage the group's x rows as the mma type */
             const int per = D / 8;
@@ -328,7 +322,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
             for (int g = 0; g < MOE_OP_UMAX; g++)
 #pragma unroll
                 for (int r = 0; r < 4; r++) acc[t][g][r] = 0.f;
-        const int hsel = warp >> 2, ch = 2 * (warp & 3) + (lane >> 4), ar = lane & 15;
+        const int ar = lane & 15;
         /* this thread's gate/up biases for the h below (items tid, tid + 256), loaded now */
         const int L = ps.len * 16;
         float bgv[2] = {0.f, 0.f}, buv[2] = {0.f, 0.f};
@@ -340,14 +334,19 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
             if (a.gated && a.bg) bgv[s2] = dk_bias(a.bg, a.bg_type, e * a.bg_se + row * a.bg_sn);
             if (a.bu) buv[s2] = dk_bias(a.bu, a.bu_type, e * a.bu_se + row * a.bu_sn);
         }
-        for (int kc = 0; kc < nKC; kc++, it++) {
+        const int nbx = op_nbx(ps.len), nA = (D + 64 * nbx - 1) / (64 * nbx);
+        for (int sa = 0; sa < nA; sa++, it++) {
             const int slot = it % NS;
             mbar_wait(smem_u32(&s_full[slot]), (it / NS) & 1);
-            const int k = kc * MOE_OP_KC + 16 * warp;
-            if (k < D) {
+            const uint32_t sbase0 = smem_u32(ring + (size_t)slot * MOE_OP_SLOT) + ar * 128;
+            /* k steps warp, warp + 8, ... of the stage's 4 nbx */
+            for (int ks = warp; ks < 4 * nbx; ks += 8) {
+                const int k = sa * 64 * nbx + 16 * ks;
+                if (k >= D) break;
                 const uint8_t *xr = xs + (size_t)bj * xstride + 2 * (k + 2 * (lane & 3));
                 const uint32_t b0 = *(const uint32_t *)xr, b1 = *(const uint32_t *)(xr + 16);
-                const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT) + ar * 128 + ((ch ^ (ar & 7)) << 4);
+                const int chk = 2 * (ks & 3) + (lane >> 4);
+                const uint32_t base = sbase0 + (ks >> 2) * ps.len * 2048 + ((chk ^ (ar & 7)) << 4);
 #pragma unroll
                 for (int t = 0; t < 2; t++) {
                     if (t >= ntens) break;
@@ -355,7 +354,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                     for (int g = 0; g < MOE_OP_UMAX; g++) {
                         if (g >= ps.len) break;
                         uint32_t a0, a1, a2, a3;
-                        op_ldsm_x4(base + (t * 2 + hsel) * 8192 + g * 2048, a0, a1, a2, a3);
+                        op_ldsm_x4(base + t * nbx * ps.len * 2048 + g * 2048, a0, a1, a2, a3);
                         op_mma<MT>(acc[t][g], a0, a1, a2, a3, b0, b1);
                     }
                 }
@@ -412,115 +411,141 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
          * rows r = 16 i + ar share the pattern of ar */
         const int xsw = ps.len == 3 ? 0 : ((ar * ps.len) >> 2) & (2 * ps.len - 1);
         /* a later pass of the block's piece adds to what the earlier ones left:
-         * the old values of stage dr + 1 are loaded while stage dr computes */
-        float oldv[2][4], nxtv[2][4];
+         * the old values of stage sb + 1 are loaded while stage sb computes */
+        const int nbd = op_nbd(ps.len), nB = (NDR + nbd - 1) / nbd;
+        float cur[4][2][4], nxt[4][2][4];
 #pragma unroll
-        for (int ri = 0; ri < 2; ri++)
+        for (int bx = 0; bx < 4; bx++)
 #pragma unroll
-            for (int r = 0; r < 4; r++) oldv[ri][r] = nxtv[ri][r] = 0.f;
-        if (!ps.first) op_load_old(a.partial, sbase, n, D, 0, warp, lane, oldv);
-        for (int dr = 0; dr < NDR; dr++, it++) {
-            if (!ps.first && dr + 1 < NDR) op_load_old(a.partial, sbase, n, D, dr + 1, warp, lane, nxtv);
+            for (int ri = 0; ri < 2; ri++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) cur[bx][ri][r] = nxt[bx][ri][r] = 0.f;
+        if (!ps.first)
+#pragma unroll
+            for (int bx = 0; bx < 4; bx++)
+                if (bx < nbd && bx < NDR) op_load_old(a.partial, sbase, n, D, bx, warp, lane, cur[bx]);
+        for (int sb = 0; sb < nB; sb++, it++) {
+            if (!ps.first && sb + 1 < nB)
+#pragma unroll
+                for (int bx = 0; bx < 4; bx++) {
+                    const int dr = (sb + 1) * nbd + bx;
+                    if (bx < nbd && dr < NDR) op_load_old(a.partial, sbase, n, D, dr, warp, lane, nxt[bx]);
+                }
             const int slot = it % NS;
             mbar_wait(smem_u32(&s_full[slot]), (it / NS) & 1);
-            float cacc[2][4];
-            const uint32_t sb = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
+            const uint32_t sbb = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
 #pragma unroll
-            for (int ri = 0; ri < 2; ri++) {
+            for (int bx = 0; bx < 4; bx++) {
+                if (bx >= nbd) break;
 #pragma unroll
-                for (int r = 0; r < 4; r++) cacc[ri][r] = oldv[ri][r];
-                const int r = (2 * warp + ri) * 16 + ar;
-                const uint32_t ra = sb + r * 32 * ps.len;
+                for (int ri = 0; ri < 2; ri++) {
+                    const int r = (2 * warp + ri) * 16 + ar;
+                    const uint32_t ra = sbb + bx * ps.len * 8192 + r * 32 * ps.len;
 #pragma unroll
-                for (int q = 0; q < MOE_OP_UMAX; q++) {
-                    if (q >= ps.len) break;
-                    uint32_t a0, a1, a2, a3;
-                    op_ldsm_x4(ra + (((2 * q + dch) ^ xsw) << 4), a0, a1, a2, a3);
-                    op_mma<MT>(cacc[ri], a0, a1, a2, a3, hb[q][0], hb[q][1]);
+                    for (int q = 0; q < MOE_OP_UMAX; q++) {
+                        if (q >= ps.len) break;
+                        uint32_t a0, a1, a2, a3;
+                        op_ldsm_x4(ra + (((2 * q + dch) ^ xsw) << 4), a0, a1, a2, a3);
+                        op_mma<MT>(cur[bx][ri], a0, a1, a2, a3, hb[q][0], hb[q][1]);
+                    }
                 }
             }
             mbar_arrive(smem_u32(&s_empty[slot]));
 #pragma unroll
-            for (int ri = 0; ri < 2; ri++)
+            for (int bx = 0; bx < 4; bx++) {
+                const int dr = sb * nbd + bx;
+                if (bx >= nbd || dr >= NDR) break;
 #pragma unroll
-                for (int hh = 0; hh < 2; hh++) {
-                    const int d = dr * MOE_OP_DR + (2 * warp + ri) * 16 + (lane >> 2) + 8 * hh;
-                    if (d >= D) continue;
+                for (int ri = 0; ri < 2; ri++)
 #pragma unroll
-                    for (int jj = 0; jj < 2; jj++) {
-                        const int j = 2 * (lane & 3) + jj;
-                        if (j < n) a.partial[(size_t)(sbase + j) * D + d] = cacc[ri][2 * hh + jj];
+                    for (int hh = 0; hh < 2; hh++) {
+                        const int d = dr * MOE_OP_DR + (2 * warp + ri) * 16 + (lane >> 2) + 8 * hh;
+                        if (d >= D) continue;
+#pragma unroll
+                        for (int jj = 0; jj < 2; jj++) {
+                            const int j = 2 * (lane & 3) + jj;
+                            if (j < n) a.partial[(size_t)(sbase + j) * D + d] = cur[bx][ri][2 * hh + jj];
+                        }
                     }
-                }
-#pragma unroll
-            for (int ri = 0; ri < 2; ri++)
-#pragma unroll
-                for (int r = 0; r < 4; r++) oldv[ri][r] = nxtv[ri][r];
-        }
-        if (ps.last) {
-            /* the piece is done: one arrival per row range of D on the group's counters */
-            op_consumer_sync();
-            if (tid == 0) s_ntok = s_nfl = 0;
-            op_consumer_sync();
-            if (tid < NDR) {
-                unsigned *cp = a.cnt + (size_t)c * NDR + tid;
-                if (op_arrive(cp) == (unsigned)g_np[c] - 1) {
-                    *cp = 0;
-                    s_fl[atomicAdd(&s_nfl, 1)] = tid;
-                }
             }
-            op_consumer_sync();
-            const int nfl = s_nfl;
-            if (nfl) {
-                /* the last piece of these row ranges: the group's partial rows, in block
-                 * order, + bias -> y[pair]; all flagged ranges in one parallel loop */
-                const int np = g_np[c];
-                for (int idx = tid; idx < nfl * n * MOE_OP_DR; idx += 256) {
-                    const int q = idx / (n * MOE_OP_DR), rem = idx - q * n * MOE_OP_DR, j = rem / MOE_OP_DR;
-                    const int d = s_fl[q] * MOE_OP_DR + (rem - j * MOE_OP_DR);
-                    if (d >= D) continue;
-                    float sum = op_sum_l2(a.partial + (size_t)(g_base[c] + j) * D + d, np, (size_t)n * D);
-                    if (a.bd) sum += dk_bias(a.bd, a.bd_type, e * a.bd_se + (int64_t)d * a.bd_sn);
-                    a.y[(size_t)s_sorted[pos + j] * D + d] = sum;
-                }
-                op_consumer_sync();
-                /* each pair's token: one arrival per row range */
-                for (int idx = tid; idx < n * nfl; idx += 256) {
-                    const int j = idx / nfl, dr = s_fl[idx - j * nfl];
-                    const int pair = s_sorted[pos + j], t = pair / a.K;
-                    int nvs = 0;
-                    for (int k = 0; k < a.K; k++) nvs += s_id[t * a.K + k] >= 0;
-                    unsigned *cp = a.cnt + (size_t)(MOE_OP_PMAX + t) * NDR + dr;
-                    if (op_arrive(cp) == (unsigned)nvs - 1) {
-                        *cp = 0;
-                        s_tok[atomicAdd(&s_ntok, 1)] = t * NDR + dr;
-                    }
-                }
-                op_consumer_sync();
-                /* the last slot of these (token, row range)s: out = sum over slots in order of w y */
-                const int ntok = s_ntok;
-                for (int idx = tid; idx < ntok * MOE_OP_DR; idx += 256) {
-                    const int q = idx / MOE_OP_DR, t = s_tok[q] / NDR, dr = s_tok[q] - t * NDR;
-                    const int d = dr * MOE_OP_DR + (idx - q * MOE_OP_DR);
-                    if (d >= D) continue;
-                    float o = 0.f;
-                    int k = 0;
-                    for (; k + 8 <= a.K; k += 8) {
-                        float v[8];
 #pragma unroll
-                        for (int r = 0; r < 8; r++) v[r] = __ldcg(a.y + (size_t)(t * a.K + k + r) * D + d);
+            for (int bx = 0; bx < 4; bx++)
 #pragma unroll
-                        for (int r = 0; r < 8; r++)
-                            if (s_id[t * a.K + k + r] >= 0) o += a.w[t * a.K + k + r] * v[r];
-                    }
-                    for (; k < a.K; k++)
-                        if (s_id[t * a.K + k] >= 0) o += a.w[t * a.K + k] * __ldcg(a.y + (size_t)(t * a.K + k) * D + d);
-                    dk_store_out(a.out, a.out_type, (int64_t)t * D + d, o);
-                }
-            }
-            op_consumer_sync();
+                for (int ri = 0; ri < 2; ri++)
+#pragma unroll
+                    for (int r = 0; r < 4; r++) cur[bx][ri][r] = nxt[bx][ri][r];
         }
         u += ps.len;
+    }
+#endif
+}
+
+/* out[t, d] = sum over t's valid slots k, in order, of w[t, k] (sum over the
+ * pair's pieces, in block order, of its partial rows + down bias). Block
+ * (32 columns of D, token t); warp w takes the (slot, piece) items w, w + 8,
+ * ... in order, the 8 warps' sums meet in warp order. Launched after k_op
+ * with programmatic dependent launch: waits for it before reading. */
+__global__ void __launch_bounds__(256) k_op_sum(const moe_op_args a) {
+#ifdef OP_ON
+    __shared__ float s_sum[8][32];
+    __shared__ int4 s_tab[MOE_OP_PMAX];
+    __shared__ int s_cum[MOE_OP_PMAX + 1];
+    __shared__ int s_row[OP_SUM_ITEMS];
+    __shared__ float s_wt[OP_SUM_ITEMS];
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    const int t = blockIdx.y, K = a.K, D = a.D, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int d = blockIdx.x * 32 + lane;
+    if (tid < K) s_tab[tid] = a.tab[(size_t)t * K + tid];
+    __syncthreads();
+    if (tid == 0) {
+        int cum = 0;
+        for (int k = 0; k < K; k++) {
+            s_cum[k] = cum;
+            cum += s_tab[k].z;
+        }
+        s_cum[K] = cum;
+    }
+    __syncthreads();
+    const int nitems = s_cum[K];
+    float sum = 0.f;
+    for (int i0 = 0; i0 < nitems; i0 += OP_SUM_ITEMS) {
+        /* this chunk's (slot, piece) items: partial row and slot weight, in order */
+        const int ni = nitems - i0 < OP_SUM_ITEMS ? nitems - i0 : OP_SUM_ITEMS;
+        __syncthreads();
+        for (int q = tid; q < ni; q += 256) {
+            const int i = i0 + q;
+            int lo = 0, hi = K - 1; /* the slot k with s_cum[k] <= i < s_cum[k + 1] */
+            while (lo < hi) {
+                const int mid = (lo + hi + 1) >> 1;
+                if (s_cum[mid] <= i) lo = mid;
+                else hi = mid - 1;
+            }
+            while (s_cum[lo + 1] <= i) lo++;
+            const int4 tb = s_tab[lo];
+            s_row[q] = tb.x + (i - s_cum[lo]) * tb.y;
+            s_wt[q] = a.w[(size_t)t * K + lo];
+        }
+        __syncthreads();
+        if (d < D)
+            for (int q = warp; q < ni; q += 64) {
+                float v[8];
+#pragma unroll
+                for (int r = 0; r < 8; r++) v[r] = q + 8 * r < ni ? __ldcg(a.partial + (size_t)s_row[q + 8 * r] * D + d) : 0.f;
+#pragma unroll
+                for (int r = 0; r < 8; r++)
+                    if (q + 8 * r < ni) sum += s_wt[q + 8 * r] * v[r];
+            }
+    }
+    s_sum[warp][lane] = sum;
+    __syncthreads();
+    if (warp == 0 && d < D) {
+        float o = 0.f;
+        for (int w = 0; w < 8; w++) o += s_sum[w][lane];
+        if (a.bd)
+            for (int k = 0; k < K; k++)
+                if (s_tab[k].z)
+                    o += a.w[(size_t)t * K + k] * dk_bias(a.bd, a.bd_type, s_tab[k].w * a.bd_se + (int64_t)d * a.bd_sn);
+        dk_store_out(a.out, a.out_type, (int64_t)t * D + d, o);
     }
 #endif
 }
@@ -552,5 +577,10 @@ extern "C" cudaError_t moe__op_launch(int fmt, const moe_op_maps *m, const moe_o
         k_op<__half><<<grid, MOE_OP_THREADS, smem, s>>>(*m, *a);
     else
         return cudaErrorInvalidValue;
-    return cudaGetLastError();
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at;
+    dk_launch_config(&cfg, &at, dim3((unsigned)((a->D + 31) / 32), (unsigned)a->T), 256, 0, s, 1);
+    return cudaLaunchKernelEx(&cfg, k_op_sum, *a);
 }

@@ -29,8 +29,7 @@
 #define MOE_OP_THREADS 288 /* 8 consumer warps + 1 producer warp */
 #define MOE_OP_PMAX 256    /* (token, slot) pairs of one launch at most */
 #define MOE_OP_UMAX 4      /* 16-row units of I a block takes per pass (h of 64 rows) */
-#define MOE_OP_KC 128      /* gate/up columns of D per stage */
-#define MOE_OP_DR 256      /* down rows of D per stage */
+#define MOE_OP_DR 256      /* down rows of D per box (and per counter) */
 #define MOE_OP_SLOT (32 * 1024) /* bytes of one ring stage */
 #define MOE_OP_NSMAX 8     /* ring stages at most */
 #define MOE_OP_VPMAX 8     /* pairs of one group at most (the mma's 8 token columns) */
@@ -39,27 +38,6 @@
 extern "C" {
 #endif
 
-typedef struct moe_op_args {
-    int gated, act;
-    float alpha, limit;
-    int T, K, E, I, D;
-    int VP;                  /* pairs per group: an expert with more pairs is streamed once per group */
-    int NS;                  /* ring stages */
-    const int32_t *ids;      /* [T, K] */
-    const float *w;          /* [T, K] */
-    const void *x;           /* [T, D] of x_type */
-    int x_type;
-    void *out;               /* [T, D] of out_type */
-    int out_type;
-    /* biases [E, N] (element strides), NULL = none */
-    const void *bg, *bu, *bd;
-    int bg_type, bu_type, bd_type;
-    int64_t bg_se, bg_sn, bu_se, bu_sn, bd_se, bd_sn;
-    float *partial;          /* [cap_slots, D] f32 */
-    int64_t cap_slots;
-    float *y;                /* [T*K, D] f32: each pair's down row + bias */
-    unsigned *cnt;           /* [2 * MOE_OP_PMAX * ceil(D / MOE_OP_DR)], zero between launches (self-resetting) */
-} moe_op_args;
 
 /* The block that holds unit u when U units go to G blocks in contiguous
  * ranges [b U / G, (b + 1) U / G): the largest b whose range starts at or
@@ -91,6 +69,27 @@ static inline MOE_OP_HD int64_t moe__op_cap_slots(int64_t P, int VP, int G) {
 #ifdef __cplusplus
 extern "C" {
 #endif
+typedef struct moe_op_args {
+    int gated, act;
+    float alpha, limit;
+    int T, K, E, I, D;
+    int VP;                  /* pairs per group: an expert with more pairs is streamed once per group */
+    int NS;                  /* ring stages */
+    const int32_t *ids;      /* [T, K] */
+    const float *w;          /* [T, K] */
+    const void *x;           /* [T, D] of x_type */
+    int x_type;
+    void *out;               /* [T, D] of out_type */
+    int out_type;
+    /* biases [E, N] (element strides), NULL = none */
+    const void *bg, *bu, *bd;
+    int bg_type, bu_type, bd_type;
+    int64_t bg_se, bg_sn, bu_se, bu_sn, bd_se, bd_sn;
+    float *partial;          /* [cap_slots, D] f32 */
+    int64_t cap_slots;
+    int4 *tab;               /* [T*K]: each pair's first partial row, stride, pieces, expert (k_op -> k_op_sum) */
+} moe_op_args;
+
 /* Dynamic shared memory of one block: ring, staged x of VP pairs, the
  * consumer warps' sums, h. */
 int moe__op_smem_bytes(int D, int VP, int NS);
