@@ -1176,6 +1176,8 @@ static moe_status op_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
         a.act = d->act; a.alpha = d->alpha; a.limit = d->limit;
         a.T = (int)Tn; a.K = (int)d->K; a.E = (int)d->E; a.I = (int)d->I; a.D = (int)d->D;
         op_plan(L, im, Tn, &a.VP, &a.NS);
+        const char *dbg = getenv("MOE_OP_DEBUG");
+        a.dbg = dbg ? atoi(dbg) : 0;
         a.ids = fa->ids + t0 * d->K; a.w = fa->w + t0 * d->K;
         a.x = (const char *)fa->x + (size_t)(t0 * d->D) * asz; a.x_type = d->act_type;
         a.out = (char *)fa->out + (size_t)(t0 * d->D) * asz; a.out_type = d->act_type;

@@ -140,6 +140,8 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int P = a.T * a.K, D = a.D, NU = a.I / 16, NS = a.NS, b = blockIdx.x;
+    unsigned long long tt0 = 0, tt1 = 0, tt2 = 0, tt3 = 0;
+    if (a.dbg == 3) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt0));
     const int NDR = (D + MOE_OP_DR - 1) / MOE_OP_DR;
     uint8_t *smem = (uint8_t *)(((uintptr_t)op_smem_raw + 1023) & ~(uintptr_t)1023);
     uint8_t *ring = smem;
@@ -240,6 +242,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
     }
     /* k_op_sum may start (its blocks wait for this grid to finish before reading) */
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+    if (a.dbg == 3) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt1));
     if (b >= G) return;
     const int64_t u0 = (int64_t)b * U / G, u1 = (int64_t)(b + 1) * U / G;
     const int ntens = a.gated ? 2 : 1;
@@ -256,7 +259,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
         for (int64_t u = u0; u < u1;) {
             const op_pass ps = op_pass_at(u, u0, u1, NU);
             const int e = g_e[ps.c];
-            const int nbx = op_nbx(ps.len), nA = (D + 64 * nbx - 1) / (64 * nbx);
+            const int nbx = op_nbx(ps.len), nA = a.dbg == 2 ? 0 : (D + 64 * nbx - 1) / (64 * nbx);
             for (int sa = 0; sa < nA; sa++, it++) {
                 const int slot = it % NS;
                 mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
@@ -270,7 +273,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                         op_tma_3d(base + (t * nbx + h) * ps.len * 2048, tm, k0 + 64 * h, ps.row0, e, full);
                 }
             }
-            const int nbd = op_nbd(ps.len), nB = (NDR + nbd - 1) / nbd;
+            const int nbd = op_nbd(ps.len), nB = a.dbg == 1 ? 0 : (NDR + nbd - 1) / nbd;
             for (int sb = 0; sb < nB; sb++, it++) {
                 const int slot = it % NS;
                 mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
@@ -334,10 +337,11 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
             if (a.gated && a.bg) bgv[s2] = dk_bias(a.bg, a.bg_type, e * a.bg_se + row * a.bg_sn);
             if (a.bu) buv[s2] = dk_bias(a.bu, a.bu_type, e * a.bu_se + row * a.bu_sn);
         }
-        const int nbx = op_nbx(ps.len), nA = (D + 64 * nbx - 1) / (64 * nbx);
+        const int nbx = op_nbx(ps.len), nA = a.dbg == 2 ? 0 : (D + 64 * nbx - 1) / (64 * nbx);
         for (int sa = 0; sa < nA; sa++, it++) {
             const int slot = it % NS;
             mbar_wait(smem_u32(&s_full[slot]), (it / NS) & 1);
+            if (a.dbg == 3 && it == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt2));
             const uint32_t sbase0 = smem_u32(ring + (size_t)slot * MOE_OP_SLOT) + ar * 128;
             /* k steps warp, warp + 8, ... of the stage's 4 nbx */
             for (int ks = warp; ks < 4 * nbx; ks += 8) {
@@ -412,7 +416,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
         const int xsw = ps.len == 3 ? 0 : ((ar * ps.len) >> 2) & (2 * ps.len - 1);
         /* a later pass of the block's piece adds to what the earlier ones left:
          * the old values of stage sb + 1 are loaded while stage sb computes */
-        const int nbd = op_nbd(ps.len), nB = (NDR + nbd - 1) / nbd;
+        const int nbd = op_nbd(ps.len), nB = a.dbg == 1 ? 0 : (NDR + nbd - 1) / nbd;
         float cur[4][2][4], nxt[4][2][4];
 #pragma unroll
         for (int bx = 0; bx < 4; bx++)
@@ -477,24 +481,32 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
         }
         u += ps.len;
     }
+    if (a.dbg == 3 && tid == 0) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt3));
+        printf("OPT k_op b %d units %lld %lld start %llu plan %llu first %llu end %llu\n", b, (long long)u0,
+               (long long)u1, tt0 % 100000000ull, tt1 % 100000000ull, tt2 % 100000000ull, tt3 % 100000000ull);
+    }
 #endif
 }
 
 /* out[t, d] = sum over t's valid slots k, in order, of w[t, k] (sum over the
  * pair's pieces, in block order, of its partial rows + down bias). Block
- * (32 columns of D, token t); warp w takes the (slot, piece) items w, w + 8,
- * ... in order, the 8 warps' sums meet in warp order. Launched after k_op
+ * (8 columns of D, token t); thread stream st (of 32) takes the (slot, piece)
+ * items st, st + 32, ... in order, the 32 streams' sums meet in stream order. Launched after k_op
  * with programmatic dependent launch: waits for it before reading. */
 __global__ void __launch_bounds__(256) k_op_sum(const moe_op_args a) {
 #ifdef OP_ON
-    __shared__ float s_sum[8][32];
+    __shared__ float s_sum[32][9];
     __shared__ int4 s_tab[MOE_OP_PMAX];
     __shared__ int s_cum[MOE_OP_PMAX + 1];
     __shared__ int s_row[OP_SUM_ITEMS];
     __shared__ float s_wt[OP_SUM_ITEMS];
+    unsigned long long tt0 = 0, tt1 = 0, tt2 = 0;
+    if (a.dbg == 3) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt0));
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
-    const int t = blockIdx.y, K = a.K, D = a.D, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int d = blockIdx.x * 32 + lane;
+    if (a.dbg == 3) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt1));
+    const int t = blockIdx.y, K = a.K, D = a.D, tid = threadIdx.x, col = tid & 7, st = tid >> 3;
+    const int d = blockIdx.x * 8 + col;
     if (tid < K) s_tab[tid] = a.tab[(size_t)t * K + tid];
     __syncthreads();
     if (tid == 0) {
@@ -526,26 +538,32 @@ __global__ void __launch_bounds__(256) k_op_sum(const moe_op_args a) {
             s_wt[q] = a.w[(size_t)t * K + lo];
         }
         __syncthreads();
+        /* stream st takes items st, st + 32, ..., eight loads in flight */
         if (d < D)
-            for (int q = warp; q < ni; q += 64) {
+            for (int q = st; q < ni; q += 256) {
                 float v[8];
 #pragma unroll
-                for (int r = 0; r < 8; r++) v[r] = q + 8 * r < ni ? __ldcg(a.partial + (size_t)s_row[q + 8 * r] * D + d) : 0.f;
+                for (int r = 0; r < 8; r++) v[r] = q + 32 * r < ni ? __ldcg(a.partial + (size_t)s_row[q + 32 * r] * D + d) : 0.f;
 #pragma unroll
                 for (int r = 0; r < 8; r++)
-                    if (q + 8 * r < ni) sum += s_wt[q + 8 * r] * v[r];
+                    if (q + 32 * r < ni) sum += s_wt[q + 32 * r] * v[r];
             }
     }
-    s_sum[warp][lane] = sum;
+    s_sum[st][col] = sum;
     __syncthreads();
-    if (warp == 0 && d < D) {
+    if (tid < 8 && d < D) {
         float o = 0.f;
-        for (int w = 0; w < 8; w++) o += s_sum[w][lane];
+        for (int q = 0; q < 32; q++) o += s_sum[q][col];
         if (a.bd)
             for (int k = 0; k < K; k++)
                 if (s_tab[k].z)
                     o += a.w[(size_t)t * K + k] * dk_bias(a.bd, a.bd_type, s_tab[k].w * a.bd_se + (int64_t)d * a.bd_sn);
         dk_store_out(a.out, a.out_type, (int64_t)t * D + d, o);
+    }
+    if (a.dbg == 3 && tid == 0 && (blockIdx.x % 16) == 0) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt2));
+        printf("OPT k_op_sum b %d start %llu waited %llu end %llu\n", blockIdx.x, tt0 % 100000000ull, tt1 % 100000000ull,
+               tt2 % 100000000ull);
     }
 #endif
 }
@@ -581,6 +599,6 @@ extern "C" cudaError_t moe__op_launch(int fmt, const moe_op_maps *m, const moe_o
     if (e != cudaSuccess) return e;
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at;
-    dk_launch_config(&cfg, &at, dim3((unsigned)((a->D + 31) / 32), (unsigned)a->T), 256, 0, s, 1);
+    dk_launch_config(&cfg, &at, dim3((unsigned)((a->D + 7) / 8), (unsigned)a->T), 256, 0, s, 1);
     return cudaLaunchKernelEx(&cfg, k_op_sum, *a);
 }

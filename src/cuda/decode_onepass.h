@@ -88,6 +88,7 @@ typedef struct moe_op_args {
     float *partial;          /* [cap_slots, D] f32 */
     int64_t cap_slots;
     int4 *tab;               /* [T*K]: each pair's first partial row, stride, pieces, expert (k_op -> k_op_sum) */
+    int dbg;                 /* experiment: 1 no down stages, 2 no gate/up stages (MOE_OP_DEBUG) */
 } moe_op_args;
 
 /* Dynamic shared memory of one block: ring, staged x of VP pairs, the
