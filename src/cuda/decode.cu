@@ -188,6 +188,7 @@ typedef struct dec_impl {
     int op;                      /* the one-pass kernel (decode_onepass.cu) takes this layer ... */
     int64_t op_max_t;            /* ... for T up to this (in launches of at most MOE_OP_PMAX pairs) */
     int op_vp, op_dyn;           /* its pairs per group at most; dynamic shared memory a block may take */
+    int op_cs, op_grid;          /* blocks a cluster, blocks a launch */
     moe_op_maps op_maps;         /* its tensor maps (per pass length) */
     char op_why[160];            /* why it does not, for describe */
 } dec_impl;
@@ -611,7 +612,7 @@ static int64_t op_chunk(const moe_layer *L) { return MOE_OP_PMAX / L->desc.K; }
  * then the pairs' table (int4 each). */
 static size_t op_ws(const moe_layer *L, const dec_impl *im, int64_t Tn, size_t *tab_off) {
     const int64_t P = Tn * L->desc.K;
-    *tab_off = al256((size_t)moe__op_cap_slots(P, im->op_vp, im->sm_count) * (size_t)L->desc.D * 4);
+    *tab_off = al256((size_t)moe__op_cap_slots(P, im->op_vp, im->op_grid / im->op_cs) * (size_t)L->desc.D * 4);
     return al256(*tab_off + (size_t)P * 16);
 }
 
@@ -1112,17 +1113,17 @@ static void op_init(moe_layer *L, dec_impl *im) {
     const int dt = im->fmt1 == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16;
     int bad = 0;
     const char *pe = getenv("MOE_OP_L2PROMO"), *pd = getenv("MOE_OP_L2PROMO_DOWN");
-    const int pr = pe && *pe ? atoi(pe) : 256, prd = pd && *pd ? atoi(pd) : 256;
+    const int pr = pe && *pe ? atoi(pe) : 256, prd = pd && *pd ? atoi(pd) : 0;
     for (int l = 1; l <= MOE_OP_UMAX; l++) {
         if (L->gated)
             bad |= moe__cuda_weight_tmap_box(&im->op_maps.g[l - 1], im->gate.data, dt, d->E, d->I, d->D,
                                              im->gate.stride_e, im->gate.stride_n, 64, 16 * l, pr, why, sizeof why);
         bad |= moe__cuda_weight_tmap_box(&im->op_maps.u[l - 1], im->up.data, dt, d->E, d->I, d->D, im->up.stride_e,
                                          im->up.stride_n, 64, 16 * l, pr, why, sizeof why);
-        bad |= moe__cuda_weight_tmap_box(&im->op_maps.d[l - 1], im->down.data, dt, d->E, d->D, d->I, im->down.stride_e,
-                                         im->down.stride_n, 16 * l, MOE_OP_DR, prd, why, sizeof why);
         if (!L->gated) im->op_maps.g[l - 1] = im->op_maps.u[l - 1];
     }
+    bad |= moe__cuda_weight_tmap_box(&im->op_maps.d, im->down.data, dt, d->E, d->D, d->I, im->down.stride_e,
+                                     im->down.stride_n, 16, 128, prd, why, sizeof why);
     if (bad) {
         snprintf(im->op_why, sizeof im->op_why, "tensor maps: %s", why);
         return;
@@ -1142,6 +1143,25 @@ static void op_init(moe_layer *L, dec_impl *im) {
         return;
     }
     while (im->op_vp > 1 && moe__op_smem_bytes((int)d->D, im->op_vp, 2) > dyn) im->op_vp--;
+    /* clusters of up to 4 blocks, as many as are resident at once (MOE_OP_CLUSTER forces the size) */
+    const char *ce = getenv("MOE_OP_CLUSTER");
+    int cs = ce && *ce ? atoi(ce) : MOE_OP_CSMAX;
+    if (cs < 1 || cs > MOE_OP_CSMAX || (cs & (cs - 1))) cs = MOE_OP_CSMAX;
+    for (; cs >= 1; cs /= 2) {
+        int nc = 0;
+        if (moe__op_clusters(im->fmt1, cs, moe__op_smem_bytes((int)d->D, 1, MOE_OP_NSMAX) < dyn
+                                               ? moe__op_smem_bytes((int)d->D, 1, MOE_OP_NSMAX)
+                                               : dyn, &nc) != cudaSuccess) {
+            cudaGetLastError();
+            nc = 0;
+        }
+        if (nc * cs >= im->sm_count * 3 / 4 || cs == 1) {
+            im->op_cs = cs;
+            im->op_grid = (nc > 0 ? nc : im->sm_count) * cs;
+            if (im->op_grid > im->sm_count) im->op_grid = im->sm_count / cs * cs;
+            break;
+        }
+    }
     const char *mt = getenv("MOE_DECODE_ONEPASS_MAX_T");
     im->op_max_t = mt && *mt ? strtoll(mt, NULL, 10) : (env && env[0] == '1' ? INT64_MAX : 1);
     if (im->op_max_t < 0) im->op_max_t = INT64_MAX;
@@ -1176,6 +1196,7 @@ static moe_status op_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
         a.act = d->act; a.alpha = d->alpha; a.limit = d->limit;
         a.T = (int)Tn; a.K = (int)d->K; a.E = (int)d->E; a.I = (int)d->I; a.D = (int)d->D;
         op_plan(L, im, Tn, &a.VP, &a.NS);
+        a.CS = im->op_cs;
         const char *dbg = getenv("MOE_OP_DEBUG");
         a.dbg = dbg ? atoi(dbg) : 0;
         a.ids = fa->ids + t0 * d->K; a.w = fa->w + t0 * d->K;
@@ -1194,9 +1215,9 @@ static moe_status op_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
             a.bd_se = im->down_bias.stride_e; a.bd_sn = im->down_bias.stride_n;
         }
         a.partial = (float *)fa->ws;
-        a.cap_slots = moe__op_cap_slots(Tn * d->K, im->op_vp, im->sm_count);
+        a.cap_slots = moe__op_cap_slots(Tn * d->K, im->op_vp, im->op_grid / im->op_cs);
         a.tab = (int4 *)((char *)fa->ws + y_off);
-        MOE_CUDA_CK(moe__op_launch(im->fmt1, &im->op_maps, &a, im->sm_count, s));
+        MOE_CUDA_CK(moe__op_launch(im->fmt1, &im->op_maps, &a, im->op_grid, s));
     }
 out:
     moe_cuda_dev_leave(&g);
@@ -1383,14 +1404,15 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
         op_plan(L, im, T < op_chunk(L) ? T : op_chunk(L), &op_vp, &op_ns);
         snprintf(buf, n,
                  "%s: T = %lld%s, weights %s (%s), x %s, device %d (sm_%d0, %d SMs): one-pass kernel, one launch of a "
-                 "block per SM: the touched experts' rows of I (%s) split evenly over the blocks in 16-row units, "
-                 "each block streaming its gate/up rows and the same columns of down (TMA into a ring of %d x 32 KB, "
+                 "block per SM in clusters of %d: the touched experts' rows of I (%s) split evenly over the clusters "
+                 "in 16-row units, each block streaming gate/up for its share of a pass, h shared over distributed "
+                 "shared memory, then the pass's columns of down for its rows of D (TMA into a ring of %d x 32 KB, "
                  "1 producer + 8 consumer warps, mma.sync), down split along I into f32 partial rows; then a second "
                  "kernel (programmatic dependent launch) sums each token's slots and pieces in order into out; groups "
                  "of up to %d pairs; deterministic%s",
                  L->backend->name, (long long)T, T > op_chunk(L) ? " (in launches of up to 256 pairs)" : "",
                  moe_type_name(L->up.type), moe_act_name(d->act), moe_type_name(d->act_type), im->device, im->cc_major,
-                 im->sm_count, L->gated ? "gate and up" : "up only", op_ns, op_vp, up);
+                 im->sm_count, im->op_cs, L->gated ? "gate and up" : "up only", op_ns, op_vp, up);
         return;
     }
     if (use_gemm(im, T)) {

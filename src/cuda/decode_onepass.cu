@@ -37,8 +37,9 @@
 #endif
 
 #define OP_RED_BYTES (8 * 2 * MOE_OP_UMAX * 128 * 4) /* [warp][gate, up][unit][16 x 8] f32 */
-#define OP_HS_STRIDE (2 * 16 * MOE_OP_UMAX + 16)     /* bytes of one pair's h row */
-#define OP_HS_BYTES (8 * OP_HS_STRIDE)
+#define OP_HS_STRIDE (2 * 16 * MOE_OP_UMAX * MOE_OP_CSMAX + 16) /* bytes of one pair's h row (a cluster's pass) */
+#define OP_HS_BYTES (2 * 8 * OP_HS_STRIDE)
+#define OP_DB 128 /* down rows of a stage (boxes of 16 columns x OP_DB rows, 32-byte swizzle) */
 #define OP_SUM_ITEMS 2048 /* (slot, piece) items k_op_sum lists at a time */
 
 static __host__ __device__ __forceinline__ int op_xs_stride(int D) { return 2 * D + 16; }
@@ -83,44 +84,38 @@ template <typename MT> static __device__ __forceinline__ MT op_from_float(float 
 template <> __device__ __forceinline__ __nv_bfloat16 op_from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ __forceinline__ __half op_from_float<__half>(float v) { return __float2half_rn(v); }
 
-/* The values this lane's down results of stage dr add to (a later pass of
- * the same piece): partial rows sbase + j, columns of D as the mma's C. */
-static __device__ __forceinline__ void op_load_old(const float *partial, int64_t sbase, int n, int D, int dr, int warp,
-                                                   int lane, float (&o)[2][4]) {
+/* The values this lane's down results of row block db add to (a later pass
+ * of the same piece): partial rows sbase + j, rows of D as the mma's C. */
+static __device__ __forceinline__ void op_load_old(const float *partial, int64_t sbase, int n, int D, int db, int dhi,
+                                                   int warp, int lane, float (&o)[4]) {
 #pragma unroll
-    for (int ri = 0; ri < 2; ri++)
+    for (int hh = 0; hh < 2; hh++) {
+        const int d = db + 16 * warp + (lane >> 2) + 8 * hh;
 #pragma unroll
-        for (int hh = 0; hh < 2; hh++) {
-            const int d = dr * MOE_OP_DR + (2 * warp + ri) * 16 + (lane >> 2) + 8 * hh;
-#pragma unroll
-            for (int jj = 0; jj < 2; jj++) {
-                const int j = 2 * (lane & 3) + jj;
-                o[ri][2 * hh + jj] = d < D && j < n ? partial[(size_t)(sbase + j) * D + d] : 0.f;
-            }
+        for (int jj = 0; jj < 2; jj++) {
+            const int j = 2 * (lane & 3) + jj;
+            o[2 * hh + jj] = d < dhi && j < n ? partial[(size_t)(sbase + j) * D + d] : 0.f;
         }
+    }
 }
 
-/* Boxes a stage takes, so that stages stay near MOE_OP_SLOT bytes whatever the
- * pass length: gate/up boxes (64 columns x 16 len rows) per tensor, down boxes
- * (16 len columns x 256 rows). */
+/* Gate/up boxes (64 columns x 16 len rows) of each tensor a stage takes, so
+ * that stages stay near MOE_OP_SLOT bytes whatever the length of the share. */
 static __device__ __forceinline__ int op_nbx(int len) { return len == 1 ? 8 : len == 2 ? 4 : 2; }
-static __device__ __forceinline__ int op_nbd(int len) { return len == 1 ? 4 : len == 2 ? 2 : 1; }
 
 /* One pass of a group: units [u, u + len) of group c (rows row0.. of I). */
 typedef struct op_pass {
     int c, len, row0, first;
 } op_pass;
 
-/* The pass that starts at unit u of the block's range [u, u1) (NU units a group). */
-static __device__ __forceinline__ op_pass op_pass_at(int64_t u, int64_t u0, int64_t u1, int NU) {
+/* The pass of the cluster that starts at unit u of its range [u0, u1): up to
+ * MOE_OP_UMAX units for each of its CS blocks, within one group (NU units). */
+static __device__ __forceinline__ op_pass op_pass_at(int64_t u, int64_t u0, int64_t u1, int NU, int CS) {
     op_pass p;
     p.c = (int)(u / NU);
     const int64_t gs = (int64_t)p.c * NU, ge = gs + NU, pend = u1 < ge ? u1 : ge;
-    const int64_t left = pend - u;
-    /* passes end on multiples of 4 units of the group: the down rows' runs of a
-     * full pass start 128-byte aligned */
-    const int to4 = MOE_OP_UMAX - (int)((u - gs) % MOE_OP_UMAX);
-    p.len = left < to4 ? (int)left : to4;
+    const int64_t left = pend - u, most = (int64_t)MOE_OP_UMAX * CS;
+    p.len = left < most ? (int)left : (int)most;
     p.row0 = (int)(u - gs) * 16;
     p.first = u == u0 || u == gs;
     return p;
@@ -136,19 +131,22 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
     __shared__ int g_e[MOE_OP_PMAX], g_pos[MOE_OP_PMAX], g_n[MOE_OP_PMAX], g_bf[MOE_OP_PMAX], g_np[MOE_OP_PMAX];
     __shared__ long long g_base[MOE_OP_PMAX];
     __shared__ int s_wsum[8], s_nv, s_ok;
-    __shared__ __align__(8) uint64_t s_full[MOE_OP_NSMAX], s_empty[MOE_OP_NSMAX];
+    __shared__ __align__(8) uint64_t s_full[MOE_OP_NSMAX], s_empty[MOE_OP_NSMAX], s_hready[2];
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int P = a.T * a.K, D = a.D, NU = a.I / 16, NS = a.NS, b = blockIdx.x;
+    const int P = a.T * a.K, D = a.D, NU = a.I / 16, NS = a.NS, CS = a.CS;
+    const int b = blockIdx.x / CS; /* this block's cluster: the unit of the split */
+    uint32_t rk;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rk));
+    const int r = (int)rk;
     unsigned long long tt0 = 0, tt1 = 0, tt2 = 0, tt3 = 0;
     if (a.dbg == 3) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt0));
-    const int NDR = (D + MOE_OP_DR - 1) / MOE_OP_DR;
     uint8_t *smem = (uint8_t *)(((uintptr_t)op_smem_raw + 1023) & ~(uintptr_t)1023);
     uint8_t *ring = smem;
     uint8_t *xs = ring + (size_t)NS * MOE_OP_SLOT;
     const int xstride = op_xs_stride(D);
     float *red = (float *)(xs + (size_t)a.VP * xstride);
-    uint8_t *hs = (uint8_t *)red + OP_RED_BYTES;
+    uint8_t *hs = (uint8_t *)red + OP_RED_BYTES; /* [2][8][OP_HS_STRIDE]: h of the pass, double-buffered */
 
     /* ---- routing, the same in every block ---- */
     if (tid < P) {
@@ -160,9 +158,13 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
             mbar_init(smem_u32(&s_full[i]), 1);
             mbar_init(smem_u32(&s_empty[i]), 256);
         }
+        /* one arrival from each consumer thread of each block of the cluster once its values of h are in */
+        mbar_init(smem_u32(&s_hready[0]), 256 * CS);
+        mbar_init(smem_u32(&s_hready[1]), 256 * CS);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    __syncthreads();
+    /* every block's barriers initialised before any block of the cluster arrives on them */
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
     {
         const int valid = tid < P && s_id[tid] >= 0;
         if (valid) {
@@ -208,8 +210,8 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
     __syncthreads();
     const int nV = s_nv;
     const int64_t U = (int64_t)nV * NU;
-    const int G = moe__op_blocks(U, gridDim.x); /* blocks b >= G have no units */
-    /* each group's pieces (the blocks that hold its units) and the first of its partial rows */
+    const int G = moe__op_blocks(U, gridDim.x / CS); /* clusters b >= G have no units */
+    /* each group's pieces (the clusters that hold its units) and the first of its partial rows */
     if (tid < nV) {
         const int bf = moe__op_block_of((int64_t)tid * NU, U, G), bl = moe__op_block_of((int64_t)(tid + 1) * NU - 1, U, G);
         g_bf[tid] = bf;
@@ -227,11 +229,11 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
     __syncthreads();
     if (!s_ok) {
         /* cannot happen (moe__op_cap_slots bounds it): loud rather than out of bounds */
-        if (b == 0 && warp < 8)
+        if (blockIdx.x == 0 && warp < 8)
             for (int64_t i = tid; i < (int64_t)a.T * D; i += 256) dk_store_out(a.out, a.out_type, i, __int_as_float(0x7fc00000));
         return;
     }
-    if (b == 0 && warp < 8) {
+    if (blockIdx.x == 0 && warp < 8) {
         /* each pair's partial rows for k_op_sum: the first, the stride between
          * its pieces, how many (0: an id out of range, nothing to add) */
         for (int i = tid; i < P; i += 256) a.tab[i] = make_int4(0, 0, 0, 0);
@@ -246,6 +248,8 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
     if (b >= G) return;
     const int64_t u0 = (int64_t)b * U / G, u1 = (int64_t)(b + 1) * U / G;
     const int ntens = a.gated ? 2 : 1;
+    /* this block's rows of D in the down phase (multiples of 16) */
+    const int dlo = 16 * (int)((int64_t)(D / 16) * r / CS), dhi = 16 * (int)((int64_t)(D / 16) * (r + 1) / CS);
 
     if (warp == 8) {
         /* ---- producer ---- */
@@ -253,231 +257,226 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
         for (int l = 0; l < MOE_OP_UMAX; l++) {
             if (a.gated) asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&m.g[l]) : "memory");
             asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&m.u[l]) : "memory");
-            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&m.d[l]) : "memory");
         }
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&m.d) : "memory");
         unsigned it = 0;
         for (int64_t u = u0; u < u1;) {
-            const op_pass ps = op_pass_at(u, u0, u1, NU);
+            const op_pass ps = op_pass_at(u, u0, u1, NU, CS);
             const int e = g_e[ps.c];
-            const int nbx = op_nbx(ps.len), nA = a.dbg == 2 ? 0 : (D + 64 * nbx - 1) / (64 * nbx);
-            for (int sa = 0; sa < nA; sa++, it++) {
-                const int slot = it % NS;
-                mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
-                const int k0 = sa * 64 * nbx, left = (D - k0 + 63) / 64, nb = left < nbx ? left : nbx;
-                const uint32_t full = smem_u32(&s_full[slot]);
-                mbar_expect_tx(full, (uint32_t)(ntens * nb * ps.len * 2048));
-                const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
-                for (int t = 0; t < ntens; t++) {
-                    const CUtensorMap *tm = t == 0 && a.gated ? &m.g[ps.len - 1] : &m.u[ps.len - 1];
-                    for (int h = 0; h < nb; h++)
-                        op_tma_3d(base + (t * nbx + h) * ps.len * 2048, tm, k0 + 64 * h, ps.row0, e, full);
+            const int ar0 = ps.len * r / CS, lr = ps.len * (r + 1) / CS - ar0, row0 = ps.row0 + 16 * ar0;
+            if (lr > 0 && a.dbg != 2) {
+                const int nbx = op_nbx(lr), nA = (D + 64 * nbx - 1) / (64 * nbx);
+                for (int sa = 0; sa < nA; sa++, it++) {
+                    const int slot = it % NS;
+                    mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
+                    const int k0 = sa * 64 * nbx, left = (D - k0 + 63) / 64, nb = left < nbx ? left : nbx;
+                    const uint32_t full = smem_u32(&s_full[slot]);
+                    mbar_expect_tx(full, (uint32_t)(ntens * nb * lr * 2048));
+                    const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
+                    for (int t = 0; t < ntens; t++) {
+                        const CUtensorMap *tm = t == 0 && a.gated ? &m.g[lr - 1] : &m.u[lr - 1];
+                        for (int h = 0; h < nb; h++)
+                            op_tma_3d(base + (t * nbx + h) * lr * 2048, tm, k0 + 64 * h, row0, e, full);
+                    }
                 }
             }
-            const int nbd = op_nbd(ps.len), nB = a.dbg == 1 ? 0 : (NDR + nbd - 1) / nbd;
-            for (int sb = 0; sb < nB; sb++, it++) {
-                const int slot = it % NS;
-                mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
-                const int left = NDR - sb * nbd, nb = left < nbd ? left : nbd;
-                const uint32_t full = smem_u32(&s_full[slot]);
-                mbar_expect_tx(full, (uint32_t)(nb * ps.len * 8192));
-                const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
-                for (int bx = 0; bx < nb; bx++)
-                    op_tma_3d(base + bx * ps.len * 8192, &m.d[ps.len - 1], ps.row0, (sb * nbd + bx) * MOE_OP_DR, e, full);
-            }
+            if (a.dbg != 1)
+                for (int db = dlo; db < dhi; db += OP_DB)
+                    for (int cc = 0; cc < ps.len; cc += 8, it++) {
+                        const int slot = it % NS, mc = ps.len - cc < 8 ? ps.len - cc : 8;
+                        mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
+                        const uint32_t full = smem_u32(&s_full[slot]);
+                        mbar_expect_tx(full, (uint32_t)(mc * OP_DB * 32));
+                        const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
+                        for (int q = 0; q < mc; q++)
+                            op_tma_3d(base + q * OP_DB * 32, &m.d, ps.row0 + 16 * (cc + q), db, e, full);
+                    }
             u += ps.len;
         }
         return;
     }
 
     /* ---- consumers ---- */
-    unsigned it = 0;
+    unsigned it = 0, npass = 0;
     int prev_c = -1;
     const int bj = min(lane >> 2, a.VP - 1); /* this lane's B column (pair) in x; columns past the group's are ignored */
-    for (int64_t u = u0; u < u1;) {
-        const op_pass ps = op_pass_at(u, u0, u1, NU);
+    const int ar = lane & 15, dch = lane >> 4;
+    for (int64_t u = u0; u < u1; npass++) {
+        const op_pass ps = op_pass_at(u, u0, u1, NU, CS);
         const int c = ps.c, n = g_n[c], e = g_e[c], pos = g_pos[c];
-        (void)pos;
-        if (c != prev_c) {
-            /* stage the group's x rows as the mma type */
-            const int per = D / 8;
-            for (int idx = tid; idx < n * per; idx += 256) {
-                const int j = idx / per, q = idx - j * per;
-                const int64_t t = s_sorted[pos + j] / a.K;
-                uint4 v;
-                if (a.x_type == (op_is_bf16<MT>::v ? MOE_TYPE_BF16 : MOE_TYPE_F16)) {
-                    v = *(const uint4 *)((const uint8_t *)a.x + ((size_t)t * D + 8 * q) * 2);
-                } else {
-                    MT f[8];
+        const int ar0 = ps.len * r / CS, lr = ps.len * (r + 1) / CS - ar0;
+        uint8_t *hsb = hs + (size_t)(npass & 1) * 8 * OP_HS_STRIDE;
+        if (lr > 0) {
+            if (c != prev_c) {
+                /* stage the group's x rows as the mma type */
+                const int per = D / 8;
+                for (int idx = tid; idx < n * per; idx += 256) {
+                    const int j = idx / per, q = idx - j * per;
+                    const int64_t t = s_sorted[pos + j] / a.K;
+                    uint4 v;
+                    if (a.x_type == (op_is_bf16<MT>::v ? MOE_TYPE_BF16 : MOE_TYPE_F16)) {
+                        v = *(const uint4 *)((const uint8_t *)a.x + ((size_t)t * D + 8 * q) * 2);
+                    } else {
+                        MT f[8];
 #pragma unroll
-                    for (int r = 0; r < 8; r++) f[r] = op_from_float<MT>(dk_bias(a.x, a.x_type, t * D + 8 * q + r));
-                    memcpy(&v, f, 16);
-                }
-                *(uint4 *)(xs + (size_t)j * xstride + 16 * q) = v;
-            }
-            op_consumer_sync();
-            prev_c = c;
-        }
-        /* gate/up */
-        float acc[2][MOE_OP_UMAX][4];
-#pragma unroll
-        for (int t = 0; t < 2; t++)
-#pragma unroll
-            for (int g = 0; g < MOE_OP_UMAX; g++)
-#pragma unroll
-                for (int r = 0; r < 4; r++) acc[t][g][r] = 0.f;
-        const int ar = lane & 15;
-        /* this thread's gate/up biases for the h below (items tid, tid + 256), loaded now */
-        const int L = ps.len * 16;
-        float bgv[2] = {0.f, 0.f}, buv[2] = {0.f, 0.f};
-#pragma unroll
-        for (int s2 = 0; s2 < 2; s2++) {
-            const int idx = tid + 256 * s2;
-            if (idx >= L * n) break;
-            const int64_t row = ps.row0 + (idx % L);
-            if (a.gated && a.bg) bgv[s2] = dk_bias(a.bg, a.bg_type, e * a.bg_se + row * a.bg_sn);
-            if (a.bu) buv[s2] = dk_bias(a.bu, a.bu_type, e * a.bu_se + row * a.bu_sn);
-        }
-        const int nbx = op_nbx(ps.len), nA = a.dbg == 2 ? 0 : (D + 64 * nbx - 1) / (64 * nbx);
-        for (int sa = 0; sa < nA; sa++, it++) {
-            const int slot = it % NS;
-            mbar_wait(smem_u32(&s_full[slot]), (it / NS) & 1);
-            if (a.dbg == 3 && it == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt2));
-            const uint32_t sbase0 = smem_u32(ring + (size_t)slot * MOE_OP_SLOT) + ar * 128;
-            /* k steps warp, warp + 8, ... of the stage's 4 nbx */
-            for (int ks = warp; ks < 4 * nbx; ks += 8) {
-                const int k = sa * 64 * nbx + 16 * ks;
-                if (k >= D) break;
-                const uint8_t *xr = xs + (size_t)bj * xstride + 2 * (k + 2 * (lane & 3));
-                const uint32_t b0 = *(const uint32_t *)xr, b1 = *(const uint32_t *)(xr + 16);
-                const int chk = 2 * (ks & 3) + (lane >> 4);
-                const uint32_t base = sbase0 + (ks >> 2) * ps.len * 2048 + ((chk ^ (ar & 7)) << 4);
-#pragma unroll
-                for (int t = 0; t < 2; t++) {
-                    if (t >= ntens) break;
-#pragma unroll
-                    for (int g = 0; g < MOE_OP_UMAX; g++) {
-                        if (g >= ps.len) break;
-                        uint32_t a0, a1, a2, a3;
-                        op_ldsm_x4(base + t * nbx * ps.len * 2048 + g * 2048, a0, a1, a2, a3);
-                        op_mma<MT>(acc[t][g], a0, a1, a2, a3, b0, b1);
+                        for (int q2 = 0; q2 < 8; q2++) f[q2] = op_from_float<MT>(dk_bias(a.x, a.x_type, t * D + 8 * q + q2));
+                        memcpy(&v, f, 16);
                     }
+                    *(uint4 *)(xs + (size_t)j * xstride + 16 * q) = v;
                 }
+                op_consumer_sync();
+                prev_c = c;
             }
-            mbar_arrive(smem_u32(&s_empty[slot]));
-        }
-        /* the warps' sums, in warp order, and h */
-        {
-            float *rw = red + (size_t)warp * (2 * MOE_OP_UMAX * 128);
+            /* gate/up of this block's share of the pass: units ar0 .. ar0 + lr */
+            float acc[2][MOE_OP_UMAX][4];
 #pragma unroll
             for (int t = 0; t < 2; t++)
 #pragma unroll
-                for (int g = 0; g < MOE_OP_UMAX; g++) {
-                    if (t >= ntens || g >= ps.len) continue;
-                    float *f = rw + (t * MOE_OP_UMAX + g) * 128 + (lane >> 2) * 8 + 2 * (lane & 3);
-                    *(float2 *)f = make_float2(acc[t][g][0], acc[t][g][1]);
-                    *(float2 *)(f + 64) = make_float2(acc[t][g][2], acc[t][g][3]);
-                }
-        }
-        op_consumer_sync();
+                for (int g = 0; g < MOE_OP_UMAX; g++)
 #pragma unroll
-        for (int s2 = 0; s2 < 2; s2++) {
-            const int idx = tid + 256 * s2;
-            if (idx >= L * n) break;
-            const int j = idx / L, i = idx - j * L;
-            const int off = (i >> 4) * 128 + (i & 15) * 8 + j;
-            float gs = 0.f, us = 0.f;
-            for (int w = 0; w < 8; w++) {
-                const float *rw = red + (size_t)w * (2 * MOE_OP_UMAX * 128);
-                gs += rw[off];
-                if (a.gated) us += rw[MOE_OP_UMAX * 128 + off];
+                    for (int q = 0; q < 4; q++) acc[t][g][q] = 0.f;
+            const int L = lr * 16, rowb = ps.row0 + 16 * ar0;
+            float bgv[2] = {0.f, 0.f}, buv[2] = {0.f, 0.f};
+#pragma unroll
+            for (int s2 = 0; s2 < 2; s2++) {
+                const int idx = tid + 256 * s2;
+                if (idx >= L * n) break;
+                const int64_t row = rowb + (idx % L);
+                if (a.gated && a.bg) bgv[s2] = dk_bias(a.bg, a.bg_type, e * a.bg_se + row * a.bg_sn);
+                if (a.bu) buv[s2] = dk_bias(a.bu, a.bu_type, e * a.bu_se + row * a.bu_sn);
             }
-            if (!a.gated) {
-                us = gs;
-                gs = 0.f;
-            }
-            gs += bgv[s2];
-            us += buv[s2];
-            ((MT *)(hs + (size_t)j * OP_HS_STRIDE))[i] = op_from_float<MT>(dk_act(a.act, gs, us, a.alpha, a.limit));
-        }
-        op_consumer_sync();
-        /* down: this pass's columns of every row of D */
-        uint32_t hb[MOE_OP_UMAX][2];
+            const int nbx = op_nbx(lr), nA = a.dbg == 2 ? 0 : (D + 64 * nbx - 1) / (64 * nbx);
+            for (int sa = 0; sa < nA; sa++, it++) {
+                const int slot = it % NS;
+                mbar_wait(smem_u32(&s_full[slot]), (it / NS) & 1);
+                if (a.dbg == 3 && it == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt2));
+                const uint32_t sbase0 = smem_u32(ring + (size_t)slot * MOE_OP_SLOT) + ar * 128;
+                /* k steps warp, warp + 8, ... of the stage's 4 nbx */
+                for (int ks = warp; ks < 4 * nbx; ks += 8) {
+                    const int k = sa * 64 * nbx + 16 * ks;
+                    if (k >= D) break;
+                    const uint8_t *xr = xs + (size_t)bj * xstride + 2 * (k + 2 * (lane & 3));
+                    const uint32_t b0 = *(const uint32_t *)xr, b1 = *(const uint32_t *)(xr + 16);
+                    const int chk = 2 * (ks & 3) + (lane >> 4);
+                    const uint32_t base = sbase0 + (ks >> 2) * lr * 2048 + ((chk ^ (ar & 7)) << 4);
 #pragma unroll
-        for (int q = 0; q < MOE_OP_UMAX; q++) {
-            const uint8_t *hr = hs + (size_t)(lane >> 2) * OP_HS_STRIDE + 2 * (16 * q + 2 * (lane & 3));
-            hb[q][0] = q < ps.len ? *(const uint32_t *)hr : 0u;
-            hb[q][1] = q < ps.len ? *(const uint32_t *)(hr + 16) : 0u;
-        }
-        const int64_t sbase = g_base[c] + (int64_t)(b - g_bf[c]) * n;
-        const int dch = lane >> 4;
-        /* the down box's rows are 32 len bytes, swizzled over that span (len 1, 2, 4):
-         * 16-byte chunk c of row r sits at c ^ ((r len / 4) & (2 len - 1)); this lane's
-         * rows r = 16 i + ar share the pattern of ar */
-        const int xsw = ps.len == 3 ? 0 : ((ar * ps.len) >> 2) & (2 * ps.len - 1);
-        /* a later pass of the block's piece adds to what the earlier ones left:
-         * the old values of stage sb + 1 are loaded while stage sb computes */
-        const int nbd = op_nbd(ps.len), nB = a.dbg == 1 ? 0 : (NDR + nbd - 1) / nbd;
-        float cur[4][2][4], nxt[4][2][4];
+                    for (int t = 0; t < 2; t++) {
+                        if (t >= ntens) break;
 #pragma unroll
-        for (int bx = 0; bx < 4; bx++)
-#pragma unroll
-            for (int ri = 0; ri < 2; ri++)
-#pragma unroll
-                for (int r = 0; r < 4; r++) cur[bx][ri][r] = nxt[bx][ri][r] = 0.f;
-        if (!ps.first)
-#pragma unroll
-            for (int bx = 0; bx < 4; bx++)
-                if (bx < nbd && bx < NDR) op_load_old(a.partial, sbase, n, D, bx, warp, lane, cur[bx]);
-        for (int sb = 0; sb < nB; sb++, it++) {
-            if (!ps.first && sb + 1 < nB)
-#pragma unroll
-                for (int bx = 0; bx < 4; bx++) {
-                    const int dr = (sb + 1) * nbd + bx;
-                    if (bx < nbd && dr < NDR) op_load_old(a.partial, sbase, n, D, dr, warp, lane, nxt[bx]);
-                }
-            const int slot = it % NS;
-            mbar_wait(smem_u32(&s_full[slot]), (it / NS) & 1);
-            const uint32_t sbb = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
-#pragma unroll
-            for (int bx = 0; bx < 4; bx++) {
-                if (bx >= nbd) break;
-#pragma unroll
-                for (int ri = 0; ri < 2; ri++) {
-                    const int r = (2 * warp + ri) * 16 + ar;
-                    const uint32_t ra = sbb + bx * ps.len * 8192 + r * 32 * ps.len;
-#pragma unroll
-                    for (int q = 0; q < MOE_OP_UMAX; q++) {
-                        if (q >= ps.len) break;
-                        uint32_t a0, a1, a2, a3;
-                        op_ldsm_x4(ra + (((2 * q + dch) ^ xsw) << 4), a0, a1, a2, a3);
-                        op_mma<MT>(cur[bx][ri], a0, a1, a2, a3, hb[q][0], hb[q][1]);
-                    }
-                }
-            }
-            mbar_arrive(smem_u32(&s_empty[slot]));
-#pragma unroll
-            for (int bx = 0; bx < 4; bx++) {
-                const int dr = sb * nbd + bx;
-                if (bx >= nbd || dr >= NDR) break;
-#pragma unroll
-                for (int ri = 0; ri < 2; ri++)
-#pragma unroll
-                    for (int hh = 0; hh < 2; hh++) {
-                        const int d = dr * MOE_OP_DR + (2 * warp + ri) * 16 + (lane >> 2) + 8 * hh;
-                        if (d >= D) continue;
-#pragma unroll
-                        for (int jj = 0; jj < 2; jj++) {
-                            const int j = 2 * (lane & 3) + jj;
-                            if (j < n) a.partial[(size_t)(sbase + j) * D + d] = cur[bx][ri][2 * hh + jj];
+                        for (int g = 0; g < MOE_OP_UMAX; g++) {
+                            if (g >= lr) break;
+                            uint32_t a0, a1, a2, a3;
+                            op_ldsm_x4(base + t * nbx * lr * 2048 + g * 2048, a0, a1, a2, a3);
+                            op_mma<MT>(acc[t][g], a0, a1, a2, a3, b0, b1);
                         }
                     }
+                }
+                mbar_arrive(smem_u32(&s_empty[slot]));
+            }
+            /* the warps' sums, in warp order, and h, written to every block of the cluster */
+            {
+                float *rw = red + (size_t)warp * (2 * MOE_OP_UMAX * 128);
+#pragma unroll
+                for (int t = 0; t < 2; t++)
+#pragma unroll
+                    for (int g = 0; g < MOE_OP_UMAX; g++) {
+                        if (t >= ntens || g >= lr) continue;
+                        float *f = rw + (t * MOE_OP_UMAX + g) * 128 + (lane >> 2) * 8 + 2 * (lane & 3);
+                        *(float2 *)f = make_float2(acc[t][g][0], acc[t][g][1]);
+                        *(float2 *)(f + 64) = make_float2(acc[t][g][2], acc[t][g][3]);
+                    }
+            }
+            op_consumer_sync();
+#pragma unroll
+            for (int s2 = 0; s2 < 2; s2++) {
+                const int idx = tid + 256 * s2;
+                if (idx >= L * n) break;
+                const int j = idx / L, i = idx - j * L;
+                const int off = (i >> 4) * 128 + (i & 15) * 8 + j;
+                float gs = 0.f, us = 0.f;
+                for (int w = 0; w < 8; w++) {
+                    const float *rw = red + (size_t)w * (2 * MOE_OP_UMAX * 128);
+                    gs += rw[off];
+                    if (a.gated) us += rw[MOE_OP_UMAX * 128 + off];
+                }
+                if (!a.gated) {
+                    us = gs;
+                    gs = 0.f;
+                }
+                gs += bgv[s2];
+                us += buv[s2];
+                const MT hv = op_from_float<MT>(dk_act(a.act, gs, us, a.alpha, a.limit));
+                unsigned short hb16;
+                memcpy(&hb16, &hv, 2);
+                const uint32_t la = smem_u32(hsb + (size_t)j * OP_HS_STRIDE + 2 * (16 * ar0 + i));
+                for (int q = 0; q < CS; q++) {
+                    uint32_t ra;
+                    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(la), "r"(q));
+                    asm volatile("st.shared::cluster.u16 [%0], %1;\n" ::"r"(ra), "h"(hb16) : "memory");
+                }
+            }
+        }
+        /* this thread's values of h are in every block: one arrival (release,
+         * cluster scope) on each block's barrier, by every consumer thread */
+        {
+            const uint32_t lb = smem_u32(&s_hready[npass & 1]);
+            for (int q = 0; q < CS; q++) {
+                uint32_t rb;
+                asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(rb) : "r"(lb), "r"(q));
+                asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(rb) : "memory");
+            }
+        }
+        {
+            const uint32_t lb = smem_u32(&s_hready[npass & 1]), par = (npass >> 1) & 1;
+            asm volatile("{\n.reg .pred P1;\nOP_HW:\n"
+                         "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
+                         "@P1 bra OP_HD;\nbra OP_HW;\nOP_HD:\n}\n" ::"r"(lb),
+                         "r"(par)
+                         : "memory");
+        }
+        /* down: this block's rows of D x the pass's columns; a later pass of the
+         * cluster's piece adds to what the earlier ones left (loaded a row block ahead) */
+        const int64_t sbase = g_base[c] + (int64_t)(b - g_bf[c]) * n;
+        float cur[4], nxt[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++) cur[q] = nxt[q] = 0.f;
+        if (!ps.first) op_load_old(a.partial, sbase, n, D, dlo, dhi, warp, lane, cur);
+        for (int db = dlo; db < dhi; db += OP_DB) {
+            if (!ps.first && db + OP_DB < dhi) op_load_old(a.partial, sbase, n, D, db + OP_DB, dhi, warp, lane, nxt);
+            for (int cc = 0; cc < ps.len && a.dbg != 1; cc += 8, it++) {
+                const int slot = it % NS, mc = ps.len - cc < 8 ? ps.len - cc : 8;
+                uint32_t hb[8][2];
+#pragma unroll
+                for (int q = 0; q < 8; q++) {
+                    const uint8_t *hr = hsb + (size_t)(lane >> 2) * OP_HS_STRIDE + 2 * (16 * (cc + q) + 2 * (lane & 3));
+                    hb[q][0] = q < mc ? *(const uint32_t *)hr : 0u;
+                    hb[q][1] = q < mc ? *(const uint32_t *)(hr + 16) : 0u;
+                }
+                mbar_wait(smem_u32(&s_full[slot]), (it / NS) & 1);
+                const int rw = 16 * warp + ar;
+                const uint32_t ra = smem_u32(ring + (size_t)slot * MOE_OP_SLOT) + rw * 32;
+                const int xsw = (rw >> 2) & 1;
+#pragma unroll
+                for (int q = 0; q < 8; q++) {
+                    if (q >= mc) break;
+                    uint32_t a0, a1, a2, a3;
+                    op_ldsm_x4(ra + q * OP_DB * 32 + ((dch ^ xsw) << 4), a0, a1, a2, a3);
+                    op_mma<MT>(cur, a0, a1, a2, a3, hb[q][0], hb[q][1]);
+                }
+                mbar_arrive(smem_u32(&s_empty[slot]));
             }
 #pragma unroll
-            for (int bx = 0; bx < 4; bx++)
+            for (int hh = 0; hh < 2; hh++) {
+                const int d = db + 16 * warp + (lane >> 2) + 8 * hh;
+                if (d >= dhi) continue;
 #pragma unroll
-                for (int ri = 0; ri < 2; ri++)
+                for (int jj = 0; jj < 2; jj++) {
+                    const int j = 2 * (lane & 3) + jj;
+                    if (j < n) a.partial[(size_t)(sbase + j) * D + d] = cur[2 * hh + jj];
+                }
+            }
 #pragma unroll
-                    for (int r = 0; r < 4; r++) cur[bx][ri][r] = nxt[bx][ri][r];
+            for (int q = 0; q < 4; q++) cur[q] = nxt[q];
         }
         u += ps.len;
     }
@@ -589,16 +588,43 @@ extern "C" cudaError_t moe__op_prepare(int *max_dyn) {
 
 extern "C" cudaError_t moe__op_launch(int fmt, const moe_op_maps *m, const moe_op_args *a, int grid, cudaStream_t s) {
     const int smem = moe__op_smem_bytes(a->D, a->VP, a->NS);
-    if (fmt == MOE_DF_BF16)
-        k_op<__nv_bfloat16><<<grid, MOE_OP_THREADS, smem, s>>>(*m, *a);
-    else if (fmt == MOE_DF_F16)
-        k_op<__half><<<grid, MOE_OP_THREADS, smem, s>>>(*m, *a);
-    else
-        return cudaErrorInvalidValue;
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
     cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute at;
-    dk_launch_config(&cfg, &at, dim3((unsigned)((a->D + 7) / 8), (unsigned)a->T), 256, 0, s, 1);
-    return cudaLaunchKernelEx(&cfg, k_op_sum, *a);
+    memset(&cfg, 0, sizeof cfg);
+    cudaLaunchAttribute at[1];
+    cfg.gridDim = dim3((unsigned)grid);
+    cfg.blockDim = dim3(MOE_OP_THREADS);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    cfg.stream = s;
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = (unsigned)a->CS;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    cudaError_t e;
+    if (fmt == MOE_DF_BF16) e = cudaLaunchKernelEx(&cfg, k_op<__nv_bfloat16>, *m, *a);
+    else if (fmt == MOE_DF_F16) e = cudaLaunchKernelEx(&cfg, k_op<__half>, *m, *a);
+    else return cudaErrorInvalidValue;
+    if (e != cudaSuccess) return e;
+    cudaLaunchConfig_t c2;
+    cudaLaunchAttribute a2;
+    dk_launch_config(&c2, &a2, dim3((unsigned)((a->D + 7) / 8), (unsigned)a->T), 256, 0, s, 1);
+    return cudaLaunchKernelEx(&c2, k_op_sum, *a);
+}
+
+extern "C" cudaError_t moe__op_clusters(int fmt, int CS, int smem, int *n) {
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cudaLaunchAttribute at[1];
+    cfg.gridDim = dim3((unsigned)CS);
+    cfg.blockDim = dim3(MOE_OP_THREADS);
+    cfg.dynamicSmemBytes = (size_t)smem;
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = (unsigned)CS;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return fmt == MOE_DF_F16 ? cudaOccupancyMaxActiveClusters(n, k_op<__half>, &cfg)
+                             : cudaOccupancyMaxActiveClusters(n, k_op<__nv_bfloat16>, &cfg);
 }

@@ -33,6 +33,7 @@
 #define MOE_OP_SLOT (32 * 1024) /* bytes of one ring stage */
 #define MOE_OP_NSMAX 8     /* ring stages at most */
 #define MOE_OP_VPMAX 8     /* pairs of one group at most (the mma's 8 token columns) */
+#define MOE_OP_CSMAX 4     /* blocks of a cluster at most */
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,6 +76,7 @@ typedef struct moe_op_args {
     int T, K, E, I, D;
     int VP;                  /* pairs per group: an expert with more pairs is streamed once per group */
     int NS;                  /* ring stages */
+    int CS;                  /* blocks a cluster (they share h over distributed shared memory) */
     const int32_t *ids;      /* [T, K] */
     const float *w;          /* [T, K] */
     const void *x;           /* [T, D] of x_type */
@@ -97,17 +99,18 @@ int moe__op_smem_bytes(int D, int VP, int NS);
 /* Raises the instances' dynamic shared-memory limit to the device's opt-in
  * maximum (current device); max_dyn gets it. */
 cudaError_t moe__op_prepare(int *max_dyn);
-/* The layer's tensor maps, one per pass length len = 1..MOE_OP_UMAX units
- * (index len - 1), so that each stage takes few, large copies: gate and up
- * [E, I, D] in boxes of 64 columns x 16 len rows (128-byte swizzle; g unused
- * for an ungated layer), down [E, D, I] in boxes of 16 len columns x 256
- * rows (swizzled by the row's 32, 64 or 128 bytes; 96 bytes unswizzled). */
+/* The layer's tensor maps: gate and up [E, I, D] in boxes of 64 columns x
+ * 16 len rows, one per share length len = 1..MOE_OP_UMAX units (index len - 1;
+ * 128-byte swizzle; g unused for an ungated layer), down [E, D, I] in boxes of
+ * 16 columns x 128 rows (32-byte swizzle). */
 typedef struct moe_op_maps {
-    CUtensorMap g[MOE_OP_UMAX], u[MOE_OP_UMAX], d[MOE_OP_UMAX];
+    CUtensorMap g[MOE_OP_UMAX], u[MOE_OP_UMAX], d;
 } moe_op_maps;
-/* One launch of grid blocks (one per SM) for weights of format fmt
- * (MOE_DF_BF16 / MOE_DF_F16). */
+/* One launch of grid blocks (one per SM, in clusters of a->CS) for weights of
+ * format fmt (MOE_DF_BF16 / MOE_DF_F16), then the sums (k_op_sum). */
 cudaError_t moe__op_launch(int fmt, const moe_op_maps *m, const moe_op_args *a, int grid, cudaStream_t s);
+/* Clusters of CS blocks with smem bytes each that can be resident at once. */
+cudaError_t moe__op_clusters(int fmt, int CS, int smem, int *n);
 #ifdef __cplusplus
 }
 #endif
