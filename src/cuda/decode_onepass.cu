@@ -38,7 +38,7 @@
 
 #define OP_RED_BYTES (8 * 2 * MOE_OP_UMAX * 128 * 4) /* [warp][gate, up][unit][16 x 8] f32 */
 #define OP_HS_STRIDE (2 * 16 * MOE_OP_UMAX * MOE_OP_CSMAX + 16) /* bytes of one pair's h row (a cluster's pass) */
-#define OP_HS_BYTES (2 * 8 * OP_HS_STRIDE)
+#define OP_HS_BYTES (4 * 8 * OP_HS_STRIDE) /* four passes' h: a block may run two passes ahead of another */
 #define OP_DB 128 /* down rows of a stage (boxes of 16 columns x OP_DB rows, 32-byte swizzle) */
 #define OP_SUM_ITEMS 2048 /* (slot, piece) items k_op_sum lists at a time */
 
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
     __shared__ int g_e[MOE_OP_PMAX], g_pos[MOE_OP_PMAX], g_n[MOE_OP_PMAX], g_bf[MOE_OP_PMAX], g_np[MOE_OP_PMAX];
     __shared__ long long g_base[MOE_OP_PMAX];
     __shared__ int s_wsum[8], s_nv, s_ok;
-    __shared__ __align__(8) uint64_t s_full[MOE_OP_NSMAX], s_empty[MOE_OP_NSMAX], s_hready[2];
+    __shared__ __align__(8) uint64_t s_full[MOE_OP_NSMAX], s_empty[MOE_OP_NSMAX], s_hready[4];
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int P = a.T * a.K, D = a.D, NU = a.I / 16, NS = a.NS, CS = a.CS;
@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
     uint8_t *xs = ring + (size_t)NS * MOE_OP_SLOT;
     const int xstride = op_xs_stride(D);
     float *red = (float *)(xs + (size_t)a.VP * xstride);
-    uint8_t *hs = (uint8_t *)red + OP_RED_BYTES; /* [2][8][OP_HS_STRIDE]: h of the pass, double-buffered */
+    uint8_t *hs = (uint8_t *)red + OP_RED_BYTES; /* [4][8][OP_HS_STRIDE]: h of pass p in buffer p % 4 */
 
     /* ---- routing, the same in every block ---- */
     if (tid < P) {
@@ -159,8 +159,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
             mbar_init(smem_u32(&s_empty[i]), 256);
         }
         /* one arrival from each consumer thread of each block of the cluster once its values of h are in */
-        mbar_init(smem_u32(&s_hready[0]), 256 * CS);
-        mbar_init(smem_u32(&s_hready[1]), 256 * CS);
+        for (int i = 0; i < 4; i++) mbar_init(smem_u32(&s_hready[i]), 256 * CS);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     /* every block's barriers initialised before any block of the cluster arrives on them */
@@ -259,38 +258,51 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
             asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&m.u[l]) : "memory");
         }
         asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&m.d) : "memory");
+        /* gate/up of pass p, then down of pass p - 1: the blocks of a cluster
+         * have a pass of slack before they need each other's h */
         unsigned it = 0;
-        for (int64_t u = u0; u < u1;) {
-            const op_pass ps = op_pass_at(u, u0, u1, NU, CS);
-            const int e = g_e[ps.c];
-            const int ar0 = ps.len * r / CS, lr = ps.len * (r + 1) / CS - ar0, row0 = ps.row0 + 16 * ar0;
-            if (lr > 0 && a.dbg != 2) {
-                const int nbx = op_nbx(lr), nA = (D + 64 * nbx - 1) / (64 * nbx);
-                for (int sa = 0; sa < nA; sa++, it++) {
-                    const int slot = it % NS;
-                    mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
-                    const int k0 = sa * 64 * nbx, left = (D - k0 + 63) / 64, nb = left < nbx ? left : nbx;
-                    const uint32_t full = smem_u32(&s_full[slot]);
-                    mbar_expect_tx(full, (uint32_t)(ntens * nb * lr * 2048));
-                    const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
-                    for (int t = 0; t < ntens; t++) {
-                        const CUtensorMap *tm = t == 0 && a.gated ? &m.g[lr - 1] : &m.u[lr - 1];
-                        for (int h = 0; h < nb; h++)
-                            op_tma_3d(base + (t * nbx + h) * lr * 2048, tm, k0 + 64 * h, row0, e, full);
+        op_pass pv;
+        int have_pv = 0;
+        for (int64_t u = u0;;) {
+            const int more = u < u1;
+            op_pass ps;
+            if (more) {
+                ps = op_pass_at(u, u0, u1, NU, CS);
+                const int e = g_e[ps.c];
+                const int ar0 = ps.len * r / CS, lr = ps.len * (r + 1) / CS - ar0, row0 = ps.row0 + 16 * ar0;
+                if (lr > 0 && a.dbg != 2) {
+                    const int nbx = op_nbx(lr), nA = (D + 64 * nbx - 1) / (64 * nbx);
+                    for (int sa = 0; sa < nA; sa++, it++) {
+                        const int slot = it % NS;
+                        mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
+                        const int k0 = sa * 64 * nbx, left = (D - k0 + 63) / 64, nb = left < nbx ? left : nbx;
+                        const uint32_t full = smem_u32(&s_full[slot]);
+                        mbar_expect_tx(full, (uint32_t)(ntens * nb * lr * 2048));
+                        const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
+                        for (int t = 0; t < ntens; t++) {
+                            const CUtensorMap *tm = t == 0 && a.gated ? &m.g[lr - 1] : &m.u[lr - 1];
+                            for (int h = 0; h < nb; h++)
+                                op_tma_3d(base + (t * nbx + h) * lr * 2048, tm, k0 + 64 * h, row0, e, full);
+                        }
                     }
                 }
             }
-            if (a.dbg != 1)
+            if (have_pv && a.dbg != 1) {
+                const int e = g_e[pv.c];
                 for (int db = dlo; db < dhi; db += OP_DB)
-                    for (int cc = 0; cc < ps.len; cc += 8, it++) {
-                        const int slot = it % NS, mc = ps.len - cc < 8 ? ps.len - cc : 8;
+                    for (int cc = 0; cc < pv.len; cc += 8, it++) {
+                        const int slot = it % NS, mc = pv.len - cc < 8 ? pv.len - cc : 8;
                         mbar_wait(smem_u32(&s_empty[slot]), ((it / NS) & 1) ^ 1);
                         const uint32_t full = smem_u32(&s_full[slot]);
                         mbar_expect_tx(full, (uint32_t)(mc * OP_DB * 32));
                         const uint32_t base = smem_u32(ring + (size_t)slot * MOE_OP_SLOT);
                         for (int q = 0; q < mc; q++)
-                            op_tma_3d(base + q * OP_DB * 32, &m.d, ps.row0 + 16 * (cc + q), db, e, full);
+                            op_tma_3d(base + q * OP_DB * 32, &m.d, pv.row0 + 16 * (cc + q), db, e, full);
                     }
+            }
+            if (!more) break;
+            pv = ps;
+            have_pv = 1;
             u += ps.len;
         }
         return;
@@ -301,11 +313,16 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
     int prev_c = -1;
     const int bj = min(lane >> 2, a.VP - 1); /* this lane's B column (pair) in x; columns past the group's are ignored */
     const int ar = lane & 15, dch = lane >> 4;
-    for (int64_t u = u0; u < u1; npass++) {
-        const op_pass ps = op_pass_at(u, u0, u1, NU, CS);
+    op_pass pv;
+    int have_pv = 0;
+    for (int64_t u = u0;; npass++) {
+        const int more = u < u1;
+        op_pass ps;
+        if (more) {
+        ps = op_pass_at(u, u0, u1, NU, CS);
         const int c = ps.c, n = g_n[c], e = g_e[c], pos = g_pos[c];
         const int ar0 = ps.len * r / CS, lr = ps.len * (r + 1) / CS - ar0;
-        uint8_t *hsb = hs + (size_t)(npass & 1) * 8 * OP_HS_STRIDE;
+        uint8_t *hsb = hs + (size_t)(npass & 3) * 8 * OP_HS_STRIDE;
         if (lr > 0) {
             if (c != prev_c) {
                 /* stage the group's x rows as the mma type */
@@ -419,15 +436,22 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
         /* this thread's values of h are in every block: one arrival (release,
          * cluster scope) on each block's barrier, by every consumer thread */
         {
-            const uint32_t lb = smem_u32(&s_hready[npass & 1]);
+            const uint32_t lb = smem_u32(&s_hready[npass & 3]);
             for (int q = 0; q < CS; q++) {
                 uint32_t rb;
                 asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(rb) : "r"(lb), "r"(q));
                 asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(rb) : "memory");
             }
         }
+        }
+        if (have_pv) {
+        /* down of the previous pass, once every block's h of it is in */
+        const unsigned pp = npass - 1;
+        const op_pass ps = pv;
+        const int c = ps.c, n = g_n[c];
+        const uint8_t *hsb = hs + (size_t)(pp & 3) * 8 * OP_HS_STRIDE;
         {
-            const uint32_t lb = smem_u32(&s_hready[npass & 1]), par = (npass >> 1) & 1;
+            const uint32_t lb = smem_u32(&s_hready[pp & 3]), par = (pp >> 2) & 1;
             asm volatile("{\n.reg .pred P1;\nOP_HW:\n"
                          "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
                          "@P1 bra OP_HD;\nbra OP_HW;\nOP_HD:\n}\n" ::"r"(lb),
@@ -478,6 +502,10 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
 #pragma unroll
             for (int q = 0; q < 4; q++) cur[q] = nxt[q];
         }
+        }
+        if (!more) break;
+        pv = ps;
+        have_pv = 1;
         u += ps.len;
     }
     if (a.dbg == 3 && tid == 0) {
