@@ -158,8 +158,8 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
             mbar_init(smem_u32(&s_full[i]), 1);
             mbar_init(smem_u32(&s_empty[i]), 256);
         }
-        /* one arrival from each consumer thread of each block of the cluster once its values of h are in */
-        for (int i = 0; i < 4; i++) mbar_init(smem_u32(&s_hready[i]), 256 * CS);
+        /* one arrival from each block of the cluster once its share of h is in */
+        for (int i = 0; i < 4; i++) mbar_init(smem_u32(&s_hready[i]), CS);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     /* every block's barriers initialised before any block of the cluster arrives on them */
@@ -310,6 +310,9 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
 
     /* ---- consumers ---- */
     unsigned it = 0, npass = 0;
+    unsigned long long ev[16];
+    int nev = 0;
+#define OP_EV() do { if (a.dbg == 3 && nev < 16) { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ev[nev])); nev++; } } while (0)
     int prev_c = -1;
     const int bj = min(lane >> 2, a.VP - 1); /* this lane's B column (pair) in x; columns past the group's are ignored */
     const int ar = lane & 15, dch = lane >> 4;
@@ -344,6 +347,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                 op_consumer_sync();
                 prev_c = c;
             }
+            OP_EV();
             /* gate/up of this block's share of the pass: units ar0 .. ar0 + lr */
             float acc[2][MOE_OP_UMAX][4];
 #pragma unroll
@@ -390,6 +394,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                 }
                 mbar_arrive(smem_u32(&s_empty[slot]));
             }
+            OP_EV();
             /* the warps' sums, in warp order, and h, written to every block of the cluster */
             {
                 float *rw = red + (size_t)warp * (2 * MOE_OP_UMAX * 128);
@@ -404,6 +409,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                     }
             }
             op_consumer_sync();
+            OP_EV();
 #pragma unroll
             for (int s2 = 0; s2 < 2; s2++) {
                 const int idx = tid + 256 * s2;
@@ -423,27 +429,36 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                 gs += bgv[s2];
                 us += buv[s2];
                 const MT hv = op_from_float<MT>(dk_act(a.act, gs, us, a.alpha, a.limit));
-                unsigned short hb16;
-                memcpy(&hb16, &hv, 2);
-                const uint32_t la = smem_u32(hsb + (size_t)j * OP_HS_STRIDE + 2 * (16 * ar0 + i));
-                for (int q = 0; q < CS; q++) {
-                    uint32_t ra;
-                    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(la), "r"(q));
-                    asm volatile("st.shared::cluster.u16 [%0], %1;\n" ::"r"(ra), "h"(hb16) : "memory");
-                }
+                ((MT *)(hsb + (size_t)j * OP_HS_STRIDE))[16 * ar0 + i] = hv;
             }
         }
-        /* this thread's values of h are in every block: one arrival (release,
-         * cluster scope) on each block's barrier, by every consumer thread */
+        OP_EV();
+        /* this block's share of h (n rows of 32 lr bytes) to the other blocks of
+         * the cluster in 16-byte stores, then one arrival (release, cluster scope)
+         * on each block's barrier */
+        op_consumer_sync();
         {
-            const uint32_t lb = smem_u32(&s_hready[npass & 3]);
-            for (int q = 0; q < CS; q++) {
-                uint32_t rb;
-                asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(rb) : "r"(lb), "r"(q));
-                asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(rb) : "memory");
+            const int cpr = 2 * lr, tot = n * cpr;
+            for (int idx = tid; idx < tot * (CS - 1); idx += 256) {
+                const int q0 = idx / tot, k = idx - q0 * tot, q = q0 >= r ? q0 + 1 : q0;
+                const int j = k / cpr, ch = k - j * cpr;
+                const uint32_t la = smem_u32(hsb + (size_t)j * OP_HS_STRIDE + 32 * ar0 + 16 * ch);
+                uint32_t v0, v1, v2, v3, ra;
+                asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3) : "r"(la));
+                asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(la), "r"(q));
+                asm volatile("st.shared::cluster.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(ra), "r"(v0), "r"(v1), "r"(v2),
+                             "r"(v3)
+                             : "memory");
             }
         }
+        op_consumer_sync();
+        if (tid < CS) {
+            uint32_t rb;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(rb) : "r"(smem_u32(&s_hready[npass & 3])), "r"(tid));
+            asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(rb) : "memory");
         }
+        }
+        OP_EV();
         if (have_pv) {
         /* down of the previous pass, once every block's h of it is in */
         const unsigned pp = npass - 1;
@@ -458,6 +473,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
                          "r"(par)
                          : "memory");
         }
+        OP_EV();
         /* down: this block's rows of D x the pass's columns; a later pass of the
          * cluster's piece adds to what the earlier ones left (loaded a row block ahead) */
         const int64_t sbase = g_base[c] + (int64_t)(b - g_bf[c]) * n;
@@ -503,6 +519,7 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
             for (int q = 0; q < 4; q++) cur[q] = nxt[q];
         }
         }
+        OP_EV();
         if (!more) break;
         pv = ps;
         have_pv = 1;
@@ -510,8 +527,11 @@ __global__ void __launch_bounds__(MOE_OP_THREADS, 1)
     }
     if (a.dbg == 3 && tid == 0) {
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tt3));
-        printf("OPT k_op b %d units %lld %lld start %llu plan %llu first %llu end %llu\n", b, (long long)u0,
-               (long long)u1, tt0 % 100000000ull, tt1 % 100000000ull, tt2 % 100000000ull, tt3 % 100000000ull);
+        printf("OPT k_op b %d units %lld %lld start %llu plan %llu first %llu end %llu r %d ev %d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n", b, (long long)u0,
+               (long long)u1, tt0 % 100000000ull, tt1 % 100000000ull, tt2 % 100000000ull, tt3 % 100000000ull, r, nev,
+               ev[0] % 100000000ull, ev[1] % 100000000ull, ev[2] % 100000000ull, ev[3] % 100000000ull,
+               ev[4] % 100000000ull, ev[5] % 100000000ull, ev[6] % 100000000ull, ev[7] % 100000000ull,
+               ev[8] % 100000000ull, ev[9] % 100000000ull, ev[10] % 100000000ull, ev[11] % 100000000ull);
     }
 #endif
 }
