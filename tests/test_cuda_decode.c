@@ -7,47 +7,11 @@
  * Skipped with "no CUDA device" where there is none.
  */
 #include "cases.h"
-#include "cuda/decode_onepass.h"
 #include "harness.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The one-pass kernel's split (host arithmetic, no GPU): moe__op_block_of
- * names the non-empty block whose range holds a unit, and the partial rows
- * of random groupings stay within moe__op_cap_slots, the workspace's bound. */
-TEST(decode_onepass_split_bound) {
-    moe_rng r;
-    moe_rng_seed(&r, moe_test_seed());
-    static const int Gs[] = {1, 2, 7, 78, 114, 132, 264};
-    for (int it = 0; it < 4000 && !moe_test_failed(); it++) {
-        const int G0 = Gs[moe_rng_u64(&r) % 7], VP = 1 + (int)(moe_rng_u64(&r) % 8);
-        const int nV = 1 + (int)(moe_rng_u64(&r) % (it % 4 == 0 ? 4 : 64));
-        const int NU = 1 + (int)(moe_rng_u64(&r) % (it % 3 == 0 ? 8 : 900));
-        const int64_t U = (int64_t)nV * NU;
-        const int G = moe__op_blocks(U, G0);
-        /* every block of the split holds a unit (a piece's blocks are bf..bl) */
-        for (int b = 0; b < G; b++)
-            CHECK_MSG((int64_t)b * U / G < (int64_t)(b + 1) * U / G, "%lld units over %d blocks: block %d empty",
-                      (long long)U, G, b);
-        int64_t P = 0, need = 0;
-        for (int c = 0; c < nV; c++) {
-            const int n = 1 + (int)(moe_rng_u64(&r) % (uint64_t)VP);
-            const int bf = moe__op_block_of((int64_t)c * NU, U, G), bl = moe__op_block_of((int64_t)(c + 1) * NU - 1, U, G);
-            P += n;
-            need += (int64_t)n * (bl - bf + 1);
-        }
-        CHECK_MSG(need <= moe__op_cap_slots(P, VP, G0), "G %d VP %d groups %d units %d: %lld partial rows > bound %lld", G,
-                  VP, nV, NU, (long long)need, (long long)moe__op_cap_slots(P, VP, G0));
-        for (int k = 0; k < 50; k++) {
-            const int64_t u = (int64_t)(moe_rng_u64(&r) % (uint64_t)U);
-            const int b = moe__op_block_of(u, U, G);
-            CHECK_MSG(b >= 0 && b < G && (int64_t)b * U / G <= u && u < (int64_t)(b + 1) * U / G,
-                      "unit %lld of %lld over %d blocks: block %d", (long long)u, (long long)U, G, b);
-        }
-    }
-}
 
 #ifdef MOE_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -88,12 +52,6 @@ static void run_table_with(const char *backend, const char *stream) {
 }
 
 TEST(cuda_decode_cases) { run_table("cuda-decode"); }
-/* the one-pass kernel at every T of the table (in launches of 256 pairs) */
-TEST(cuda_decode_cases_onepass) {
-    setenv("MOE_DECODE_ONEPASS", "1", 1);
-    run_table("cuda-decode");
-    unsetenv("MOE_DECODE_ONEPASS");
-}
 TEST(cuda_quant_cases) { run_table("cuda-quant"); }
 TEST(cuda_decode_cases_stream) { run_table_with("cuda-decode", "1"); }
 TEST(cuda_decode_cases_mma) { run_table_with("cuda-decode", "0"); }
@@ -186,15 +144,6 @@ TEST(cuda_quant_sweep_T_stream_and_mma) {
         unsetenv("MOE_DECODE_STREAM");
     }
     unsetenv("MOE_QUANT_PREFILL_T");
-}
-
-TEST(cuda_decode_sweep_T_onepass) {
-    static const moe_type q[] = {MOE_TYPE_BF16, MOE_TYPE_F16};
-    setenv("MOE_DECODE_ONEPASS", "1", 1);
-    sweep("cuda-decode", q, 1, MOE_TYPE_F32);
-    if (!moe_test_failed()) sweep("cuda-decode", q + 1, 1, MOE_TYPE_F16);
-    if (!moe_test_failed()) sweep("cuda-decode", q, 1, MOE_TYPE_BF16);
-    unsetenv("MOE_DECODE_ONEPASS");
 }
 
 TEST(cuda_decode_sweep_T_stream_and_mma) {
@@ -365,21 +314,18 @@ TEST(cuda_decode_bad_ids) {
     d.backend = "cuda-decode";
     int major = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-    /* streaming kernels, the mma kernels, the one-pass kernel */
-    static const char *envs[] = {"MOE_DECODE_STREAM", "MOE_DECODE_STREAM", "MOE_DECODE_ONEPASS"};
-    static const char *modes[] = {"1", "0", "1"};
-    static const char *names[] = {"streaming kernels (", "gate/up (up only) and down kernels", "one-pass kernel, one launch"};
-    for (int m = 0; m < 3 && !moe_test_failed(); m++) {
-    setenv(envs[m], modes[m], 1);
+    static const char *modes[] = {"1", "0"}; /* streaming kernels, then the mma kernels */
+    for (int m = 0; m < 2 && !moe_test_failed(); m++) {
+    setenv("MOE_DECODE_STREAM", modes[m], 1);
     setenv("MOE_DECODE_MAX_T", "-1", 1); /* T = 3 on the decode kernels, not the grouped GEMM */
     moe_layer *L = NULL;
     CHECK_STATUS(moe_layer_create(ctx, &d, &L), MOE_OK);
-    unsetenv(envs[m]);
+    unsetenv("MOE_DECODE_STREAM");
     unsetenv("MOE_DECODE_MAX_T");
     char desc[1024];
     moe_layer_describe(L, T, desc, sizeof desc);
     if (major >= 9) /* a forced family must be the one that runs */
-        CHECK_MSG(strstr(desc, names[m]) != NULL, "%s=%s: %s", envs[m], modes[m], desc);
+        CHECK_MSG((strstr(desc, "streaming kernels (") != NULL) == (m == 0), "MOE_DECODE_STREAM=%s: %s", modes[m], desc);
     float hx[3 * 64];
     for (int i = 0; i < 3 * 64; i++) hx[i] = 1.0f / 64;
     int32_t hid[6] = {1, 77, -5, 1 << 30, 2, 3}; /* token 1: no valid id */
@@ -429,7 +375,7 @@ TEST(cuda_decode_bad_ids) {
  * bf16 device weights through cuda-decode, or Q8_0 host blocks (uploaded at
  * init) through cuda-quant. A streaming layer whose direct forward is one
  * cooperative launch runs as two launches under capture: same bits. */
-static void graph_capture_case(const char *backend, moe_type wt, const char *fused, const char *onepass) {
+static void graph_capture_case(const char *backend, moe_type wt, const char *fused) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
         cudaGetLastError();
@@ -477,11 +423,9 @@ static void graph_capture_case(const char *backend, moe_type wt, const char *fus
     d.act_type = MOE_TYPE_BF16;
     d.backend = backend;
     if (fused) setenv("MOE_DECODE_FUSED", fused, 1);
-    if (onepass) setenv("MOE_DECODE_ONEPASS", onepass, 1);
     moe_layer *L = NULL;
     moe_status cs = moe_layer_create(ctx, &d, &L);
     unsetenv("MOE_DECODE_FUSED");
-    unsetenv("MOE_DECODE_ONEPASS");
     CHECK_STATUS(cs, MOE_OK);
     uint16_t hx[2 * 256];
     for (int i = 0; i < 2 * 256; i++) hx[i] = (uint16_t)(0x3c00 - 0x400 + (moe_rng_u64(&r) % 0x800));
@@ -520,11 +464,10 @@ static void graph_capture_case(const char *backend, moe_type wt, const char *fus
 }
 
 TEST(cuda_decode_graph_capture) {
-    graph_capture_case("cuda-decode", MOE_TYPE_BF16, NULL, "0");
-    if (!moe_test_failed()) graph_capture_case("cuda-decode", MOE_TYPE_BF16, "1", "0");
-    if (!moe_test_failed()) graph_capture_case("cuda-decode", MOE_TYPE_BF16, NULL, "1");
+    graph_capture_case("cuda-decode", MOE_TYPE_BF16, NULL);
+    if (!moe_test_failed()) graph_capture_case("cuda-decode", MOE_TYPE_BF16, "1");
 }
-TEST(cuda_quant_graph_capture) { graph_capture_case("cuda-quant", MOE_TYPE_Q8_0, NULL, NULL); }
+TEST(cuda_quant_graph_capture) { graph_capture_case("cuda-quant", MOE_TYPE_Q8_0, NULL); }
 
 #else
 TEST(cuda_decode_cases) { SKIP("no CUDA device (built without CUDA)"); }

@@ -19,8 +19,6 @@
  * the mma kernels.
  * --default adds, for --dense, the layer a user gets without variables ("default":
  * streaming or mma kernels by T, the grouped GEMM above the hand-over).
- * --onepass adds the one-pass kernel at every T ("onepass") and, with --default,
- * the default with it turned off ("default-old", MOE_DECODE_ONEPASS=0).
  */
 #include "moe.h"
 
@@ -273,14 +271,13 @@ static void report(const preset &P, moe_type wt, const char *variant, moe_layer 
 }
 
 int main(int argc, char **argv) {
-    int dense = 0, quant = 0, cross = 0, prefill = 0, dense_default = 0, no_kdec = 0, onepass = 0;
+    int dense = 0, quant = 0, cross = 0, prefill = 0, dense_default = 0, no_kdec = 0;
     const char *json = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--dense")) dense = 1;
         else if (!strcmp(argv[i], "--quant")) quant = 1;
         else if (!strcmp(argv[i], "--default")) dense_default = 1;
-        else if (!strcmp(argv[i], "--onepass")) onepass = 1;
         else if (!strcmp(argv[i], "--cross")) cross = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only_preset = argv[++i];
         else if (!strcmp(argv[i], "--qtypes") && i + 1 < argc) only_qtypes = argv[++i];
@@ -367,18 +364,6 @@ int main(int argc, char **argv) {
             /* what a user gets: no variables (streaming or mma kernels by T, the
              * grouped GEMM above the hand-over) */
             moe_layer *Ldef = dense_default ? make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode") : NULL;
-            /* --onepass: the one-pass kernel at every T ("onepass") and, with
-             * --default, the default without it ("default-old") */
-            moe_layer *Lop = NULL, *Lold = NULL;
-            if (onepass) {
-                setenv("MOE_DECODE_ONEPASS", "1", 1);
-                setenv("MOE_DECODE_ONEPASS_MAX_T", "-1", 1);
-                Lop = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
-                unsetenv("MOE_DECODE_ONEPASS_MAX_T");
-                setenv("MOE_DECODE_ONEPASS", "0", 1);
-                if (dense_default) Lold = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-decode");
-                unsetenv("MOE_DECODE_ONEPASS");
-            }
             for (int64_t T : Ts) {
                 if (only_T && T != only_T) continue;
                 int64_t touched;
@@ -395,20 +380,8 @@ int main(int argc, char **argv) {
                     tm = time_fwd(Ldef, P, T, 30, &touched);
                     report(P, MOE_TYPE_BF16, "default", Ldef, T, tm, touched, s.expert_bytes);
                 }
-                if (Lop) {
-                    srand(1000 + (int)T);
-                    tm = time_fwd(Lop, P, T, 30, &touched);
-                    report(P, MOE_TYPE_BF16, "onepass", Lop, T, tm, touched, s.expert_bytes);
-                }
-                if (Lold) {
-                    srand(1000 + (int)T);
-                    tm = time_fwd(Lold, P, T, 30, &touched);
-                    report(P, MOE_TYPE_BF16, "default-old", Lold, T, tm, touched, s.expert_bytes);
-                }
             }
             moe_layer_free(Ldef);
-            moe_layer_free(Lop);
-            moe_layer_free(Lold);
             if (cross) { /* the crossover with the grouped GEMM backend */
                 static const int64_t Tc[] = {4, 8, 16, 32, 64, 128, 256, 512};
                 setenv("MOE_DECODE_MAX_T", "-1", 1);

@@ -107,11 +107,6 @@ int moe__cuda_sm90_tile_n(const moe_layer *L, int gemm, int cm, int cn, int bm);
  * 64 x box_rows x 1; 0 on success, else -1 and why. */
 int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtype, int64_t E, int64_t N, int64_t C,
                           int64_t se, int64_t sn, int box_rows, char *why, size_t n);
-/* The same with boxes of box_c x box_rows x 1, swizzled by the box's row
- * bytes (128, 64 or 32 for box_c 64, 32, 16 two-byte elements), and L2
- * promotion of promo bytes (256, 128, 64, else none). */
-int moe__cuda_weight_tmap_box(CUtensorMap *tm, const void *data, int dtype, int64_t E, int64_t N, int64_t C,
-                              int64_t se, int64_t sn, int box_c, int box_rows, int promo, char *why, size_t n);
 /* src/cuda/layer.cu: the pieces of cuda-sm90 that cuda-jit reuses */
 int moe__cuda_probe_device(moe_ctx *ctx, char *why, size_t n, int *major, int *minor);
 int moe__cuda_supports_sm90(const moe_layer *L, char *why, size_t n);

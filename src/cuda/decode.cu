@@ -35,8 +35,6 @@
 #include "device_guard.h"
 #include "decode.h"
 #include "decode_stream.h"
-#include "common.cuh"
-#include "decode_onepass.h"
 
 #include <cuda_runtime.h>
 #include <math.h>
@@ -185,12 +183,6 @@ typedef struct dec_impl {
     int64_t qp_group;            /* ... dequantising this many experts at a time */
     void *qp_dummy;              /* its weights' address until a forward points them at the workspace */
     char qp_why[200];            /* why there is no prefill path, for describe */
-    int op;                      /* the one-pass kernel (decode_onepass.cu) takes this layer ... */
-    int64_t op_max_t;            /* ... for T up to this (in launches of at most MOE_OP_PMAX pairs) */
-    int op_vp, op_dyn;           /* its pairs per group at most; dynamic shared memory a block may take */
-    int op_cs, op_grid;          /* blocks a cluster, blocks a launch */
-    moe_op_maps op_maps;         /* its tensor maps (per pass length) */
-    char op_why[160];            /* why it does not, for describe */
 } dec_impl;
 
 static int fmt_of(moe_type t) {
@@ -454,7 +446,6 @@ static void qp_init(moe_layer *L, dec_impl *im) {
 }
 
 static void sv_init(moe_layer *L, dec_impl *im);
-static void op_init(moe_layer *L, dec_impl *im);
 
 static moe_status dec_init_common(moe_layer *L, int quant) {
     dec_impl *im = (dec_impl *)calloc(1, sizeof *im);
@@ -506,13 +497,6 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
     }
     if (quant) qp_init(L, im);
     sv_init(L, im);
-    if (!quant) {
-        op_init(L, im);
-        const char *op_env = getenv("MOE_DECODE_ONEPASS");
-        if (!im->op && op_env && op_env[0] == '1')
-            moe__log(L->ctx, MOE_LOG_WARN, "%s: MOE_DECODE_ONEPASS=1 but the one-pass kernel cannot run this layer: %s",
-                     L->backend->name, im->op_why);
-    }
     const char *sv_env = getenv("MOE_DECODE_STREAM");
     if (!im->sv && sv_env && sv_env[0] == '1')
         moe__log(L->ctx, MOE_LOG_WARN, "%s: MOE_DECODE_STREAM=1 but the streaming kernels cannot run this layer: %s",
@@ -606,15 +590,6 @@ static dws dws_plan(const moe_layer *L, const dec_impl *im, int64_t Tc) {
 static int use_gemm(const dec_impl *im, int64_t T) { return im->gemm && T > im->max_t; }
 static int use_qp(const dec_impl *im, int64_t T) { return im->qp && T > im->qp_min_t; }
 static int use_sv(const dec_impl *im, int64_t T) { return im->sv && T <= im->sv_max_t; }
-static int use_op(const dec_impl *im, int64_t T) { return im->op && T <= im->op_max_t; }
-static int64_t op_chunk(const moe_layer *L) { return MOE_OP_PMAX / L->desc.K; }
-/* Workspace of one-pass launches of Tn tokens: the partial rows [cap, D] f32,
- * then the pairs' table (int4 each). */
-static size_t op_ws(const moe_layer *L, const dec_impl *im, int64_t Tn, size_t *tab_off) {
-    const int64_t P = Tn * L->desc.K;
-    *tab_off = al256((size_t)moe__op_cap_slots(P, im->op_vp, im->op_grid / im->op_cs) * (size_t)L->desc.D * 4);
-    return al256(*tab_off + (size_t)P * 16);
-}
 
 /* Expert-major down (MOE_SV_DOWN_E) or token-major; MOE_SV_DOWNE=0/1 forces
  * one. Measured on an H200 (bench/decode/README.md, session 4): expert-major
@@ -658,10 +633,6 @@ static size_t sv_workspace(const moe_layer *L, const dec_impl *im, int64_t T) {
 
 static size_t dec_workspace(const moe_layer *L, int64_t T) {
     const dec_impl *im = (const dec_impl *)L->impl;
-    if (use_op(im, T)) {
-        size_t yo;
-        return op_ws(L, im, T < op_chunk(L) ? T : op_chunk(L), &yo);
-    }
     if (use_gemm(im, T)) return im->gemm->backend->workspace(im->gemm, T);
     if (use_qp(im, T)) {
         size_t sz[3];
@@ -1085,145 +1056,6 @@ out:
     return st;
 }
 
-/* The one-pass kernel (decode_onepass.h): the layer's tensor maps, ring depth
- * and group size, counters. Dense weights on sm_90 only. */
-static void op_init(moe_layer *L, dec_impl *im) {
-    const moe_layer_desc *d = &L->desc;
-    const char *env = getenv("MOE_DECODE_ONEPASS");
-    im->op = 0;
-    if (env && env[0] == '0') {
-        snprintf(im->op_why, sizeof im->op_why, "off (MOE_DECODE_ONEPASS=0)");
-        return;
-    }
-    const char *fam = getenv("MOE_DECODE_STREAM");
-    if (!(env && *env) && fam && *fam) {
-        snprintf(im->op_why, sizeof im->op_why, "off (MOE_DECODE_STREAM forces a kernel family)");
-        return;
-    }
-    if (im->cc_major < 9) {
-        snprintf(im->op_why, sizeof im->op_why, "needs sm_90 (TMA), device is sm_%d0", im->cc_major);
-        return;
-    }
-    if (d->D % 16 || d->I % 16 || d->D > 64 * MOE_OP_DR || d->K > MOE_OP_PMAX) {
-        snprintf(im->op_why, sizeof im->op_why, "D = %lld, I = %lld, K = %lld: needs D and I multiples of 16, D <= %d, K <= %d",
-                 (long long)d->D, (long long)d->I, (long long)d->K, 64 * MOE_OP_DR, MOE_OP_PMAX);
-        return;
-    }
-    char why[128] = "";
-    const int dt = im->fmt1 == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16;
-    int bad = 0;
-    const char *pe = getenv("MOE_OP_L2PROMO"), *pd = getenv("MOE_OP_L2PROMO_DOWN");
-    const int pr = pe && *pe ? atoi(pe) : 256, prd = pd && *pd ? atoi(pd) : 0;
-    for (int l = 1; l <= MOE_OP_UMAX; l++) {
-        if (L->gated)
-            bad |= moe__cuda_weight_tmap_box(&im->op_maps.g[l - 1], im->gate.data, dt, d->E, d->I, d->D,
-                                             im->gate.stride_e, im->gate.stride_n, 64, 16 * l, pr, why, sizeof why);
-        bad |= moe__cuda_weight_tmap_box(&im->op_maps.u[l - 1], im->up.data, dt, d->E, d->I, d->D, im->up.stride_e,
-                                         im->up.stride_n, 64, 16 * l, pr, why, sizeof why);
-        if (!L->gated) im->op_maps.g[l - 1] = im->op_maps.u[l - 1];
-    }
-    bad |= moe__cuda_weight_tmap_box(&im->op_maps.d, im->down.data, dt, d->E, d->D, d->I, im->down.stride_e,
-                                     im->down.stride_n, 16, 128, prd, why, sizeof why);
-    if (bad) {
-        snprintf(im->op_why, sizeof im->op_why, "tensor maps: %s", why);
-        return;
-    }
-    int dyn = 0;
-    if (moe__op_prepare(&dyn) != cudaSuccess) {
-        cudaGetLastError();
-        snprintf(im->op_why, sizeof im->op_why, "kernel not usable on this device");
-        return;
-    }
-    /* up to 8 pairs a group while their x rows take at most 72 KB */
-    int vp = (int)((72 * 1024) / (2 * d->D + 16));
-    im->op_vp = vp > MOE_OP_VPMAX ? MOE_OP_VPMAX : vp < 1 ? 1 : vp;
-    im->op_dyn = dyn;
-    if (moe__op_smem_bytes((int)d->D, 1, 2) > dyn) {
-        snprintf(im->op_why, sizeof im->op_why, "D = %lld: an x row and two stages do not fit in shared memory", (long long)d->D);
-        return;
-    }
-    while (im->op_vp > 1 && moe__op_smem_bytes((int)d->D, im->op_vp, 2) > dyn) im->op_vp--;
-    /* clusters of up to 4 blocks, as many as are resident at once (MOE_OP_CLUSTER forces the size) */
-    const char *ce = getenv("MOE_OP_CLUSTER");
-    int cs = ce && *ce ? atoi(ce) : MOE_OP_CSMAX;
-    if (cs < 1 || cs > MOE_OP_CSMAX || (cs & (cs - 1))) cs = MOE_OP_CSMAX;
-    for (; cs >= 1; cs /= 2) {
-        int nc = 0;
-        if (moe__op_clusters(im->fmt1, cs, moe__op_smem_bytes((int)d->D, 1, MOE_OP_NSMAX) < dyn
-                                               ? moe__op_smem_bytes((int)d->D, 1, MOE_OP_NSMAX)
-                                               : dyn, &nc) != cudaSuccess) {
-            cudaGetLastError();
-            nc = 0;
-        }
-        if (nc * cs >= im->sm_count * 3 / 4 || cs == 1) {
-            im->op_cs = cs;
-            im->op_grid = (nc > 0 ? nc : im->sm_count) * cs;
-            if (im->op_grid > im->sm_count) im->op_grid = im->sm_count / cs * cs;
-            break;
-        }
-    }
-    const char *mt = getenv("MOE_DECODE_ONEPASS_MAX_T");
-    im->op_max_t = mt && *mt ? strtoll(mt, NULL, 10) : (env && env[0] == '1' ? INT64_MAX : 1);
-    if (im->op_max_t < 0) im->op_max_t = INT64_MAX;
-    im->op = 1;
-}
-
-/* A launch of Tn tokens: pairs a group (at most Tn: an expert's pairs beyond
- * come from ids repeated within a token, streamed as another group) and the
- * ring stages the rest of shared memory holds. */
-static void op_plan(const moe_layer *L, const dec_impl *im, int64_t Tn, int *vp, int *ns) {
-    *vp = Tn < im->op_vp ? (int)Tn : im->op_vp;
-    *ns = MOE_OP_NSMAX;
-    while (*ns > 2 && moe__op_smem_bytes((int)L->desc.D, *vp, *ns) > im->op_dyn) (*ns)--;
-}
-
-static moe_status op_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
-    const moe_layer_desc *d = &L->desc;
-    const size_t asz = moe__act_size(d->act_type);
-    cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
-    moe_status st = MOE_OK;
-    moe_cuda_dev_guard g;
-    if (moe_cuda_dev_enter(im->device, &g) != cudaSuccess)
-        return moe__layer_error(L, MOE_ERR_CUDA, "cudaSetDevice(%d) failed", im->device);
-    const int64_t chunk = op_chunk(L);
-    for (int64_t t0 = 0; t0 < fa->T; t0 += chunk) {
-        const int64_t Tn = fa->T - t0 < chunk ? fa->T - t0 : chunk;
-        size_t y_off;
-        op_ws(L, im, Tn, &y_off);
-        moe_op_args a;
-        memset(&a, 0, sizeof a);
-        a.gated = L->gated;
-        a.act = d->act; a.alpha = d->alpha; a.limit = d->limit;
-        a.T = (int)Tn; a.K = (int)d->K; a.E = (int)d->E; a.I = (int)d->I; a.D = (int)d->D;
-        op_plan(L, im, Tn, &a.VP, &a.NS);
-        a.CS = im->op_cs;
-        const char *dbg = getenv("MOE_OP_DEBUG");
-        a.dbg = dbg ? atoi(dbg) : 0;
-        a.ids = fa->ids + t0 * d->K; a.w = fa->w + t0 * d->K;
-        a.x = (const char *)fa->x + (size_t)(t0 * d->D) * asz; a.x_type = d->act_type;
-        a.out = (char *)fa->out + (size_t)(t0 * d->D) * asz; a.out_type = d->act_type;
-        if (L->gated && im->gate_bias.data) {
-            a.bg = im->gate_bias.data; a.bg_type = im->gate_bias.type;
-            a.bg_se = im->gate_bias.stride_e; a.bg_sn = im->gate_bias.stride_n;
-        }
-        if (im->up_bias.data) {
-            a.bu = im->up_bias.data; a.bu_type = im->up_bias.type;
-            a.bu_se = im->up_bias.stride_e; a.bu_sn = im->up_bias.stride_n;
-        }
-        if (im->down_bias.data) {
-            a.bd = im->down_bias.data; a.bd_type = im->down_bias.type;
-            a.bd_se = im->down_bias.stride_e; a.bd_sn = im->down_bias.stride_n;
-        }
-        a.partial = (float *)fa->ws;
-        a.cap_slots = moe__op_cap_slots(Tn * d->K, im->op_vp, im->op_grid / im->op_cs);
-        a.tab = (int4 *)((char *)fa->ws + y_off);
-        MOE_CUDA_CK(moe__op_launch(im->fmt1, &im->op_maps, &a, im->op_grid, s));
-    }
-out:
-    moe_cuda_dev_leave(&g);
-    return st;
-}
-
 /* The prefill path (qp_init): used[] flags, then the grouped GEMM layer's
  * forward, which calls qp_prep before each group of experts: their gate, up
  * and down dequantised into the workspace (where the layer's weights point). */
@@ -1302,12 +1134,6 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
     dec_impl *im = (dec_impl *)L->impl;
     const moe_layer_desc *d = &L->desc;
     if (use_qp(im, fa->T)) return qp_forward(L, im, fa);
-    if (use_op(im, fa->T)) {
-        if (((uintptr_t)fa->x | (uintptr_t)fa->out | (uintptr_t)fa->ws) & 15)
-            return moe__layer_error(L, MOE_ERR_INVALID_ARGUMENT, "x, out and workspace must be 16-byte aligned for %s",
-                                    L->backend->name);
-        return op_forward(L, im, fa);
-    }
     if (use_gemm(im, fa->T)) {
         moe_status s = im->gemm->backend->forward(im->gemm, fa);
         if (s) moe__layer_error(L, s, "%s (through cuda-decode): %s", im->gemm->backend->name, im->gemm->err);
@@ -1397,24 +1223,6 @@ out:
 static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const dec_impl *im = (const dec_impl *)L->impl;
     const moe_layer_desc *d = &L->desc;
-    char up[96] = "";
-    if (im->uploaded) snprintf(up, sizeof up, ", %.1f MB of host weights copied to the device at init", im->uploaded / 1e6);
-    if (use_op(im, T)) {
-        int op_vp, op_ns;
-        op_plan(L, im, T < op_chunk(L) ? T : op_chunk(L), &op_vp, &op_ns);
-        snprintf(buf, n,
-                 "%s: T = %lld%s, weights %s (%s), x %s, device %d (sm_%d0, %d SMs): one-pass kernel, one launch of a "
-                 "block per SM in clusters of %d: the touched experts' rows of I (%s) split evenly over the clusters "
-                 "in 16-row units, each block streaming gate/up for its share of a pass, h shared over distributed "
-                 "shared memory, then the pass's columns of down for its rows of D (TMA into a ring of %d x 32 KB, "
-                 "1 producer + 8 consumer warps, mma.sync), down split along I into f32 partial rows; then a second "
-                 "kernel (programmatic dependent launch) sums each token's slots and pieces in order into out; groups "
-                 "of up to %d pairs; deterministic%s",
-                 L->backend->name, (long long)T, T > op_chunk(L) ? " (in launches of up to 256 pairs)" : "",
-                 moe_type_name(L->up.type), moe_act_name(d->act), moe_type_name(d->act_type), im->device, im->cc_major,
-                 im->sm_count, im->op_cs, L->gated ? "gate and up" : "up only", op_ns, op_vp, up);
-        return;
-    }
     if (use_gemm(im, T)) {
         char inner[768];
         im->gemm->backend->describe(im->gemm, T, inner, sizeof inner);
@@ -1422,6 +1230,8 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                  (long long)im->max_t, im->gemm->backend->name, inner);
         return;
     }
+    char up[96] = "";
+    if (im->uploaded) snprintf(up, sizeof up, ", %.1f MB of host weights copied to the device at init", im->uploaded / 1e6);
     if (use_qp(im, T)) {
         char inner[768];
         size_t sz[3];
@@ -1483,12 +1293,6 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
              im->quant ? ", no repacking (GGUF blocks read in place)" : "");
     if (im->sv_why[0] && n > strlen(buf) + 40)
         snprintf(buf + strlen(buf), n - strlen(buf), "; streaming kernels: %s", im->sv_why);
-    if (!im->quant && n > strlen(buf) + 40) {
-        if (im->op)
-            snprintf(buf + strlen(buf), n - strlen(buf), "; one-pass kernel for T <= %lld", (long long)im->op_max_t);
-        else
-            snprintf(buf + strlen(buf), n - strlen(buf), "; one-pass kernel: %s", im->op_why);
-    }
     if (im->quant && im->qp && n > strlen(buf) + 40)
         snprintf(buf + strlen(buf), n - strlen(buf), "; prefill path (dequantise, then %s) for T > %lld",
                  im->qp->backend->name, (long long)im->qp_min_t);

@@ -92,9 +92,8 @@ extern "C" const moe_cuda_driver *moe__cuda_driver(void) {
     return state > 0 ? &d : NULL;
 }
 
-static int encode_sw(CUtensorMap *tm, const void *data, int dtype, int rank, const cuuint64_t *dims,
-                     const cuuint64_t *strides, const cuuint32_t *box, CUtensorMapSwizzle sw,
-                     CUtensorMapL2promotion promo, char *why, size_t n) {
+static int encode(CUtensorMap *tm, const void *data, int dtype, int rank, const cuuint64_t *dims,
+                  const cuuint64_t *strides, const cuuint32_t *box, char *why, size_t n) {
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) {
         snprintf(why, n, "cuTensorMapEncodeTiled is not available from the driver");
@@ -103,18 +102,12 @@ static int encode_sw(CUtensorMap *tm, const void *data, int dtype, int rank, con
     cuuint32_t es[3] = {1, 1, 1};
     CUresult r = fn(tm, dtype == MOE_TYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                     (cuuint32_t)rank, (void *)data, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                    sw, promo, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                    CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
         snprintf(why, n, "cuTensorMapEncodeTiled failed (CUresult %d)", (int)r);
         return -1;
     }
     return 0;
-}
-
-static int encode(CUtensorMap *tm, const void *data, int dtype, int rank, const cuuint64_t *dims,
-                  const cuuint64_t *strides, const cuuint32_t *box, char *why, size_t n) {
-    return encode_sw(tm, data, dtype, rank, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
-                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, why, n);
 }
 
 extern "C" int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtype, int64_t E, int64_t N, int64_t C,
@@ -123,23 +116,6 @@ extern "C" int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtyp
     cuuint64_t strides[2] = {(cuuint64_t)sn * 2, (cuuint64_t)(E > 1 ? se : N * sn) * 2};
     cuuint32_t box[3] = {BK, (cuuint32_t)box_rows, 1};
     return encode(tm, data, dtype, 3, dims, strides, box, why, n);
-}
-
-extern "C" int moe__cuda_weight_tmap_box(CUtensorMap *tm, const void *data, int dtype, int64_t E, int64_t N, int64_t C,
-                                         int64_t se, int64_t sn, int box_c, int box_rows, int promo, char *why,
-                                         size_t n) {
-    cuuint64_t dims[3] = {(cuuint64_t)C, (cuuint64_t)N, (cuuint64_t)E};
-    cuuint64_t strides[2] = {(cuuint64_t)sn * 2, (cuuint64_t)(E > 1 ? se : N * sn) * 2};
-    cuuint32_t box[3] = {(cuuint32_t)box_c, (cuuint32_t)box_rows, 1};
-    const CUtensorMapSwizzle sw = box_c == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
-                                  : box_c == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
-                                  : box_c == 16 ? CU_TENSOR_MAP_SWIZZLE_32B
-                                                : CU_TENSOR_MAP_SWIZZLE_NONE;
-    const CUtensorMapL2promotion pr = promo >= 256  ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
-                                      : promo >= 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-                                      : promo >= 64  ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
-                                                     : CU_TENSOR_MAP_L2_PROMOTION_NONE;
-    return encode_sw(tm, data, dtype, 3, dims, strides, box, sw, pr, why, n);
 }
 
 /* Output columns of one n-tile: g->bn, or half of it for gate/up. */
