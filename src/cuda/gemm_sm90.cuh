@@ -327,22 +327,6 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             moe_cuda_raster(u, MU, NU, GMR, &mu, &nu);
             const int e = job(mu, &mt, &pair), n0 = (nu * CN + rn) * NOUT;
             const int rbase = g.exp_off[e], rows = mt >= 0 ? g.exp_off[e + 1] - rbase : 0, m0 = mt >= 0 ? mt : 0;
-            /* GEMM 2's epilogue needs each row's pair and routing weight: two
-             * dependent global loads, issued here so that they complete under
-             * the mainloop instead of after it (the tensor cores idle through
-             * the epilogue) */
-            int ep_pair[2] = {0, 0};
-            float ep_w[2] = {0.f, 0.f};
-            if (MODE == 2) {
-#pragma unroll
-                for (int hh = 0; hh < 2; hh++) {
-                    const int m = m0 + (BMT == 128 ? cw * 64 : 0) + w4 * 16 + (lane >> 2) + hh * 8;
-                    if (m < rows) {
-                        ep_pair[hh] = g.sorted_pair[rbase + m];
-                        ep_w[hh] = g.w[ep_pair[hh]];
-                    }
-                }
-            }
             /* The biases (or 0) start the accumulators and every wgmma adds to
              * them: the loads are independent and overlap the first full-barrier
              * wait, where the epilogue used to wait for each column's load in
@@ -450,8 +434,8 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                         }
                     }
                 } else {
-                    const int p = ep_pair[hh];
-                    const float wt = ep_w[hh];
+                    const int p = g.sorted_pair[srow];
+                    const float wt = g.w[p];
                     T *orow = (T *)g.out + (int64_t)p * GN;
 #pragma unroll
                     for (int b = 0; b < NGRP; b++) {
