@@ -776,6 +776,16 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g2 = g1;
         fill_gemm2(L, &g2);
         g2.bn = moe__cuda_sm90_tile_n(L, 2, cm, cn, bm);
+        /* the narrow maps were made for bn1 / bn2 (weight_tmaps): a tile of any
+         * other width would read boxes of the wrong height and never complete
+         * its stages (a hang, not an error); say so instead of launching */
+        if ((g1.bn != 256 && g1.bn != im->bn1) || (g2.bn != 256 && g2.bn != im->bn2)) {
+            st = moe__layer_error(L, MOE_ERR_INTERNAL,
+                                  "n-tiles %d / %d chosen for GEMM 1 / 2, but the weights' tensor maps were made for "
+                                  "256 or %d / %d",
+                                  g1.bn, g2.bn, im->bn1, im->bn2);
+            goto out;
+        }
         const CUtensorMap *tm0 = g1.bn != 256 ? &im->tm_b0_n : &im->tm_b0, *tm1 = g1.bn != 256 ? &im->tm_b1_n : &im->tm_b1;
         const CUtensorMap *tmd = g2.bn != 256 ? &im->tm_down_n : &im->tm_down;
         g2.A = h;
