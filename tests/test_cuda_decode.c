@@ -16,6 +16,26 @@
 #ifdef MOE_WITH_CUDA
 #include <cuda_runtime_api.h>
 
+#include "cuda/decode.h"
+
+/* cuda-decode's early hand-over to the grouped GEMM (host arithmetic, no GPU):
+ * the five presets' bf16 shapes get the T measured on the H200 and the H100
+ * (bench/decode/s10 runs 25-26): deepseek-v3 and mixtral from T = 2, gpt-oss
+ * from T = 4 (not 3, where the streaming kernels win), qwen3 not below max_t. */
+TEST(decode_gemm_min_t_presets) {
+    static const struct { const char *name; int64_t E, K, D, I, want; } p[] = {
+        {"qwen3-30b-a3b", 128, 8, 2048, 768, INT64_MAX}, {"mixtral-8x7b", 8, 2, 4096, 14336, 2},
+        {"deepseek-v3", 256, 8, 7168, 2048, 2},          {"gpt-oss-20b", 32, 4, 2880, 2880, 4},
+        {"gpt-oss-120b", 128, 4, 2880, 2880, 4},
+    };
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
+        const int64_t max_t = p[i].E <= 4 * p[i].K ? 2 : 4; /* decode.cu dec_max_t */
+        const int64_t got = moe__dec_gemm_min_t(p[i].E, p[i].K, 3.0 * 2.0 * (double)p[i].D * (double)p[i].I, max_t);
+        CHECK_MSG(got == p[i].want, "%s: hand-over from T = %lld, expected %lld", p[i].name, (long long)got,
+                  (long long)p[i].want);
+    }
+}
+
 static moe_ctx *cuda_ctx(void) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {

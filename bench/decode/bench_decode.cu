@@ -10,13 +10,15 @@
  *   nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Iinclude bench/decode/bench_decode.cu \
  *        build-gpu/libmoe_internal.a -lcuda -o build-gpu/bench_decode
  *   build-gpu/bench_decode [--json FILE] [--dense [--default]] [--quant] [--cross] [--only PRESET[,PRESET]] [--tokens T]
- *                          [--qtypes q4_K,q8_0,...] [--qtokens 1,2,4,8,16] [--dtokens 1,2,...] [--no-kdec]
+ *                          [--qtypes q4_K,q8_0,...] [--qtokens 1,2,4,8,16] [--dtokens 1,2,...] [--ctokens 4,8,...] [--no-kdec]
  * --quant runs qwen3-30b-a3b and gpt-oss-20b, or with --only any preset (the K-quants
  * where D and I are multiples of 256), the types of --qtypes (default all four), at the
  * T of --qtokens (default 1, 2, 4, 8, 16).
  * --dense runs T = 1, 2, 4, 8, 16, 32, 64 (or those of --dtokens) with the streaming
  * kernels ("stream") and the mma kernels ("kdec"); --no-kdec (dense and quant) skips
  * the mma kernels.
+ * --cross times the grouped GEMM backends (and, past 64, the decode kernels) at T = 4 .. 512 (or those
+ * of --ctokens).
  * --default adds, for --dense, the layer a user gets without variables ("default":
  * streaming or mma kernels by T, the grouped GEMM above the hand-over).
  */
@@ -111,7 +113,7 @@ static int g_probe;
 static void *flush_buf;
 static size_t flush_bytes;
 static unsigned *flush_sink;
-static const char *only_preset, *only_qtypes, *qtokens, *dtokens; /* --only PRESET; --qtypes q4_K,..., --qtokens / --dtokens 16,32,... */
+static const char *only_preset, *only_qtypes, *qtokens, *dtokens, *ctokens; /* --only PRESET; --qtypes q4_K,..., --qtokens / --dtokens / --ctokens 16,32,... */
 
 /* --only: a preset name or a comma-separated list of them */
 static int named(const char *name) {
@@ -283,6 +285,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--qtypes") && i + 1 < argc) only_qtypes = argv[++i];
         else if (!strcmp(argv[i], "--qtokens") && i + 1 < argc) qtokens = argv[++i];
         else if (!strcmp(argv[i], "--dtokens") && i + 1 < argc) dtokens = argv[++i];
+        else if (!strcmp(argv[i], "--ctokens") && i + 1 < argc) ctokens = argv[++i];
         else if (!strcmp(argv[i], "--no-kdec")) no_kdec = 1;
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) only_T = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
@@ -383,7 +386,7 @@ int main(int argc, char **argv) {
             }
             moe_layer_free(Ldef);
             if (cross) { /* the crossover with the grouped GEMM backend */
-                static const int64_t Tc[] = {4, 8, 16, 32, 64, 128, 256, 512};
+                const std::vector<int64_t> Tc = token_list(ctokens, {4, 8, 16, 32, 64, 128, 256, 512});
                 setenv("MOE_DECODE_MAX_T", "-1", 1);
                 moe_layer *Ld = L;
                 moe_layer *G = make_layer(ctx, P, MOE_TYPE_BF16, s, "cuda-sm90");

@@ -16,7 +16,8 @@
  * before the previous one ends.
  *
  * cuda-decode above a token threshold (MOE_DECODE_MAX_T, default dec_max_t:
- * T > 4, or T > 2 where E <= 4K) hands the forward to the grouped GEMM backend
+ * T > 4, or T > 2 where E <= 4K; from T = 2 where the touched experts hold 620 MB
+ * or more, moe__dec_gemm_min_t) hands the forward to the grouped GEMM backend
  * (cuda-jit, else cuda-sm90, else cuda-sm80) through a second layer state made at init, when
  * that backend takes the layer; otherwise it runs its own kernels in chunks
  * for every T. cuda-quant runs its own kernels for every T.
@@ -52,7 +53,11 @@
  * from T = 4), while gpt-oss-20b/120b keep the decode kernels ahead up to T = 16-32
  * (T=8: 246 vs 231, 398 vs 372). Over the 25 measured (preset, T) this rule is
  * within 1.0% of the faster path on average, 7.1% at worst (gpt-oss-120b T=8);
- * session 2's rule (3 pairs per expert, T > 3E/K) was 3.8% and 21.9% (mixtral T=4). */
+ * session 2's rule (3 pairs per expert, T > 3E/K) was 3.8% and 21.9% (mixtral T=4).
+ * Session 10 (H200 and H100, bench/decode/s10 runs 25-26, T = 2..8): since session
+ * 9's GEMM tiles the GEMM also leads gpt-oss at T = 4 and 8 (within 3.5% where it
+ * does not), so T > 4 stands; below it, large touched experts go to the GEMM
+ * earlier (moe__dec_gemm_min_t, decode.h). */
 static int64_t dec_max_t(int64_t E, int64_t K) { return E <= 4 * K ? 2 : 4; }
 
 /* ------------------------------------------------------------------------ */
@@ -160,7 +165,8 @@ typedef struct dec_impl {
     int device, sm_count, cc_major, quant;
     int fmt1, fmt2;              /* formats of gate/up and of down */
     int pdl;                     /* programmatic dependent launch (sm_90, MOE_DECODE_PDL != 0) */
-    int64_t max_t;               /* cuda-decode: above this T, the grouped GEMM layer */
+    int64_t max_t;               /* cuda-decode: above this T, the grouped GEMM layer ... */
+    int64_t gemm_min_t;          /* ... and from this T where the touched experts are large (moe__dec_gemm_min_t) */
     int chunk_t;                 /* tokens per chunk of the own path */
     /* the weights as the kernels read them (device copies when uploaded) */
     moe_tensor gate, up, down, gate_bias, up_bias, down_bias;
@@ -489,10 +495,14 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
     im->pdl = im->cc_major >= 9 && !(env && env[0] == '0');
     im->chunk_t = (int)(MOE_DEC_MAXP / d->K);
     im->max_t = INT64_MAX;
+    im->gemm_min_t = INT64_MAX;
     if (!quant) {
         const char *mt = getenv("MOE_DECODE_MAX_T");
         im->max_t = mt && *mt ? strtoll(mt, NULL, 10) : dec_max_t(d->E, d->K);
         if (im->max_t < 0) im->max_t = INT64_MAX; /* negative: never hand over */
+        /* MOE_DECODE_MAX_T sets the hand-over alone */
+        const double eb = (L->gated ? 3.0 : 2.0) * (double)d->D * (double)d->I * (double)moe_type_block_bytes(L->up.type);
+        im->gemm_min_t = mt && *mt ? INT64_MAX : moe__dec_gemm_min_t(d->E, d->K, eb, im->max_t);
         if (im->max_t != INT64_MAX) im->gemm = make_gemm_layer(L, im);
     }
     if (quant) qp_init(L, im);
@@ -587,7 +597,7 @@ static dws dws_plan(const moe_layer *L, const dec_impl *im, int64_t Tc) {
     return w;
 }
 
-static int use_gemm(const dec_impl *im, int64_t T) { return im->gemm && T > im->max_t; }
+static int use_gemm(const dec_impl *im, int64_t T) { return im->gemm && (T > im->max_t || T >= im->gemm_min_t); }
 static int use_qp(const dec_impl *im, int64_t T) { return im->qp && T > im->qp_min_t; }
 static int use_sv(const dec_impl *im, int64_t T) { return im->sv && T <= im->sv_max_t; }
 
@@ -1008,7 +1018,12 @@ static void sv_init(moe_layer *L, dec_impl *im) {
      * deepseek-v3 Q8_0 2.37x / 1.68x, Q4_K T = 64 1.42x but T = 128 (4 pairs an
      * expert) 1.18x slower; qwen3 Q4_K T = 64 1.08x slower (bench/decode/s7). */
     const int64_t ppe = im->fmt1 == MOE_DF_Q4_K || im->fmt1 == MOE_DF_Q5_K ? 2 : 8;
-    int64_t def = dense ? 1 : ppe * d->E / d->K;
+    /* dense: T = 1, and T = 2-3 where rows of I are long (I >= 2048): on gpt-oss
+     * (I = 2880) the streaming kernels beat the mma kernels by 2-6% at T = 2-3 on an
+     * H200 and 2-10% on an H100, while on qwen3 (I = 768) the mma kernels win by
+     * 7-11% (bench/decode/s10 runs 25-26; deepseek-v3 and mixtral, the other long
+     * rows, are handed to the grouped GEMM there, moe__dec_gemm_min_t) */
+    int64_t def = dense ? (d->I >= 2048 ? 3 : 1) : ppe * d->E / d->K;
     if (def < 1) def = 1;
     /* both launches must fit in shared memory: chunks of the largest T that does */
     if (sv_chunk(L, im, 1, NULL, NULL, NULL, NULL, NULL, 0, 1, NULL) != cudaSuccess) {
@@ -1226,8 +1241,12 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     if (use_gemm(im, T)) {
         char inner[768];
         im->gemm->backend->describe(im->gemm, T, inner, sizeof inner);
-        snprintf(buf, n, "%s: T = %lld > %lld, handed to %s: %s", L->backend->name, (long long)T,
-                 (long long)im->max_t, im->gemm->backend->name, inner);
+        if (T > im->max_t)
+            snprintf(buf, n, "%s: T = %lld > %lld, handed to %s: %s", L->backend->name, (long long)T,
+                     (long long)im->max_t, im->gemm->backend->name, inner);
+        else
+            snprintf(buf, n, "%s: T = %lld >= %lld (the experts it touches hold 620 MB or more), handed to %s: %s",
+                     L->backend->name, (long long)T, (long long)im->gemm_min_t, im->gemm->backend->name, inner);
         return;
     }
     char up[96] = "";

@@ -86,6 +86,23 @@ cudaError_t moe__dec_dequant(int fmt, int out_f16, const uint8_t *w, int64_t se,
                              const unsigned char *used, void *dst, int sm_count, cudaStream_t s);
 cudaError_t moe__dec_mark_used(const int32_t *ids, int TK, int E, unsigned char *used, cudaStream_t s);
 
+/* cuda-decode (dense weights) hands T >= this to the grouped GEMM even below
+ * its T threshold max_t: the first T >= 2 at which the experts a forward is
+ * expected to touch (E (1 - (1 - K/E)^T), uniform routing) hold 620 MB or more
+ * of weights (expert_bytes each); INT64_MAX if none up to max_t. Measured on
+ * an H200 and an H100 (bench/decode/s10, runs 25-26, every dense preset at
+ * T = 2, 3, 4): the GEMM wins by 4-7% at deepseek-v3 T = 2-4 (1.4 GB at T =
+ * 2), by 1-4% at mixtral T = 2 (1.2 GB) and by 3.5-6% at gpt-oss-20b/120b
+ * T = 4 (660 / 760 MB), and loses by 4-10% at gpt-oss T = 3 (530 / 580 MB). */
+static inline int64_t moe__dec_gemm_min_t(int64_t E, int64_t K, double expert_bytes, int64_t max_t) {
+    for (int64_t t = 2; t <= max_t && t < 64; t++) {
+        double miss = 1.0;
+        for (int64_t i = 0; i < t; i++) miss *= 1.0 - (double)K / (double)E;
+        if ((double)E * (1.0 - miss) * expert_bytes >= 620e6) return t;
+    }
+    return INT64_MAX;
+}
+
 /* Columns per chunk (CW) and the smallest alignment in bytes its loads need. */
 static inline int moe__dec_chunk_cols(int fmt) { return fmt <= MOE_DF_F16 ? 64 : 256; }
 static inline int moe__dec_align(int fmt) {
