@@ -19,7 +19,7 @@
  * the mma kernels.
  * --cross times the grouped GEMM backends (and, past 64, the decode kernels) at T = 4 .. 512 (or those
  * of --ctokens).
- * --default adds, for --dense, the layer a user gets without variables ("default":
+ * --default adds, for --dense and --quant, the layer a user gets without variables ("default":
  * streaming or mma kernels by T, the grouped GEMM above the hand-over).
  */
 #include "moe.h"
@@ -439,6 +439,9 @@ int main(int argc, char **argv) {
                 setenv("MOE_DECODE_STREAM", "0", 1);
                 moe_layer *Lk = no_kdec ? NULL : make_layer(ctx, *P, t, s, "cuda-quant");
                 unsetenv("MOE_DECODE_STREAM");
+                /* --default: the layer a user gets (streaming or mma kernels by pairs an
+                 * expert, the dequantising prefill path above its threshold) */
+                moe_layer *Ld = dense_default ? make_layer(ctx, *P, t, s, "cuda-quant") : NULL;
                 if (L)
                     for (int64_t T : Ts) {
                         if (only_T && T != only_T) continue;
@@ -451,7 +454,13 @@ int main(int argc, char **argv) {
                             tm = time_fwd(Lk, *P, T, 30, &touched);
                             report(*P, t, "kdec", Lk, T, tm, touched, s.expert_bytes);
                         }
+                        if (Ld) {
+                            srand(2000 + (int)T);
+                            tm = time_fwd(Ld, *P, T, 30, &touched);
+                            report(*P, t, "default", Ld, T, tm, touched, s.expert_bytes);
+                        }
                     }
+                moe_layer_free(Ld);
                 moe_layer_free(Lk);
                 moe_layer_free(L);
                 cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
