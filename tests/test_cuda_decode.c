@@ -29,7 +29,7 @@ TEST(decode_gemm_min_t_presets) {
         {"gpt-oss-120b", 128, 4, 2880, 2880, 4},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
-        const int64_t max_t = p[i].E <= 4 * p[i].K ? 2 : 4; /* decode.cu dec_max_t */
+        const int64_t max_t = moe__dec_max_t(p[i].E, p[i].K);
         const int64_t got = moe__dec_gemm_min_t(p[i].E, p[i].K, 3.0 * 2.0 * (double)p[i].D * (double)p[i].I, max_t);
         CHECK_MSG(got == p[i].want, "%s: hand-over from T = %lld, expected %lld", p[i].name, (long long)got,
                   (long long)p[i].want);

@@ -15,7 +15,7 @@
  * (MOE_DECODE_PDL=0 turns it off): each kernel's blocks are resident
  * before the previous one ends.
  *
- * cuda-decode above a token threshold (MOE_DECODE_MAX_T, default dec_max_t:
+ * cuda-decode above a token threshold (MOE_DECODE_MAX_T, default moe__dec_max_t (decode.h):
  * T > 4, or T > 2 where E <= 4K; from T = 2 where the touched experts hold 620 MB
  * or more, moe__dec_gemm_min_t) hands the forward to the grouped GEMM backend
  * (cuda-jit, else cuda-sm90, else cuda-sm80) through a second layer state made at init, when
@@ -43,22 +43,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* cuda-decode hands a forward to the grouped GEMM backend (when it takes the
- * layer) above T = dec_max_t(E, K): 4, or 2 where E <= 4K (the experts average a
- * pair each by T = 4). Measured on an H200 in session 5 (bench/decode/s5/
- * run7_cross.jsonl: the mma decode kernels, cuda-jit and cuda-sm90 at T = 4..512,
- * same routing per T): since session 3's 64-row tiles the GEMM reads the touched
- * experts at 75-97% of the read bandwidth from T = 8 (qwen3 T=8 146 vs 171 us,
- * T=32 278 vs 310; mixtral T=4 452 vs 551, T=8 597 vs 669; deepseek-v3 2-5% ahead
- * from T = 4), while gpt-oss-20b/120b keep the decode kernels ahead up to T = 16-32
- * (T=8: 246 vs 231, 398 vs 372). Over the 25 measured (preset, T) this rule is
- * within 1.0% of the faster path on average, 7.1% at worst (gpt-oss-120b T=8);
- * session 2's rule (3 pairs per expert, T > 3E/K) was 3.8% and 21.9% (mixtral T=4).
- * Session 10 (H200 and H100, bench/decode/s10 runs 25-26, T = 2..8): since session
- * 9's GEMM tiles the GEMM also leads gpt-oss at T = 4 and 8 (within 3.5% where it
- * does not), so T > 4 stands; below it, large touched experts go to the GEMM
- * earlier (moe__dec_gemm_min_t, decode.h). */
-static int64_t dec_max_t(int64_t E, int64_t K) { return E <= 4 * K ? 2 : 4; }
 
 /* ------------------------------------------------------------------------ */
 /* Routing kernel                                                            */
@@ -498,7 +482,7 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
     im->gemm_min_t = INT64_MAX;
     if (!quant) {
         const char *mt = getenv("MOE_DECODE_MAX_T");
-        im->max_t = mt && *mt ? strtoll(mt, NULL, 10) : dec_max_t(d->E, d->K);
+        im->max_t = mt && *mt ? strtoll(mt, NULL, 10) : moe__dec_max_t(d->E, d->K);
         if (im->max_t < 0) im->max_t = INT64_MAX; /* negative: never hand over */
         /* MOE_DECODE_MAX_T sets the hand-over alone */
         const double eb = (L->gated ? 3.0 : 2.0) * (double)d->D * (double)d->I * (double)moe_type_block_bytes(L->up.type);

@@ -86,6 +86,23 @@ cudaError_t moe__dec_dequant(int fmt, int out_f16, const uint8_t *w, int64_t se,
                              const unsigned char *used, void *dst, int sm_count, cudaStream_t s);
 cudaError_t moe__dec_mark_used(const int32_t *ids, int TK, int E, unsigned char *used, cudaStream_t s);
 
+/* cuda-decode hands a forward to the grouped GEMM backend (when it takes the
+ * layer) above T = moe__dec_max_t(E, K): 4, or 2 where E <= 4K (the experts average a
+ * pair each by T = 4). Measured on an H200 in session 5 (bench/decode/s5/
+ * run7_cross.jsonl: the mma decode kernels, cuda-jit and cuda-sm90 at T = 4..512,
+ * same routing per T): since session 3's 64-row tiles the GEMM reads the touched
+ * experts at 75-97% of the read bandwidth from T = 8 (qwen3 T=8 146 vs 171 us,
+ * T=32 278 vs 310; mixtral T=4 452 vs 551, T=8 597 vs 669; deepseek-v3 2-5% ahead
+ * from T = 4), while gpt-oss-20b/120b keep the decode kernels ahead up to T = 16-32
+ * (T=8: 246 vs 231, 398 vs 372). Over the 25 measured (preset, T) this rule is
+ * within 1.0% of the faster path on average, 7.1% at worst (gpt-oss-120b T=8);
+ * session 2's rule (3 pairs per expert, T > 3E/K) was 3.8% and 21.9% (mixtral T=4).
+ * Session 10 (H200 and H100, bench/decode/s10 runs 25-26, T = 2..8): since session
+ * 9's GEMM tiles the GEMM also leads gpt-oss at T = 4 and 8 (within 3.5% where it
+ * does not), so T > 4 stands; below it, large touched experts go to the GEMM
+ * earlier (moe__dec_gemm_min_t, below). */
+static inline int64_t moe__dec_max_t(int64_t E, int64_t K) { return E <= 4 * K ? 2 : 4; }
+
 /* cuda-decode (dense weights) hands T >= this to the grouped GEMM even below
  * its T threshold max_t: the first T >= 2 at which the experts a forward is
  * expected to touch (E (1 - (1 - K/E)^T), uniform routing) hold 620 MB or more
