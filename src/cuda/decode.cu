@@ -1001,18 +1001,9 @@ static void sv_init(moe_layer *L, dec_impl *im) {
      * 256): qwen3 Q8_0 T = 64 / 128 1.95x / 1.97x faster than the mma kernels,
      * deepseek-v3 Q8_0 2.37x / 1.68x, Q4_K T = 64 1.42x but T = 128 (4 pairs an
      * expert) 1.18x slower; qwen3 Q4_K T = 64 1.08x slower (bench/decode/s7). */
-    int64_t ppe = im->fmt1 == MOE_DF_Q4_K || im->fmt1 == MOE_DF_Q5_K ? 2 : 8;
-    /* MXFP4 experts of at most 20 MB: up to 16 pairs an expert (two groups of 8
-     * tokens, whose second read of the expert's rows comes largely from L2). H200
-     * and H100, bench/decode/s10 runs 29-31: gpt-oss-20b (13 MB) T = 128 1.38x and
-     * gpt-oss-120b T = 512 1.17x faster than the mma kernels, qwen3 (2.5 MB) T = 256
-     * even; mixtral (93 MB) T = 64 1.08x and deepseek-v3 (23 MB) T = 512 1.57x
-     * slower, so they keep 8 */
-    if (im->fmt1 == MOE_DF_MXFP4) {
-        const double eb = (double)bytes_of(&im->up, d->D) * (double)d->I * (L->gated ? 2.0 : 1.0) +
-                          (double)bytes_of(&im->down, d->I) * (double)d->D;
-        if (eb <= 20e6) ppe = 16;
-    }
+    const double qeb = (double)bytes_of(&im->up, d->D) * (double)d->I * (L->gated ? 2.0 : 1.0) +
+                       (double)bytes_of(&im->down, d->I) * (double)d->D;
+    const int64_t ppe = moe__dec_stream_pairs(im->fmt1, qeb);
     /* dense: T = 1, and T = 2-3 where rows of I are long (I >= 2048): on gpt-oss
      * (I = 2880) the streaming kernels beat the mma kernels by 2-6% at T = 2-3 on an
      * H200 and 2-10% on an H100, while on qwen3 (I = 768) the mma kernels win by

@@ -120,6 +120,21 @@ static inline int64_t moe__dec_gemm_min_t(int64_t E, int64_t K, double expert_by
     return INT64_MAX;
 }
 
+/* cuda-quant streams its GGUF blocks (decode_stream.cuh) up to this many pairs
+ * an expert on average, the mma decode kernels above (up to the prefill path):
+ * 2 for Q4_K / Q5_K, 8 for the others (sessions 6-7, decode.cu sv_init), and 16
+ * for MXFP4 experts of at most 20 MB (expert_bytes: gate, up and down blocks),
+ * whose second group of 8 tokens reads the expert's rows again largely from L2:
+ * H200 and H100, bench/decode/s10 runs 29-33, gpt-oss-20b (13 MB) T = 96-128
+ * 1.37-1.44x and gpt-oss-120b T = 512 1.17x faster than the mma kernels, qwen3
+ * (2.5 MB) even, while mixtral (93 MB) T = 64 is 1.08x and deepseek-v3 (23 MB)
+ * T = 512 1.57x slower streaming, so they keep 8. */
+static inline int64_t moe__dec_stream_pairs(int fmt, double expert_bytes) {
+    if (fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K) return 2;
+    if (fmt == MOE_DF_MXFP4 && expert_bytes <= 20e6) return 16;
+    return 8;
+}
+
 /* Columns per chunk (CW) and the smallest alignment in bytes its loads need. */
 static inline int moe__dec_chunk_cols(int fmt) { return fmt <= MOE_DF_F16 ? 64 : 256; }
 static inline int moe__dec_align(int fmt) {
