@@ -195,6 +195,13 @@ static int64_t bytes_of(const moe_tensor *t, int64_t elems) {
     return elems / moe_type_block_size(t->type) * moe_type_block_bytes(t->type);
 }
 
+/* Bytes of one expert's weights as stored: gate (if any), up and down. */
+static double expert_bytes(const moe_layer *L) {
+    const moe_layer_desc *d = &L->desc;
+    return (double)bytes_of(&L->up, d->D) * (double)d->I * (L->gated ? 2.0 : 1.0) +
+           (double)bytes_of(&L->down, d->I) * (double)d->D;
+}
+
 
 static int dec_probe(moe_ctx *ctx, char *why, size_t n) {
     int count = 0;
@@ -485,8 +492,7 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
         im->max_t = mt && *mt ? strtoll(mt, NULL, 10) : moe__dec_max_t(d->E, d->K);
         if (im->max_t < 0) im->max_t = INT64_MAX; /* negative: never hand over */
         /* MOE_DECODE_MAX_T sets the hand-over alone */
-        const double eb = (L->gated ? 3.0 : 2.0) * (double)d->D * (double)d->I * (double)moe_type_block_bytes(L->up.type);
-        im->gemm_min_t = mt && *mt ? INT64_MAX : moe__dec_gemm_min_t(d->E, d->K, eb, im->max_t);
+        im->gemm_min_t = mt && *mt ? INT64_MAX : moe__dec_gemm_min_t(d->E, d->K, expert_bytes(L), im->max_t);
         if (im->max_t != INT64_MAX) im->gemm = make_gemm_layer(L, im);
     }
     if (quant) qp_init(L, im);
@@ -1001,9 +1007,7 @@ static void sv_init(moe_layer *L, dec_impl *im) {
      * 256): qwen3 Q8_0 T = 64 / 128 1.95x / 1.97x faster than the mma kernels,
      * deepseek-v3 Q8_0 2.37x / 1.68x, Q4_K T = 64 1.42x but T = 128 (4 pairs an
      * expert) 1.18x slower; qwen3 Q4_K T = 64 1.08x slower (bench/decode/s7). */
-    const double qeb = (double)bytes_of(&im->up, d->D) * (double)d->I * (L->gated ? 2.0 : 1.0) +
-                       (double)bytes_of(&im->down, d->I) * (double)d->D;
-    const int64_t ppe = moe__dec_stream_pairs(im->fmt1, qeb);
+    const int64_t ppe = moe__dec_stream_pairs(im->fmt1, expert_bytes(L));
     /* dense: T = 1, and T = 2-3 where rows of I are long (I >= 2048): on gpt-oss
      * (I = 2880) the streaming kernels beat the mma kernels by 2-6% at T = 2-3 on an
      * H200 and 2-10% on an H100, while on qwen3 (I = 768) the mma kernels win by
@@ -1231,8 +1235,9 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
             snprintf(buf, n, "%s: T = %lld > %lld, handed to %s: %s", L->backend->name, (long long)T,
                      (long long)im->max_t, im->gemm->backend->name, inner);
         else
-            snprintf(buf, n, "%s: T = %lld >= %lld (the experts it touches hold 620 MB or more), handed to %s: %s",
-                     L->backend->name, (long long)T, (long long)im->gemm_min_t, im->gemm->backend->name, inner);
+            snprintf(buf, n, "%s: T = %lld >= %lld (the experts it touches hold %.0f MB or more), handed to %s: %s",
+                     L->backend->name, (long long)T, (long long)im->gemm_min_t, MOE_DEC_GEMM_MIN_BYTES / 1e6,
+                     im->gemm->backend->name, inner);
         return;
     }
     char up[96] = "";

@@ -111,11 +111,12 @@ static inline int64_t moe__dec_max_t(int64_t E, int64_t K) { return E <= 4 * K ?
  * T = 2, 3, 4): the GEMM wins by 4-7% at deepseek-v3 T = 2-4 (1.4 GB at T =
  * 2), by 1-4% at mixtral T = 2 (1.2 GB) and by 3.5-6% at gpt-oss-20b/120b
  * T = 4 (660 / 760 MB), and loses by 4-10% at gpt-oss T = 3 (530 / 580 MB). */
+#define MOE_DEC_GEMM_MIN_BYTES 620e6
 static inline int64_t moe__dec_gemm_min_t(int64_t E, int64_t K, double expert_bytes, int64_t max_t) {
     for (int64_t t = 2; t <= max_t && t < 64; t++) {
         double miss = 1.0;
         for (int64_t i = 0; i < t; i++) miss *= 1.0 - (double)K / (double)E;
-        if ((double)E * (1.0 - miss) * expert_bytes >= 620e6) return t;
+        if ((double)E * (1.0 - miss) * expert_bytes >= MOE_DEC_GEMM_MIN_BYTES) return t;
     }
     return INT64_MAX;
 }
