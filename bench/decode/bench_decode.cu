@@ -256,12 +256,13 @@ static void report(const preset &P, moe_type wt, const char *variant, moe_layer 
                    int64_t touched, size_t expert_bytes) {
     double bytes = (double)touched * (double)expert_bytes + 4.0 * (double)(T * P.D);
     double gbps = bytes / (tm.med * 1e-6) / 1e9;
-    char desc[1024];
+    char desc[4096];
     moe_layer_describe(L, T, desc, sizeof desc);
     printf("%-14s %-6s %-14s T=%4lld  %9.1f us  %7.1f GB/s  %5.1f%% of read  (%lld experts, %.1f MB)\n", P.name,
            moe_type_name(wt), variant, (long long)T, tm.med, gbps, 100.0 * gbps / read_bw, (long long)touched,
            bytes / 1e6);
     if (T == 1) printf("    %s\n", desc);
+    else if (strstr(desc, "; at this T")) printf("    %s\n", strstr(desc, "; at this T") + 2); /* the plan at this T */
     if (jf)
         fprintf(jf,
                 "{\"gpu\": \"%s\", \"preset\": \"%s\", \"wtype\": \"%s\", \"variant\": \"%s\", \"backend\": \"%s\", "

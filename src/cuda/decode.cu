@@ -770,6 +770,7 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         int ns = budget / stage;
         if (ns >= 2) {
             a->NS = ns > ns_max ? ns_max : ns;
+            a->bps = bps;
             return bps;
         }
     }
@@ -829,11 +830,11 @@ static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t TK, int64_t E,
 }
 
 /* The two launches of one chunk of Tn tokens (Tn * K <= MOE_SV_MAXP); with
- * plan_only, only checks that both fit, and gives the gate/up launch's plan
- * in plan1 when not NULL (for describe). */
+ * plan_only, only checks that both fit, and gives the two launches' plans
+ * in plan1 and plan2 when not NULL (for describe). */
 static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const int32_t *ids, const float *wts,
                             const void *x, void *out, void *hbuf, cudaStream_t s, int plan_only,
-                            moe_sv_args *plan1) {
+                            moe_sv_args *plan1, moe_sv_args *plan2) {
     const moe_layer_desc *d = &L->desc;
     const int64_t TK = Tn * d->K;
     moe_sv_args a;
@@ -897,7 +898,14 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     const int by_groups = Tn > 4;
     if (!sv_plan_nt(im, &a1, TK, d->E, nt_want, by_groups)) return cudaErrorInvalidConfiguration;
     if (emaj) {
-        if (!sv_plan_nt(im, &a2, TK, d->E, nt_want, 1)) return cudaErrorInvalidConfiguration;
+        /* MOE_SV_NT2: the most pairs a group of the expert-major down launch
+         * (a measurement knob; default nt_want as phase 1) */
+        static int nt2_max = -1;
+        if (nt2_max < 0) {
+            const char *v = getenv("MOE_SV_NT2");
+            nt2_max = v && atoi(v) > 0 ? atoi(v) : 8;
+        }
+        if (!sv_plan_nt(im, &a2, TK, d->E, nt_want < nt2_max ? nt_want : nt2_max, 1)) return cudaErrorInvalidConfiguration;
         a1.cnt = a2.cnt;
         a1.ncnt = (int)(Tn * moe__cdiv(a2.N, a2.R));
     } else {
@@ -906,6 +914,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     }
     if (plan_only) {
         if (plan1) *plan1 = a1;
+        if (plan2) *plan2 = a2;
         return cudaSuccess;
     }
     /* not while a CUDA graph is being captured: the two launches are the form
@@ -1016,12 +1025,12 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     int64_t def = dense ? (d->I >= 2048 ? 3 : 1) : ppe * d->E / d->K;
     if (def < 1) def = 1;
     /* both launches must fit in shared memory: chunks of the largest T that does */
-    if (sv_chunk(L, im, 1, NULL, NULL, NULL, NULL, NULL, 0, 1, NULL) != cudaSuccess) {
+    if (sv_chunk(L, im, 1, NULL, NULL, NULL, NULL, NULL, 0, 1, NULL, NULL) != cudaSuccess) {
         snprintf(im->sv_why, sizeof im->sv_why, "rows or activations too large for shared memory");
         return;
     }
     im->sv_chunk = lim < 1 ? 1 : lim;
-    while (im->sv_chunk > 1 && sv_chunk(L, im, im->sv_chunk, NULL, NULL, NULL, NULL, NULL, 0, 1, NULL) != cudaSuccess)
+    while (im->sv_chunk > 1 && sv_chunk(L, im, im->sv_chunk, NULL, NULL, NULL, NULL, NULL, 0, 1, NULL, NULL) != cudaSuccess)
         im->sv_chunk--;
     /* T beyond one chunk runs chunk after chunk (each reads the experts it
      * touches again): deepseek-v3 Q8_0 T = 192 / 256 as two chunks 1.27x / 1.21x
@@ -1054,7 +1063,7 @@ static moe_status sv_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
         int64_t Tn = fa->T - t0 < chunk ? fa->T - t0 : chunk;
         MOE_CUDA_CK(sv_chunk(L, im, Tn, fa->ids + t0 * d->K, fa->w + t0 * d->K,
                              (const char *)fa->x + (size_t)(t0 * d->D) * asz, (char *)fa->out + (size_t)(t0 * d->D) * asz,
-                             fa->ws, s, 0, NULL));
+                             fa->ws, s, 0, NULL, NULL));
     }
 out:
     moe_cuda_dev_leave(&g);
@@ -1277,15 +1286,27 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                            : "mma.sync tensor-core dot products",
                  up, im->quant ? ", no repacking (GGUF blocks read in place)" : "");
         /* this T's plan: the gate/up launch's pair groups and consumer */
-        moe_sv_args p1;
+        moe_sv_args p1, p2;
         if (n > strlen(buf) + 80 &&
-            sv_chunk(L, (dec_impl *)im, Tn, NULL, NULL, NULL, NULL, NULL, 0, 1, &p1) == cudaSuccess)
+            sv_chunk(L, (dec_impl *)im, Tn, NULL, NULL, NULL, NULL, NULL, 0, 1, &p1, &p2) == cudaSuccess)
         {
             char how[96];
             if (p1.qmma) snprintf(how, sizeof how, "int8 mma for passes of %d+ tokens, dp4a below", p1.qmma);
             else snprintf(how, sizeof how, "%s", im->quant ? "dp4a" : "mma.sync");
             snprintf(buf + strlen(buf), n - strlen(buf), "; at this T gate/up takes pairs in groups of %d, %s", p1.NT,
                      how);
+            /* the planner's choices for both launches, as the forward makes them */
+            const moe_sv_args *pp[2] = {&p1, &p2};
+            for (int i = 0; i < 2 && n > strlen(buf) + 120; i++) {
+                const moe_sv_args *q = pp[i];
+                snprintf(buf + strlen(buf), n - strlen(buf),
+                         "; %s plan: %s%d rows a block, %d a stage%s, ring of %d stages of %d B, %d block%s an SM",
+                         i ? "down" : "gate/up", q->phase == MOE_DEC_DOWN ? "per token, " : "", q->R, q->SRS,
+                         q->NC > 1 ? " (in column chunks)" : "", q->NS, q->SRS * q->pitch, q->bps,
+                         q->bps == 1 ? "" : "s");
+                if (i && q->phase == MOE_SV_DOWN_E)
+                    snprintf(buf + strlen(buf), n - strlen(buf), ", pairs in groups of %d", q->NT);
+            }
         }
         return;
     }

@@ -52,6 +52,7 @@ typedef struct moe_sv_args {
     int fmt;                  /* the weights' format (MOE_DF_*) */
     int qmma;                 /* Q8_0/Q4_0/MXFP4 rows x 8 tokens on int8 tensor cores for passes of at least qmma tokens
                                * (0: never; sv_plan: needs NT 8, SRS >= 8) */
+    int bps;                  /* blocks an SM the plan is for (host only: describe) */
 } moe_sv_args;
 
 /* The formats the int8 tensor-core consumer (decode_stream.cuh sv_qmma_stage)
