@@ -9,6 +9,7 @@
 #include "cases.h"
 #include "harness.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,66 @@ TEST(decode_gemm_min_t_presets) {
         const int64_t got = moe__dec_gemm_min_t(p[i].E, p[i].K, 3.0 * 2.0 * (double)p[i].D * (double)p[i].I, max_t);
         CHECK_MSG(got == p[i].want, "%s: hand-over from T = %lld, expected %lld", p[i].name, (long long)got,
                   (long long)p[i].want);
+    }
+}
+
+/* The streaming launches' planned expert columns (decode.h moe__sv_plan_cols,
+ * host arithmetic) against a simulated router: each token picks K distinct
+ * experts of E uniformly (partial Fisher-Yates on a fixed-seed generator),
+ * 4000 forwards per shape. From T = 5 the plan is the mean number of pair
+ * groups (within 2% + 0.5); at T <= 4 it covers the distinct experts of at
+ * least 60% of the forwards, never more than min(T K, E), and with ksd < 0 it
+ * is min(T K, E). */
+static uint64_t plan_rng(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+TEST(decode_stream_plan_cols) {
+    static const struct { int64_t E, K; } m[] = {{8, 2}, {32, 4}, {128, 4}, {128, 8}, {256, 8}};
+    static const int64_t Ts[] = {1, 2, 3, 4, 5, 8, 16, 32};
+    uint64_t seed = 12345;
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        const int64_t E = m[i].E, K = m[i].K;
+        for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+            const int64_t T = Ts[ti];
+            for (int NT = 4; NT <= 8; NT += 4) {
+                enum { TRIALS = 4000 };
+                int cnt[256], perm[256];
+                double gsum = 0.0;
+                int covered = 0;
+                const int by_groups = T > 4;
+                const int64_t plan = moe__sv_plan_cols(T, K, E, NT, by_groups, MOE_SV_PLAN_SD);
+                for (int tr = 0; tr < TRIALS; tr++) {
+                    memset(cnt, 0, sizeof cnt);
+                    for (int64_t t = 0; t < T; t++) {
+                        for (int e = 0; e < E; e++) perm[e] = e;
+                        for (int64_t k = 0; k < K; k++) { /* K distinct experts */
+                            const int64_t j = k + (int64_t)(plan_rng(&seed) % (uint64_t)(E - k));
+                            const int tmp = perm[k]; perm[k] = perm[j]; perm[j] = tmp;
+                            cnt[perm[k]]++;
+                        }
+                    }
+                    int64_t groups = 0, distinct = 0;
+                    for (int e = 0; e < E; e++) { groups += (cnt[e] + NT - 1) / NT; distinct += cnt[e] > 0; }
+                    gsum += (double)(by_groups ? groups : distinct);
+                    covered += distinct <= plan;
+                }
+                const double mean = gsum / TRIALS;
+                const int64_t all = T * K < E ? T * K : E;
+                if (by_groups) {
+                    CHECK_MSG(fabs((double)plan - mean) <= 0.02 * mean + 0.5,
+                              "E %lld K %lld T %lld NT %d: plans %lld groups, simulated mean %.2f", (long long)E,
+                              (long long)K, (long long)T, NT, (long long)plan, mean);
+                } else {
+                    CHECK_MSG(plan <= all && plan >= (int64_t)floor(mean) && covered >= TRIALS * 6 / 10,
+                              "E %lld K %lld T %lld: plans %lld columns (min(TK, E) %lld), simulated mean %.2f distinct, "
+                              "covered in %d of %d forwards", (long long)E, (long long)K, (long long)T, (long long)plan,
+                              (long long)all, mean, covered, (int)TRIALS);
+                    CHECK(moe__sv_plan_cols(T, K, E, NT, 0, -1.0) == all);
+                }
+            }
+        }
     }
 }
 
@@ -272,6 +333,34 @@ TEST(cuda_quant_stream_int8_mma) {
     for (int i = 0; i < 3 && !moe_test_failed(); i++) stream_case("cuda-quant", q[i], MOE_TYPE_BF16, 24, 4, 2048, 2048, 4);
 }
 TEST(cuda_decode_stream_chunks) { stream_chunks("cuda-decode", MOE_TYPE_BF16, MOE_TYPE_BF16); }
+/* Phase 1's run-time split (MOE_SV_DYN: 1 from T = 2, the default; 2 at
+ * every T; 0 never, the grid planned per (pair group, row tile)): the layer
+ * says which it runs, and the case table (random routing, the routing edge
+ * cases, two runs bitwise equal) passes on the streaming kernels with each. */
+TEST(cuda_stream_runtime_split) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    static const struct { const char *dyn; int64_t T; int want; } d[] = {
+        {NULL, 4, 1}, {NULL, 1, 0}, {"0", 4, 0}, {"2", 1, 1},
+    };
+    for (size_t i = 0; i < sizeof d / sizeof d[0] && !moe_test_failed(); i++) {
+        if (d[i].dyn) setenv("MOE_SV_DYN", d[i].dyn, 1);
+        char desc[4096] = "";
+        CHECK(stream_describe(ctx, MOE_TYPE_Q8_0, d[i].T, 16, 512, 256, 4, desc, sizeof desc));
+        CHECK_MSG((strstr(desc, "split at run time") != NULL) == d[i].want, "MOE_SV_DYN=%s T=%lld: %s",
+                  d[i].dyn ? d[i].dyn : "(default)", (long long)d[i].T, desc);
+        unsetenv("MOE_SV_DYN");
+    }
+    moe_ctx_free(ctx);
+    static const char *modes[] = {"0", "2"};
+    for (int m = 0; m < 2 && !moe_test_failed(); m++) {
+        setenv("MOE_SV_DYN", modes[m], 1);
+        run_table_with("cuda-quant", "1");
+        if (!moe_test_failed()) run_table_with("cuda-decode", "1");
+        unsetenv("MOE_SV_DYN");
+    }
+}
+
 
 /* cuda-quant's prefill path (GGUF blocks dequantised into the workspace, then
  * a grouped GEMM backend) forced for every T > 0 (MOE_QUANT_PREFILL_T=0):

@@ -164,6 +164,7 @@ typedef struct dec_impl {
     int sv_smem_block, sv_smem_sm; /* dynamic shared memory one block may take; per SM */
     int sv_fused;                /* both phases in one cooperative launch where the grid fits (MOE_DECODE_FUSED) */
     int sv_downe;                /* MOE_SV_DOWNE: 1 expert-major down at every T, 0 token-major, -1 by T */
+    int sv_dyn;                  /* MOE_SV_DYN: phase 1 split at run time, 0 never, 1 from T = 2 (default), 2 always */
     int sv_plan;                 /* MOE_SV_PLAN: grids by 1 expected pair groups, 0 min(T*K, E), -1 by T */
     unsigned *sv_gbar;           /* its grid-barrier counters (device, zeroed) */
     int sv_fused_logged;         /* the first fall-back to two launches was logged */
@@ -777,22 +778,17 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     return 0;
 }
 
-/* Expected blocks per row tile of an expert-major launch: the experts' pair
- * groups, sum over e of E[ceil(n_e / NT)] with n_e ~ Binomial(TK, 1/E)
- * (uniform routing). Sizing the grid by min(TK, E) instead left a quarter to
- * a half of the planned blocks without work at T = 2..16. */
-static int64_t sv_expected_groups(int64_t TK, int64_t E, int NT, int by_groups) {
-    if (!by_groups) return TK < E ? TK : E;
-    if (E <= 1) return moe__cdiv(TK, NT);
-    const double p = 1.0 / (double)E, q = 1.0 - p;
-    double pm = pow(q, (double)TK), eg = 0.0;
-    for (int64_t n = 1; n <= TK; n++) {
-        pm *= (double)(TK - n + 1) / (double)n * p / q;
-        eg += pm * (double)((n + NT - 1) / NT);
-        if (pm < 1e-9 && (double)n > (double)TK * p) break;
+/* Expert columns of one launch's plan (decode.h moe__sv_plan_cols);
+ * MOE_SV_PLAN_SD = k overrides the standard deviations added at T <= 4
+ * (a measurement knob; negative: min(T K, E)). */
+static int64_t sv_plan_cols(int64_t T, int64_t K, int64_t E, int NT, int by_groups) {
+    static double ksd = -2.0;
+    if (ksd < -1.5) {
+        const char *v = getenv("MOE_SV_PLAN_SD");
+        ksd = v && *v ? atof(v) : MOE_SV_PLAN_SD;
+        if (ksd < -1.5) ksd = -1.0;
     }
-    const int64_t g = (int64_t)(eg * (double)E + 0.5);
-    return g < 1 ? 1 : g;
+    return moe__sv_plan_cols(T, K, E, NT, by_groups, ksd);
 }
 
 /* The int8 tensor-core consumer (sv_qmma_stage) for passes of at least this
@@ -813,15 +809,27 @@ static int sv_qmma_min(void) {
     return v;
 }
 
-static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t TK, int64_t E, int nt_want, int by_groups) {
+/* Pairs an expert the launch must average for the int8 consumer (6;
+ * MOE_SV_QMMA_PAIRS, a measurement knob). */
+static int sv_qmma_pairs(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("MOE_SV_QMMA_PAIRS");
+        v = e && atoi(e) > 0 ? atoi(e) : 6;
+    }
+    return v;
+}
+
+static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t T, int64_t K, int64_t E, int nt_want, int by_groups) {
+    const int64_t TK = T * K;
     static const int nts[3] = {8, 4, 1};
     if (im->sv_plan >= 0) by_groups = im->sv_plan;
     for (int i = 0; i < 3; i++) {
         if (nts[i] > nt_want) continue;
         moe_sv_args c = *a;
         c.NT = nts[i];
-        c.qmma = TK >= 6 * E ? sv_qmma_min() : 0; /* sv_plan keeps it where the rows allow */
-        if (sv_plan(im, &c, sv_expected_groups(TK, E, c.NT, by_groups))) {
+        c.qmma = TK >= sv_qmma_pairs() * E ? sv_qmma_min() : 0; /* sv_plan keeps it where the rows allow */
+        if (sv_plan(im, &c, sv_plan_cols(T, K, E, c.NT, by_groups))) {
             *a = c;
             return 1;
         }
@@ -895,8 +903,26 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
      * faster than min(T*K, E) columns); at T <= 4 min(T*K, E), which keeps the
      * GGUF single cooperative launch within one wave (T = 2-4: up to 1.3x) and
      * measured faster for dense rows too (qwen3 T = 2: 55 vs 69 us) */
-    const int by_groups = Tn > 4;
-    if (!sv_plan_nt(im, &a1, TK, d->E, nt_want, by_groups)) return cudaErrorInvalidConfiguration;
+    /* phase 1 split at run time (sv_route_dyn) where a block can route every
+     * pair itself (T K <= MOE_SV_LIST): the blocks of one wave share the rows
+     * of the groups the ids make, so the grid no longer depends on how many
+     * experts a forward touches; planned (rows a job at most) for the
+     * expected groups */
+    const int dyn = (im->sv_dyn >= 2 || (im->sv_dyn == 1 && Tn >= 2)) && TK <= MOE_SV_LIST && d->E < (1 << 19);
+    const int by_groups = Tn > 4 || dyn;
+    static int nt1_max = -1; /* MOE_SV_NT1: the most pairs a group of phase 1 (a measurement knob) */
+    if (nt1_max < 0) {
+        const char *v = getenv("MOE_SV_NT1");
+        nt1_max = v && atoi(v) > 0 ? atoi(v) : 8;
+    }
+    const moe_sv_args a1s = a1;
+    a1.dyn = dyn; /* its second list (1 KB) counts in the plan's shared memory */
+    if (!sv_plan_nt(im, &a1, Tn, d->K, d->E, nt_want < nt1_max ? nt_want : nt1_max, by_groups) ||
+        (a1.dyn && (int64_t)a1.NS * a1.SRS * a1.pitch < 12 * d->E)) { /* the routing's scratch: 3 E ints in the ring */
+        a1 = a1s;
+        if (!sv_plan_nt(im, &a1, Tn, d->K, d->E, nt_want < nt1_max ? nt_want : nt1_max, Tn > 4))
+            return cudaErrorInvalidConfiguration;
+    }
     if (emaj) {
         /* MOE_SV_NT2: the most pairs a group of the expert-major down launch
          * (a measurement knob; default nt_want as phase 1) */
@@ -905,7 +931,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
             const char *v = getenv("MOE_SV_NT2");
             nt2_max = v && atoi(v) > 0 ? atoi(v) : 8;
         }
-        if (!sv_plan_nt(im, &a2, TK, d->E, nt_want < nt2_max ? nt_want : nt2_max, 1)) return cudaErrorInvalidConfiguration;
+        if (!sv_plan_nt(im, &a2, Tn, d->K, d->E, nt_want < nt2_max ? nt_want : nt2_max, 1)) return cudaErrorInvalidConfiguration;
         a1.cnt = a2.cnt;
         a1.ncnt = (int)(Tn * moe__cdiv(a2.N, a2.R));
     } else {
@@ -926,7 +952,8 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     }
     if (im->sv_fused && cap == cudaStreamCaptureStatusNone && !emaj && a1.NT <= 4) {
         /* one launch: a block per phase 1 item and per phase 2 item, all resident */
-        const int64_t n1 = TK * moe__cdiv(a1.N, a1.R), n2 = Tn * moe__cdiv(a2.N, a2.R);
+        const int64_t n1 = a1.dyn ? (int64_t)im->sm_count * a1.bps : TK * moe__cdiv(a1.N, a1.R),
+                      n2 = Tn * moe__cdiv(a2.N, a2.R);
         const int64_t grid = n1 > n2 ? n1 : n2;
         moe_sv_args f1 = a1, f2 = a2;
         f1.NS = f2.NS = 0;
@@ -938,7 +965,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         if (ns > 6) ns = 6;
         cudaError_t e = cudaErrorCooperativeLaunchTooLarge;
         int resident = -1;
-        if (ns >= 2 && grid <= 2 * (int64_t)im->sm_count) {
+        if (ns >= 2 && grid <= 2 * (int64_t)im->sm_count && (!f1.dyn || (int64_t)ns * slot >= 12 * d->E)) {
             f1.NS = f2.NS = ns;
             e = moe__sv_fused_launch(im->fmt1, &f1, &f2, im->sv_gbar, (int)grid, s, &resident);
             if (e == cudaSuccess) return e;
@@ -953,7 +980,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
                      cudaGetErrorString(e));
         }
     }
-    dim3 g1((unsigned)TK, (unsigned)moe__cdiv(a1.N, a1.R)), g2((unsigned)(emaj ? TK : Tn), (unsigned)moe__cdiv(a2.N, a2.R));
+    dim3 g1(a1.dyn ? (unsigned)(im->sm_count * a1.bps) : (unsigned)TK, a1.dyn ? 1u : (unsigned)moe__cdiv(a1.N, a1.R)), g2((unsigned)(emaj ? TK : Tn), (unsigned)moe__cdiv(a2.N, a2.R));
     cudaError_t e = moe__sv_launch(im->fmt1, &a1, g1, s);
     if (e == cudaSuccess) e = moe__sv_launch(im->fmt2, &a2, g2, s);
     return e;
@@ -1000,6 +1027,8 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     }
     const char *de = getenv("MOE_SV_DOWNE");
     im->sv_downe = de && *de ? de[0] != '0' : -1;
+    const char *dy = getenv("MOE_SV_DYN");
+    im->sv_dyn = dy && *dy ? atoi(dy) : 1;
     const char *pl = getenv("MOE_SV_PLAN");
     im->sv_plan = pl && *pl ? pl[0] != '0' : -1;
     const char *mt = getenv("MOE_DECODE_STREAM_MAX_T");
@@ -1300,8 +1329,11 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
             for (int i = 0; i < 2 && n > strlen(buf) + 120; i++) {
                 const moe_sv_args *q = pp[i];
                 snprintf(buf + strlen(buf), n - strlen(buf),
-                         "; %s plan: %s%d rows a block, %d a stage%s, ring of %d stages of %d B, %d block%s an SM",
-                         i ? "down" : "gate/up", q->phase == MOE_DEC_DOWN ? "per token, " : "", q->R, q->SRS,
+                         "; %s plan: %s%d rows a %s, %d a stage%s, ring of %d stages of %d B, %d block%s an SM",
+                         i ? "down" : "gate/up",
+                         q->phase == MOE_DEC_DOWN ? "per token, "
+                         : q->dyn ? "the groups' rows split at run time over one wave of blocks, " : "",
+                         q->R, q->dyn ? "job at most" : "block", q->SRS,
                          q->NC > 1 ? " (in column chunks)" : "", q->NS, q->SRS * q->pitch, q->bps,
                          q->bps == 1 ? "" : "s");
                 if (i && q->phase == MOE_SV_DOWN_E)

@@ -17,6 +17,7 @@
 #define MOE_CUDA_DECODE_H
 
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdint.h>
 
 /* Weight formats of the decode kernels. */
@@ -134,6 +135,45 @@ static inline int64_t moe__dec_stream_pairs(int fmt, double expert_bytes) {
     if (fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K) return 2;
     if (fmt == MOE_DF_MXFP4 && expert_bytes <= 20e6) return 16;
     return 8;
+}
+
+/* Expert columns a streaming launch plans its grid for (rows a block = the
+ * layer's rows x columns / (SMs x blocks an SM)), from the routing model of a
+ * router: each of T tokens picks K distinct experts of E uniformly, so expert
+ * e gets n_e ~ Binomial(T, K / E) pairs. by_groups (expert-major launches from
+ * T = 5): the expected pair groups, E x E[ceil(n_e / NT)]. Below (T <= 4,
+ * where one block column per expert and a single wave matter most): the mean
+ * number of distinct experts plus ksd standard deviations, at most min(T K, E)
+ * (ksd < 0: min(T K, E), the rule before session 11). A plan short of the
+ * experts a forward touches sends the blocks past one wave (up to 2x), one
+ * beyond them leaves SMs idle, so the plan leans high: 0.5 standard deviations
+ * (H200, bench/decode/s11: mixtral GGUF T = 3-4 5-18% and gpt-oss-20b T = 3-4
+ * 3-7% faster than min(T K, E), the other presets within 2%). */
+#define MOE_SV_PLAN_SD 0.5
+static inline int64_t moe__sv_plan_cols(int64_t T, int64_t K, int64_t E, int NT, int by_groups, double ksd) {
+    const int64_t TK = T * K, all = TK < E ? TK : E;
+    const double p = (double)K / (double)E;
+    if (E <= 1 || p >= 1.0) return by_groups ? E * ((T + NT - 1) / NT) : all;
+    if (!by_groups) {
+        if (ksd < 0.0) return all;
+        double q1 = 1.0, q2 = 1.0; /* P(e untouched), P(e and f untouched) */
+        const double r2 = (double)(E - K) * (double)(E - K - 1) / ((double)E * (double)(E - 1));
+        for (int64_t t = 0; t < T; t++) { q1 *= 1.0 - p; q2 *= r2 > 0.0 ? r2 : 0.0; }
+        const double e = (double)E, mean = e * (1.0 - q1);
+        double var = e * q1 + e * (e - 1.0) * q2 - e * e * q1 * q1;
+        if (var < 0.0) var = 0.0;
+        const int64_t g = (int64_t)ceil(mean + ksd * sqrt(var) - 1e-9);
+        return g < 1 ? 1 : g < all ? g : all;
+    }
+    /* E[ceil(n / NT)], n ~ Binomial(T, p), the terms from n = 0 upwards */
+    double pm = pow(1.0 - p, (double)T), eg = 0.0;
+    for (int64_t n = 1; n <= T; n++) {
+        pm *= (double)(T - n + 1) / (double)n * p / (1.0 - p);
+        eg += pm * (double)((n + NT - 1) / NT);
+        if (pm < 1e-12 && (double)n > (double)T * p) break;
+    }
+    const int64_t g = (int64_t)(eg * (double)E + 0.5);
+    return g < 1 ? 1 : g;
 }
 
 /* Columns per chunk (CW) and the smallest alignment in bytes its loads need. */

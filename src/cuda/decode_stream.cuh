@@ -402,7 +402,7 @@ static __host__ __device__ __forceinline__ int sv_act_bytes(const moe_sv_args *a
  * staged activations, the ring. */
 static __host__ __device__ __forceinline__ void sv_layout(const moe_sv_args *a, int *red_off, int *qscr_off,
                                                           int *act_off, int *ring_off, int *total) {
-    int o = 128 + 4 * MOE_SV_LIST;
+    int o = 128 + 4 * MOE_SV_LIST * (a->dyn ? 2 : 1); /* dyn: the pairs by group, then the groups */
     *red_off = o;
     o += (4 * sv_red_count(a) + 15) & ~15;
     *qscr_off = o;
@@ -423,7 +423,7 @@ typedef struct sv_fused_layout {
 } sv_fused_layout;
 static __host__ __device__ __forceinline__ sv_fused_layout sv_layout_fused(const moe_sv_args *a1, const moe_sv_args *a2) {
     sv_fused_layout L;
-    int o = 128 + 4 * MOE_SV_LIST;
+    int o = 128 + 4 * MOE_SV_LIST * (a1->dyn ? 2 : 1);
     L.list2 = o;
     o += 4 * MOE_SV_LIST;
     L.red1 = o;
@@ -486,6 +486,87 @@ static __device__ __forceinline__ sv_job sv_route1(const moe_sv_args &a, int p, 
         if (lane == 0) *s_n = n < NT ? n : NT;
     }
     return j;
+}
+
+/* Phase 1 split at run time (a.dyn; T*K <= MOE_SV_LIST, every thread of the
+ * block calls it): the block's own routing of all T*K pairs. Pair p's rank
+ * among its expert's pairs comes from a shared-memory counter (arbitrary
+ * order: which pairs share a group does not change any token's sums), the
+ * experts' pair and group offsets from one scan over E, so that list holds
+ * the pairs expert by expert and ginfo[g] the g-th group (experts in order,
+ * up to NT pairs each): start in list (bits 0-7), pairs (8-11), expert (12+).
+ * tmp: 3 E ints of scratch (the ring, before any copy into it). Returns the
+ * number of groups. */
+static __device__ __forceinline__ int sv_route_dyn(const moe_sv_args &a, int *list, int *ginfo, int *tmp, int *s_tot) {
+    const int tid = threadIdx.x, nth = blockDim.x, E = a.E, TK = a.T * a.K, NT = a.NT;
+    const int warp = tid >> 5, lane = tid & 31, nw = nth >> 5;
+    int *cnt = tmp, *base = tmp + E, *gbase = tmp + 2 * E;
+    for (int e = tid; e < E; e += nth) cnt[e] = 0;
+    __syncthreads();
+    const int e = tid < TK ? a.ids[tid] : -1; /* TK <= MOE_SV_LIST < blockDim.x: one pair a thread */
+    const bool ok = (unsigned)e < (unsigned)E;
+    const int r = ok ? atomicAdd(&cnt[e], 1) : 0;
+    __syncthreads();
+    /* exclusive scan of (pairs, groups) over the experts: thread t sums a chunk */
+    const int ch = (E + nth - 1) / nth, e0 = min(E, tid * ch), e1 = min(E, e0 + ch);
+    int sp = 0, sg = 0;
+    for (int i = e0; i < e1; i++) { sp += cnt[i]; sg += (cnt[i] + NT - 1) / NT; }
+    int ip = sp, ig = sg; /* inclusive within the warp */
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int vp = __shfl_up_sync(0xffffffffu, ip, o), vg = __shfl_up_sync(0xffffffffu, ig, o);
+        if (lane >= o) { ip += vp; ig += vg; }
+    }
+    if (lane == 31) { s_tot[2 * warp] = ip; s_tot[2 * warp + 1] = ig; }
+    __syncthreads();
+    int op = ip - sp, og = ig - sg;
+    for (int w = 0; w < warp; w++) { op += s_tot[2 * w]; og += s_tot[2 * w + 1]; }
+    for (int i = e0; i < e1; i++) {
+        base[i] = op; gbase[i] = og;
+        op += cnt[i]; og += (cnt[i] + NT - 1) / NT;
+    }
+    int G = 0;
+    for (int w = 0; w < nw; w++) G += s_tot[2 * w + 1];
+    __syncthreads();
+    if (ok) {
+        list[base[e] + r] = tid;
+        if (r % NT == 0) ginfo[gbase[e] + r / NT] = (base[e] + r) | (min(NT, cnt[e] - r) << 8) | (e << 12);
+    }
+    __syncthreads();
+    return G;
+}
+
+/* Job i of this block's share of a run-time split (a.dyn): the G groups'
+ * rows in stage steps of SRS rows, U = G x ceil(N / SRS) steps cut evenly
+ * over gridDim.x blocks, a job at most R rows of one group. Called with the
+ * step u where the job starts (the block's first step for its first job);
+ * sets j and returns the step after it. */
+template <int PH>
+static __device__ __forceinline__ int sv_dyn_job(const moe_sv_args &a, int u, int u1, const int *list, const int *ginfo,
+                                                 sv_job &j) {
+    constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
+    memset(&j, 0, sizeof j);
+    const int nst = (a.N + a.SRS - 1) / a.SRS, g = u / nst, s0 = u - g * nst;
+    const int steps = min(min(u1 - u, nst - s0), max(1, a.R / a.SRS));
+    const int gi = ginfo[g];
+    j.on = 1;
+    j.e1 = gi >> 12;
+    j.list = list + (gi & 255);
+    j.n = (gi >> 8) & 15;
+    j.r0 = s0 * a.SRS;
+    j.nrows = min(steps * a.SRS, a.N - j.r0);
+    j.nrb = (j.nrows + a.SRS - 1) / a.SRS;
+    j.npass = 1; /* n <= NT */
+    j.per_pass = j.nrb * G * a.NC;
+    return u + steps;
+}
+
+/* The block's steps [u0, u1) of a run-time split of G groups. */
+static __device__ __forceinline__ void sv_dyn_range(const moe_sv_args &a, int G, int &u0, int &u1) {
+    const int nst = (a.N + a.SRS - 1) / a.SRS;
+    const long long U = (long long)G * nst, b = blockIdx.x, nb = gridDim.x;
+    u0 = (int)(U * b / nb);
+    u1 = (int)(U * (b + 1) / nb);
 }
 
 /* Phase 2 routing of token t (warp 0 writes the list): the valid slots in order. */
@@ -843,11 +924,14 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
     constexpr bool DOWN = PH == MOE_DEC_DOWN, DOWNE = PH == MOE_SV_DOWN_E;
     extern __shared__ __align__(128) uint8_t sm[];
     __shared__ int s_n, s_tok[1 + NT]; /* DOWN_E: tokens this block completes */
+    __shared__ int s_tot[2 * (MOE_SV_THREADS / 32)];
     int red_off, qscr_off, act_off, ring_off, total;
     sv_layout(&a, &red_off, &qscr_off, &act_off, &ring_off, &total);
     uint64_t *bars = (uint64_t *)sm; /* full [0, NS), empty [NS, 2 NS) */
     int *list = (int *)(sm + 128);
     const int NS = a.NS, slot_bytes = a.SRS * a.pitch;
+    const bool dyn = !DOWN && !DOWNE && a.dyn;
+    int u0 = 0, u1 = 0;
     sv_job j;
     if (DOWNE) { /* expert-major down: routed as phase 1; h waited for below */
         j = sv_route1(a, blockIdx.x, blockIdx.y, list, &s_n);
@@ -869,20 +953,41 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
             const int nb = gridDim.x * gridDim.y, b = blockIdx.y * gridDim.x + blockIdx.x;
             for (int i = b * blockDim.x + threadIdx.x; i < a.ncnt; i += nb * blockDim.x) a.cnt[i] = 0;
         }
-        j = sv_route1(a, blockIdx.x, blockIdx.y, list, &s_n);
-        if (!j.on) return;
+        if (dyn) {
+            const int G = sv_route_dyn(a, list, list + MOE_SV_LIST, (int *)(sm + ring_off), s_tot);
+            sv_dyn_range(a, G, u0, u1);
+            if (u0 >= u1) return;
+            /* the ring held the routing's scratch: generic writes before the bulk copies into it */
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        } else {
+            j = sv_route1(a, blockIdx.x, blockIdx.y, list, &s_n);
+            if (!j.on) return;
+        }
     } else {
         j = sv_route2(a, blockIdx.x, blockIdx.y, list, &s_n);
     }
     sv_init_bars(bars, NS);
     __syncthreads();
-    sv_job_finish<PH, NT>(a, j, s_n);
+    if (!dyn) sv_job_finish<PH, NT>(a, j, s_n);
     int gs = 0;
     if (threadIdx.x >= 256) { /* the producer warp */
-        sv_produce<PH>(a, j, sm + ring_off, slot_bytes, bars, NS, gs);
+        if (dyn)
+            for (int u = u0; u < u1;) {
+                u = sv_dyn_job<PH>(a, u, u1, list, list + MOE_SV_LIST, j);
+                sv_produce<PH>(a, j, sm + ring_off, slot_bytes, bars, NS, gs);
+            }
+        else sv_produce<PH>(a, j, sm + ring_off, slot_bytes, bars, NS, gs);
         return;
     }
     if (DOWN || DOWNE) dk_grid_wait(); /* h comes from phase 1 */
+    if (dyn) {
+        for (int u = u0; u < u1;) {
+            u = sv_dyn_job<PH>(a, u, u1, list, list + MOE_SV_LIST, j);
+            sv_consume<F, PH, NT, QM>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs,
+                                  s_tok, (float *)(sm + qscr_off));
+        }
+        return;
+    }
     sv_consume<F, PH, NT, QM>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs, s_tok,
                           (float *)(sm + qscr_off));
 #endif
@@ -897,24 +1002,42 @@ template <int F, int PH1, int NT>
 __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1, const moe_sv_args a2, unsigned *gb) {
 #ifdef SV_ON
     extern __shared__ __align__(128) uint8_t sm[];
-    __shared__ int s_n1, s_n2;
+    __shared__ int s_n1, s_n2, s_tot[2 * (MOE_SV_THREADS / 32)];
     const sv_fused_layout L = sv_layout_fused(&a1, &a2);
     uint64_t *bars = (uint64_t *)sm;
+    int *list1 = (int *)(sm + 128);
     const int NS = a1.NS, b = blockIdx.x, TK = a1.T * a1.K;
     const int n1 = TK * ((a1.N + a1.R - 1) / a1.R), n2 = a2.T * ((a2.N + a2.R - 1) / a2.R);
-    sv_job j1 = sv_route1(a1, b < n1 ? b % TK : TK, b / TK, (int *)(sm + 128), &s_n1);
+    int u0 = 0, u1 = 0;
+    sv_job j1;
+    if (a1.dyn) { /* phase 1 split at run time over the whole grid */
+        const int G = sv_route_dyn(a1, list1, list1 + MOE_SV_LIST, (int *)(sm + L.ring), s_tot);
+        sv_dyn_range(a1, G, u0, u1);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        j1.on = 0;
+    } else {
+        j1 = sv_route1(a1, b < n1 ? b % TK : TK, b / TK, list1, &s_n1);
+    }
     sv_job j2 = sv_route2(a2, b < n2 ? b % a2.T : a2.T, b / a2.T, (int *)(sm + L.list2), &s_n2);
     sv_init_bars(bars, NS);
     __syncthreads();
-    sv_job_finish<PH1, NT>(a1, j1, s_n1);
+    if (!a1.dyn) sv_job_finish<PH1, NT>(a1, j1, s_n1);
     sv_job_finish<MOE_DEC_DOWN, 1>(a2, j2, s_n2);
     int gs = 0;
     if (threadIdx.x >= 256) { /* the producer warp */
-        if (j1.on) sv_produce<PH1>(a1, j1, sm + L.ring, L.slot, bars, NS, gs);
+        for (int u = u0; u < u1;) {
+            u = sv_dyn_job<PH1>(a1, u, u1, list1, list1 + MOE_SV_LIST, j1);
+            sv_produce<PH1>(a1, j1, sm + L.ring, L.slot, bars, NS, gs);
+        }
+        if (j1.on && !a1.dyn) sv_produce<PH1>(a1, j1, sm + L.ring, L.slot, bars, NS, gs);
         if (j2.on) sv_produce<MOE_DEC_DOWN>(a2, j2, sm + L.ring, L.slot, bars, NS, gs);
         return;
     }
-    if (j1.on) sv_consume<F, PH1, NT, false>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
+    for (int u = u0; u < u1;) {
+        u = sv_dyn_job<PH1>(a1, u, u1, list1, list1 + MOE_SV_LIST, j1);
+        sv_consume<F, PH1, NT, false>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
+    }
+    if (j1.on && !a1.dyn) sv_consume<F, PH1, NT, false>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
     sv_grid_sync(gb);
     if (j2.on) sv_consume<F, MOE_DEC_DOWN, 1, false>(a2, j2, sm + L.act2, (float *)(sm + L.red2), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
 #endif
