@@ -829,7 +829,12 @@ static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t T, int64_t K, 
         moe_sv_args c = *a;
         c.NT = nts[i];
         c.qmma = TK >= sv_qmma_pairs() * E ? sv_qmma_min() : 0; /* sv_plan keeps it where the rows allow */
-        if (sv_plan(im, &c, sv_plan_cols(T, K, E, c.NT, by_groups))) {
+        int64_t cols = sv_plan_cols(T, K, E, c.NT, by_groups);
+        /* run-time split: R only bounds a job (its partial sums); a fifth more
+         * rows than the expected share, so that a forward touching more
+         * groups than expected still gives a block one job, not two */
+        if (a->dyn) cols = cols * 4 / 5 > 0 ? cols * 4 / 5 : 1;
+        if (sv_plan(im, &c, cols)) {
             *a = c;
             return 1;
         }
@@ -904,11 +909,12 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
      * GGUF single cooperative launch within one wave (T = 2-4: up to 1.3x) and
      * measured faster for dense rows too (qwen3 T = 2: 55 vs 69 us) */
     /* phase 1 split at run time (sv_route_dyn) where a block can route every
-     * pair itself (T K <= MOE_SV_LIST): the blocks of one wave share the rows
+     * pair itself (2 T K <= MOE_SV_LIST: the pairs and the groups fit the
+     * block's list): the blocks of one wave share the rows
      * of the groups the ids make, so the grid no longer depends on how many
      * experts a forward touches; planned (rows a job at most) for the
      * expected groups */
-    const int dyn = (im->sv_dyn >= 2 || (im->sv_dyn == 1 && Tn >= 2)) && TK <= MOE_SV_LIST && d->E < (1 << 19);
+    const int dyn = (im->sv_dyn >= 2 || (im->sv_dyn == 1 && Tn >= 2)) && 2 * TK <= MOE_SV_LIST && d->E < (1 << 19);
     const int by_groups = Tn > 4 || dyn;
     static int nt1_max = -1; /* MOE_SV_NT1: the most pairs a group of phase 1 (a measurement knob) */
     if (nt1_max < 0) {
@@ -916,7 +922,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         nt1_max = v && atoi(v) > 0 ? atoi(v) : 8;
     }
     const moe_sv_args a1s = a1;
-    a1.dyn = dyn; /* its second list (1 KB) counts in the plan's shared memory */
+    a1.dyn = dyn;
     if (!sv_plan_nt(im, &a1, Tn, d->K, d->E, nt_want < nt1_max ? nt_want : nt1_max, by_groups) ||
         (a1.dyn && (int64_t)a1.NS * a1.SRS * a1.pitch < 12 * d->E)) { /* the routing's scratch: 3 E ints in the ring */
         a1 = a1s;

@@ -402,7 +402,7 @@ static __host__ __device__ __forceinline__ int sv_act_bytes(const moe_sv_args *a
  * staged activations, the ring. */
 static __host__ __device__ __forceinline__ void sv_layout(const moe_sv_args *a, int *red_off, int *qscr_off,
                                                           int *act_off, int *ring_off, int *total) {
-    int o = 128 + 4 * MOE_SV_LIST * (a->dyn ? 2 : 1); /* dyn: the pairs by group, then the groups */
+    int o = 128 + 4 * MOE_SV_LIST;
     *red_off = o;
     o += (4 * sv_red_count(a) + 15) & ~15;
     *qscr_off = o;
@@ -423,7 +423,7 @@ typedef struct sv_fused_layout {
 } sv_fused_layout;
 static __host__ __device__ __forceinline__ sv_fused_layout sv_layout_fused(const moe_sv_args *a1, const moe_sv_args *a2) {
     sv_fused_layout L;
-    int o = 128 + 4 * MOE_SV_LIST * (a1->dyn ? 2 : 1);
+    int o = 128 + 4 * MOE_SV_LIST;
     L.list2 = o;
     o += 4 * MOE_SV_LIST;
     L.red1 = o;
@@ -488,25 +488,35 @@ static __device__ __forceinline__ sv_job sv_route1(const moe_sv_args &a, int p, 
     return j;
 }
 
-/* Phase 1 split at run time (a.dyn; T*K <= MOE_SV_LIST, every thread of the
- * block calls it): the block's own routing of all T*K pairs. Pair p's rank
- * among its expert's pairs comes from a shared-memory counter (arbitrary
- * order: which pairs share a group does not change any token's sums), the
- * experts' pair and group offsets from one scan over E, so that list holds
- * the pairs expert by expert and ginfo[g] the g-th group (experts in order,
- * up to NT pairs each): start in list (bits 0-7), pairs (8-11), expert (12+).
- * tmp: 3 E ints of scratch (the ring, before any copy into it). Returns the
- * number of groups. */
-static __device__ __forceinline__ int sv_route_dyn(const moe_sv_args &a, int *list, int *ginfo, int *tmp, int *s_tot) {
+/* Phase 1 split at run time (a.dyn; 2 T*K <= MOE_SV_LIST, every thread of
+ * the block calls it): the block's own routing of all T*K pairs into its
+ * list area, list[0, TK) the pairs expert by expert in pair order and
+ * list[TK + g] the g-th group (experts in order, up to NT pairs each): start
+ * in list (bits 0-7), pairs (8-11), expert (12+). A pair's rank among its
+ * expert's pairs: the lanes before it with the same id (match) plus the
+ * expert's pairs in earlier warps (one warp at a time adds its counts, a
+ * barrier each), so that the groups are the same in every run. tmp: 3 E
+ * ints of scratch (the ring, before any copy into it). Returns the number
+ * of groups. */
+static __device__ __forceinline__ int sv_route_dyn(const moe_sv_args &a, int *list, int *tmp, int *s_tot) {
     const int tid = threadIdx.x, nth = blockDim.x, E = a.E, TK = a.T * a.K, NT = a.NT;
     const int warp = tid >> 5, lane = tid & 31, nw = nth >> 5;
-    int *cnt = tmp, *base = tmp + E, *gbase = tmp + 2 * E;
+    int *cnt = tmp, *base = tmp + E, *gbase = tmp + 2 * E, *ginfo = list + TK;
     for (int e = tid; e < E; e += nth) cnt[e] = 0;
     __syncthreads();
-    const int e = tid < TK ? a.ids[tid] : -1; /* TK <= MOE_SV_LIST < blockDim.x: one pair a thread */
+    const int e = tid < TK ? a.ids[tid] : -1; /* 2 TK <= MOE_SV_LIST < blockDim.x: one pair a thread */
     const bool ok = (unsigned)e < (unsigned)E;
-    const int r = ok ? atomicAdd(&cnt[e], 1) : 0;
-    __syncthreads();
+    const unsigned m = __match_any_sync(0xffffffffu, ok ? e : -1);
+    const int leader = __ffs(m) - 1;
+    int bw = 0;
+    for (int w = 0; w < (TK + 31) >> 5; w++) {
+        if (warp == w && ok && lane == leader) {
+            bw = cnt[e];
+            cnt[e] = bw + __popc(m);
+        }
+        __syncthreads();
+    }
+    const int r = __shfl_sync(0xffffffffu, bw, leader) + __popc(m & ((1u << lane) - 1));
     /* exclusive scan of (pairs, groups) over the experts: thread t sums a chunk */
     const int ch = (E + nth - 1) / nth, e0 = min(E, tid * ch), e1 = min(E, e0 + ch);
     int sp = 0, sg = 0;
@@ -561,10 +571,30 @@ static __device__ __forceinline__ int sv_dyn_job(const moe_sv_args &a, int u, in
     return u + steps;
 }
 
-/* The block's steps [u0, u1) of a run-time split of G groups. */
+/* The block's steps [u0, u1) of a run-time split of G groups of nst =
+ * ceil(N / SRS) steps each, over gridDim.x blocks: the groups' steps cut
+ * evenly (at most S_c = ceil(U / blocks) a block, a block's range may cross
+ * into the next group: a second job, with its own activations and epilogue),
+ * or, where that costs at most one step more a block, floor(blocks / G)
+ * blocks a group, each S_a steps of one group (one job: no block pays for a
+ * second group's activations, the small-T case, where a block's few stages
+ * are a chain of latencies). */
 static __device__ __forceinline__ void sv_dyn_range(const moe_sv_args &a, int G, int &u0, int &u1) {
-    const int nst = (a.N + a.SRS - 1) / a.SRS;
-    const long long U = (long long)G * nst, b = blockIdx.x, nb = gridDim.x;
+    const int nst = (a.N + a.SRS - 1) / a.SRS, b = blockIdx.x, nb = gridDim.x;
+    const long long U = (long long)G * nst;
+    const int sc = (int)((U + nb - 1) / nb), bpg = G > 0 ? nb / G : 0;
+    if (bpg >= 1) {
+        const int sa = (nst + bpg - 1) / bpg;
+        if (sa <= sc + 1) {
+            const int g = b / bpg, i = b - g * bpg;
+            u0 = u1 = 0;
+            if (g < G && i * sa < nst) {
+                u0 = g * nst + i * sa;
+                u1 = g * nst + min(nst, (i + 1) * sa);
+            }
+            return;
+        }
+    }
     u0 = (int)(U * b / nb);
     u1 = (int)(U * (b + 1) / nb);
 }
@@ -954,7 +984,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
             for (int i = b * blockDim.x + threadIdx.x; i < a.ncnt; i += nb * blockDim.x) a.cnt[i] = 0;
         }
         if (dyn) {
-            const int G = sv_route_dyn(a, list, list + MOE_SV_LIST, (int *)(sm + ring_off), s_tot);
+            const int G = sv_route_dyn(a, list, (int *)(sm + ring_off), s_tot);
             sv_dyn_range(a, G, u0, u1);
             if (u0 >= u1) return;
             /* the ring held the routing's scratch: generic writes before the bulk copies into it */
@@ -973,7 +1003,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
     if (threadIdx.x >= 256) { /* the producer warp */
         if (dyn)
             for (int u = u0; u < u1;) {
-                u = sv_dyn_job<PH>(a, u, u1, list, list + MOE_SV_LIST, j);
+                u = sv_dyn_job<PH>(a, u, u1, list, list + a.T * a.K, j);
                 sv_produce<PH>(a, j, sm + ring_off, slot_bytes, bars, NS, gs);
             }
         else sv_produce<PH>(a, j, sm + ring_off, slot_bytes, bars, NS, gs);
@@ -982,7 +1012,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
     if (DOWN || DOWNE) dk_grid_wait(); /* h comes from phase 1 */
     if (dyn) {
         for (int u = u0; u < u1;) {
-            u = sv_dyn_job<PH>(a, u, u1, list, list + MOE_SV_LIST, j);
+            u = sv_dyn_job<PH>(a, u, u1, list, list + a.T * a.K, j);
             sv_consume<F, PH, NT, QM>(a, j, sm + act_off, (float *)(sm + red_off), sm + ring_off, slot_bytes, bars, NS, gs,
                                   s_tok, (float *)(sm + qscr_off));
         }
@@ -1011,7 +1041,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1,
     int u0 = 0, u1 = 0;
     sv_job j1;
     if (a1.dyn) { /* phase 1 split at run time over the whole grid */
-        const int G = sv_route_dyn(a1, list1, list1 + MOE_SV_LIST, (int *)(sm + L.ring), s_tot);
+        const int G = sv_route_dyn(a1, list1, (int *)(sm + L.ring), s_tot);
         sv_dyn_range(a1, G, u0, u1);
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         j1.on = 0;
@@ -1026,7 +1056,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1,
     int gs = 0;
     if (threadIdx.x >= 256) { /* the producer warp */
         for (int u = u0; u < u1;) {
-            u = sv_dyn_job<PH1>(a1, u, u1, list1, list1 + MOE_SV_LIST, j1);
+            u = sv_dyn_job<PH1>(a1, u, u1, list1, list1 + TK, j1);
             sv_produce<PH1>(a1, j1, sm + L.ring, L.slot, bars, NS, gs);
         }
         if (j1.on && !a1.dyn) sv_produce<PH1>(a1, j1, sm + L.ring, L.slot, bars, NS, gs);
@@ -1034,7 +1064,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1,
         return;
     }
     for (int u = u0; u < u1;) {
-        u = sv_dyn_job<PH1>(a1, u, u1, list1, list1 + MOE_SV_LIST, j1);
+        u = sv_dyn_job<PH1>(a1, u, u1, list1, list1 + TK, j1);
         sv_consume<F, PH1, NT, false>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
     }
     if (j1.on && !a1.dyn) sv_consume<F, PH1, NT, false>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);

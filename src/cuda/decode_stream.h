@@ -53,8 +53,8 @@ typedef struct moe_sv_args {
     int qmma;                 /* Q8_0/Q4_0/MXFP4 rows x 8 tokens on int8 tensor cores for passes of at least qmma tokens
                                * (0: never; sv_plan: needs NT 8, SRS >= 8) */
     int bps;                  /* blocks an SM the plan is for (host only: describe) */
-    int dyn;                  /* phase 1 split at run time (sv_route_dyn): gridDim.x blocks share the pair groups'
-                               * rows evenly, jobs of at most R rows; else one block per (group opener, row tile) */
+    int dyn;                  /* phase 1 split at run time (sv_route_dyn, 2 T K <= MOE_SV_LIST): gridDim.x blocks share
+                               * the pair groups' rows, jobs of at most R rows; else a block per (group opener, row tile) */
 } moe_sv_args;
 
 /* The formats the int8 tensor-core consumer (decode_stream.cuh sv_qmma_stage)
