@@ -149,7 +149,7 @@ static void bench_log(moe_log_level level, const char *msg, void *user) {
 }
 
 /* median forward time (us) of layer L at T with fresh routing; touched gets the experts used */
-static timing time_fwd(moe_layer *L, const preset &P, int64_t T, int reps, int64_t *touched) {
+static timing time_fwd1(moe_layer *L, const preset &P, int64_t T, int reps, int64_t *touched) {
     int64_t K = P.K, E = P.E, D = P.D;
     std::vector<int32_t> ids((size_t)(T * K));
     std::vector<float> w((size_t)(T * K));
@@ -206,6 +206,26 @@ static timing time_fwd(moe_layer *L, const preset &P, int64_t T, int reps, int64
     cudaFree(dx); cudaFree(dout); cudaFree(dids); cudaFree(dw); cudaFree(ws);
     cudaEventDestroy(a); cudaEventDestroy(b);
     return {ts[ts.size() / 2], ts[0]};
+}
+
+/* --routings N: the mean over N routings drawn one after the other (the same
+ * draws for every layer timed after the same srand) of the median forward
+ * time; touched gets the mean experts used, rounded. One routing is one
+ * sample of how many experts a forward touches, which decides how well a
+ * launch's blocks fill the GPU. */
+static int g_routings = 1;
+static timing time_fwd(moe_layer *L, const preset &P, int64_t T, int reps, int64_t *touched) {
+    timing sum = {0.0, 0.0};
+    int64_t tsum = 0;
+    for (int r = 0; r < g_routings; r++) {
+        int64_t t1 = 0;
+        const timing t = time_fwd1(L, P, T, reps, &t1);
+        sum.med += t.med / g_routings;
+        sum.mn += t.mn / g_routings;
+        tsum += t1;
+    }
+    *touched = (tsum + g_routings / 2) / g_routings;
+    return sum;
 }
 
 struct layer_set {
@@ -290,6 +310,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-kdec")) no_kdec = 1;
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) only_T = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--routings") && i + 1 < argc) g_routings = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
         else if (!strcmp(argv[i], "--probe")) g_probe = 1;
         else if (!strcmp(argv[i], "--prefill")) prefill = 1;
         else if (!strcmp(argv[i], "--prefill-tokens") && i + 1 < argc) prefill_tokens = argv[++i];

@@ -830,10 +830,10 @@ static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t T, int64_t K, 
         c.NT = nts[i];
         c.qmma = TK >= sv_qmma_pairs() * E ? sv_qmma_min() : 0; /* sv_plan keeps it where the rows allow */
         int64_t cols = sv_plan_cols(T, K, E, c.NT, by_groups);
-        /* run-time split: R only bounds a job (its partial sums); a fifth more
-         * rows than the expected share, so that a forward touching more
+        /* run-time split: R only bounds a job (its partial sums); a quarter
+         * more rows than the expected share, so that a forward touching more
          * groups than expected still gives a block one job, not two */
-        if (a->dyn) cols = cols * 4 / 5 > 0 ? cols * 4 / 5 : 1;
+        if (a->dyn) cols += cols / 4;
         if (sv_plan(im, &c, cols)) {
             *a = c;
             return 1;
@@ -922,7 +922,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         nt1_max = v && atoi(v) > 0 ? atoi(v) : 8;
     }
     const moe_sv_args a1s = a1;
-    a1.dyn = dyn;
+    a1.dyn = dyn ? (getenv("MOE_SV_DYNORD") ? 2 : 1) : 0;
     if (!sv_plan_nt(im, &a1, Tn, d->K, d->E, nt_want < nt1_max ? nt_want : nt1_max, by_groups) ||
         (a1.dyn && (int64_t)a1.NS * a1.SRS * a1.pitch < 12 * d->E)) { /* the routing's scratch: 3 E ints in the ring */
         a1 = a1s;

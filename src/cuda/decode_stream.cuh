@@ -586,9 +586,10 @@ static __device__ __forceinline__ void sv_dyn_range(const moe_sv_args &a, int G,
     if (bpg >= 1) {
         const int sa = (nst + bpg - 1) / bpg;
         if (sa <= sc + 1) {
-            const int g = b / bpg, i = b - g * bpg;
+            /* dyn 2: consecutive blocks in different groups (tile-major, as the planned grid) */
+            const int g = a.dyn == 2 ? b % G : b / bpg, i = a.dyn == 2 ? b / G : b - g * bpg;
             u0 = u1 = 0;
-            if (g < G && i * sa < nst) {
+            if (g < G && i < bpg && i * sa < nst) {
                 u0 = g * nst + i * sa;
                 u1 = g * nst + min(nst, (i + 1) * sa);
             }
