@@ -164,7 +164,7 @@ typedef struct dec_impl {
     int sv_smem_block, sv_smem_sm; /* dynamic shared memory one block may take; per SM */
     int sv_fused;                /* both phases in one cooperative launch where the grid fits (MOE_DECODE_FUSED) */
     int sv_downe;                /* MOE_SV_DOWNE: 1 expert-major down at every T, 0 token-major, -1 by T */
-    int sv_dyn;                  /* MOE_SV_DYN: phase 1 split at run time, 0 never, 1 from T = 2 (default), 2 always */
+    int sv_dyn;                  /* MOE_SV_DYN: phase 1 split at run time: 1 at T = 3..8 (dense 2..8; default), 0 never, 2 always */
     int sv_plan;                 /* MOE_SV_PLAN: grids by 1 expected pair groups, 0 min(T*K, E), -1 by T */
     unsigned *sv_gbar;           /* its grid-barrier counters (device, zeroed) */
     int sv_fused_logged;         /* the first fall-back to two launches was logged */
@@ -829,12 +829,7 @@ static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t T, int64_t K, 
         moe_sv_args c = *a;
         c.NT = nts[i];
         c.qmma = TK >= sv_qmma_pairs() * E ? sv_qmma_min() : 0; /* sv_plan keeps it where the rows allow */
-        int64_t cols = sv_plan_cols(T, K, E, c.NT, by_groups);
-        /* run-time split: R only bounds a job (its partial sums); a quarter
-         * more rows than the expected share, so that a forward touching more
-         * groups than expected still gives a block one job, not two */
-        if (a->dyn) cols += cols / 4;
-        if (sv_plan(im, &c, cols)) {
+        if (sv_plan(im, &c, sv_plan_cols(T, K, E, c.NT, by_groups))) {
             *a = c;
             return 1;
         }
@@ -908,27 +903,29 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
      * faster than min(T*K, E) columns); at T <= 4 min(T*K, E), which keeps the
      * GGUF single cooperative launch within one wave (T = 2-4: up to 1.3x) and
      * measured faster for dense rows too (qwen3 T = 2: 55 vs 69 us) */
-    /* phase 1 split at run time (sv_route_dyn) where a block can route every
-     * pair itself (2 T K <= MOE_SV_LIST: the pairs and the groups fit the
-     * block's list): the blocks of one wave share the rows
-     * of the groups the ids make, so the grid no longer depends on how many
-     * experts a forward touches; planned (rows a job at most) for the
-     * expected groups */
-    const int dyn = (im->sv_dyn >= 2 || (im->sv_dyn == 1 && Tn >= 2)) && 2 * TK <= MOE_SV_LIST && d->E < (1 << 19);
-    const int by_groups = Tn > 4 || dyn;
     static int nt1_max = -1; /* MOE_SV_NT1: the most pairs a group of phase 1 (a measurement knob) */
     if (nt1_max < 0) {
         const char *v = getenv("MOE_SV_NT1");
         nt1_max = v && atoi(v) > 0 ? atoi(v) : 8;
     }
-    const moe_sv_args a1s = a1;
-    a1.dyn = dyn ? (getenv("MOE_SV_DYNORD") ? 2 : 1) : 0;
-    if (!sv_plan_nt(im, &a1, Tn, d->K, d->E, nt_want < nt1_max ? nt_want : nt1_max, by_groups) ||
-        (a1.dyn && (int64_t)a1.NS * a1.SRS * a1.pitch < 12 * d->E)) { /* the routing's scratch: 3 E ints in the ring */
-        a1 = a1s;
-        if (!sv_plan_nt(im, &a1, Tn, d->K, d->E, nt_want < nt1_max ? nt_want : nt1_max, Tn > 4))
-            return cudaErrorInvalidConfiguration;
-    }
+    if (!sv_plan_nt(im, &a1, Tn, d->K, d->E, nt_want < nt1_max ? nt_want : nt1_max, Tn > 4))
+        return cudaErrorInvalidConfiguration;
+    /* Phase 1 split at run time (sv_route_dyn): every block routes all pairs
+     * itself (2 T K <= MOE_SV_LIST: the pairs and the groups fit its list)
+     * and the blocks of one wave share the rows of the groups the ids make,
+     * so that the grid no longer depends on how many experts a forward
+     * touches; the planned R bounds a job. Measured on an H200 over 6
+     * routings a point (bench/decode/s11): 2-26% faster at T = 3-8 on
+     * mixtral, gpt-oss-20b and deepseek-v3 (dense from T = 2: gpt-oss-20b 10%,
+     * qwen3 T = 3-4 6-7%), but a few % slower where the planned grid fits
+     * anyway (GGUF T = 2, qwen3 GGUF T = 2 up to 13%) and at T = 16, where the
+     * planned grid is several waves of capped R (mixtral, deepseek-v3 3-9%):
+     * by default T = 3..8, and T = 2 for dense rows. MOE_SV_DYN = 0 never, 2
+     * at every T. */
+    const int win = Tn >= (a1.dense ? 2 : 3) && Tn <= 8;
+    if ((im->sv_dyn >= 2 || (im->sv_dyn == 1 && win)) && 2 * TK <= MOE_SV_LIST && d->E < (1 << 19) &&
+        (int64_t)a1.NS * a1.SRS * a1.pitch >= 12 * d->E) /* the routing's scratch: 3 E ints in the ring */
+        a1.dyn = getenv("MOE_SV_DYNORD") ? 2 : 1;
     if (emaj) {
         /* MOE_SV_NT2: the most pairs a group of the expert-major down launch
          * (a measurement knob; default nt_want as phase 1) */
@@ -958,8 +955,8 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     }
     if (im->sv_fused && cap == cudaStreamCaptureStatusNone && !emaj && a1.NT <= 4) {
         /* one launch: a block per phase 1 item and per phase 2 item, all resident */
-        const int64_t n1 = a1.dyn ? (int64_t)im->sm_count * a1.bps : TK * moe__cdiv(a1.N, a1.R),
-                      n2 = Tn * moe__cdiv(a2.N, a2.R);
+        /* the planned grid (a run-time split takes whatever grid it gets) */
+        const int64_t n1 = TK * moe__cdiv(a1.N, a1.R), n2 = Tn * moe__cdiv(a2.N, a2.R);
         const int64_t grid = n1 > n2 ? n1 : n2;
         moe_sv_args f1 = a1, f2 = a2;
         f1.NS = f2.NS = 0;
