@@ -788,7 +788,14 @@ static int64_t sv_plan_cols(int64_t T, int64_t K, int64_t E, int NT, int by_grou
         ksd = v && *v ? atof(v) : MOE_SV_PLAN_SD;
         if (ksd < -1.5) ksd = -1.0;
     }
-    return moe__sv_plan_cols(T, K, E, NT, by_groups, ksd);
+    /* MOE_SV_PLAN_MODEL=0 (a measurement knob): the model before session 11,
+     * T K draws of one expert each (n_e ~ Binomial(T K, 1 / E)) */
+    static int model = -1;
+    if (model < 0) {
+        const char *v = getenv("MOE_SV_PLAN_MODEL");
+        model = v && *v == '0' ? 0 : 1;
+    }
+    return model ? moe__sv_plan_cols(T, K, E, NT, by_groups, ksd) : moe__sv_plan_cols(T * K, 1, E, NT, by_groups, ksd);
 }
 
 /* The int8 tensor-core consumer (sv_qmma_stage) for passes of at least this
