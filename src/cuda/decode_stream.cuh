@@ -586,17 +586,9 @@ static __device__ __forceinline__ void sv_dyn_range(const moe_sv_args &a, int G,
     if (bpg >= 1) {
         const int sa = (nst + bpg - 1) / bpg;
         if (sa <= sc + 1) {
-            /* the G bpg working blocks spread evenly over the grid's indices, the
-             * idle ones between them (the planned grid has its blocks without
-             * work spread the same way; idle blocks bunched at the end of the
-             * grid leave whole GPCs fully loaded while others idle: qwen3 Q8_0
-             * T = 8, bench/decode/s11 run 16). dyn 2: consecutive working
-             * blocks in different groups (tile-major, as the planned grid) */
-            const int used = G * bpg;
-            const int w = (int)((long long)b * used / nb), wnext = (int)((long long)(b + 1) * used / nb);
+            /* dyn 2: consecutive blocks in different groups (tile-major, as the planned grid) */
+            const int g = a.dyn == 2 ? b % G : b / bpg, i = a.dyn == 2 ? b / G : b - g * bpg;
             u0 = u1 = 0;
-            if (wnext == w) return; /* idle */
-            const int g = a.dyn == 2 ? w % G : w / bpg, i = a.dyn == 2 ? w / G : w - g * bpg;
             if (g < G && i < bpg && i * sa < nst) {
                 u0 = g * nst + i * sa;
                 u1 = g * nst + min(nst, (i + 1) * sa);
