@@ -907,9 +907,12 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
      * that which fits in shared memory. */
     const int nt_want = Tn == 1 ? 1 : TK > 2 * d->E ? 8 : 4;
     /* grids sized by the expected pair groups from T = 5 (GGUF T = 8-16: 1.1-1.5x
-     * faster than min(T*K, E) columns); at T <= 4 min(T*K, E), which keeps the
-     * GGUF single cooperative launch within one wave (T = 2-4: up to 1.3x) and
-     * measured faster for dense rows too (qwen3 T = 2: 55 vs 69 us) */
+     * faster than min(T*K, E) columns); at T <= 4 the distinct experts' mean
+     * plus half a standard deviation, at most min(T*K, E), which keeps the GGUF
+     * single cooperative launch within one wave (T = 2-4: up to 1.3x) and
+     * measured faster for dense rows too (qwen3 T = 2: 55 vs 69 us); session
+     * 11 added the half deviation (min(T*K, E) before: mixtral / gpt-oss
+     * T = 3-4 5-18% slower) and the router model (decode.h moe__sv_plan_cols) */
     static int nt1_max = -1; /* MOE_SV_NT1: the most pairs a group of phase 1 (a measurement knob) */
     if (nt1_max < 0) {
         const char *v = getenv("MOE_SV_NT1");
@@ -1343,8 +1346,8 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                          "; %s plan: %s%d rows a %s, %d a stage%s, ring of %d stages of %d B, %d block%s an SM",
                          i ? "down" : "gate/up",
                          q->phase == MOE_DEC_DOWN ? "per token, "
-                         : q->dyn ? "the groups' rows split at run time over one wave of blocks, " : "",
-                         q->R, q->dyn ? "job at most" : "block", q->SRS,
+                         : q->dyn == 1 || q->dyn == 2 ? "the groups' rows split at run time over one wave of blocks, " : "",
+                         q->R, q->dyn == 1 || q->dyn == 2 ? "job at most" : "block", q->SRS,
                          q->NC > 1 ? " (in column chunks)" : "", q->NS, q->SRS * q->pitch, q->bps,
                          q->bps == 1 ? "" : "s");
                 if (i && q->phase == MOE_SV_DOWN_E)
