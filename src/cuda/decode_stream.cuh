@@ -546,11 +546,11 @@ static __device__ __forceinline__ int sv_route_dyn(const moe_sv_args &a, int *li
     return G;
 }
 
-/* Job i of this block's share of a run-time split (a.dyn): the G groups'
- * rows in stage steps of SRS rows, U = G x ceil(N / SRS) steps cut evenly
- * over gridDim.x blocks, a job at most R rows of one group. Called with the
- * step u where the job starts (the block's first step for its first job);
- * sets j and returns the step after it. */
+/* One job of this block's share [u, u1) of a run-time split (a.dyn): the
+ * groups' rows in stage steps of SRS rows (group g's steps are g nst ..
+ * g nst + nst - 1), a job at most R rows of one group. Called with the step
+ * u where the job starts (u0 for the block's first job); sets j and returns
+ * the step after it. */
 template <int PH>
 static __device__ __forceinline__ int sv_dyn_job(const moe_sv_args &a, int u, int u1, const int *list, const int *ginfo,
                                                  sv_job &j) {
