@@ -935,7 +935,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     const int win = Tn >= (a1.dense ? 2 : 3) && Tn <= 8;
     if ((im->sv_dyn >= 2 || (im->sv_dyn == 1 && win)) && 2 * TK <= MOE_SV_LIST && d->E < (1 << 19) &&
         (int64_t)a1.NS * a1.SRS * a1.pitch >= 12 * d->E) /* the routing's scratch: 3 E ints in the ring */
-        a1.dyn = getenv("MOE_SV_DYNROUTE") ? 3 : getenv("MOE_SV_DYNORD") ? 2 : 1; /* 2, 3: measurement knobs */
+        a1.dyn = getenv("MOE_SV_DYNORD") ? 2 : 1;
     if (emaj) {
         /* MOE_SV_NT2: the most pairs a group of the expert-major down launch
          * (a measurement knob; default nt_want as phase 1) */
@@ -993,8 +993,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
                      cudaGetErrorString(e));
         }
     }
-    const int split = a1.dyn == 1 || a1.dyn == 2;
-    dim3 g1(split ? (unsigned)(im->sm_count * a1.bps) : (unsigned)TK, split ? 1u : (unsigned)moe__cdiv(a1.N, a1.R)), g2((unsigned)(emaj ? TK : Tn), (unsigned)moe__cdiv(a2.N, a2.R));
+    dim3 g1(a1.dyn ? (unsigned)(im->sm_count * a1.bps) : (unsigned)TK, a1.dyn ? 1u : (unsigned)moe__cdiv(a1.N, a1.R)), g2((unsigned)(emaj ? TK : Tn), (unsigned)moe__cdiv(a2.N, a2.R));
     cudaError_t e = moe__sv_launch(im->fmt1, &a1, g1, s);
     if (e == cudaSuccess) e = moe__sv_launch(im->fmt2, &a2, g2, s);
     return e;
@@ -1346,8 +1345,8 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                          "; %s plan: %s%d rows a %s, %d a stage%s, ring of %d stages of %d B, %d block%s an SM",
                          i ? "down" : "gate/up",
                          q->phase == MOE_DEC_DOWN ? "per token, "
-                         : q->dyn == 1 || q->dyn == 2 ? "the groups' rows split at run time over one wave of blocks, " : "",
-                         q->R, q->dyn == 1 || q->dyn == 2 ? "job at most" : "block", q->SRS,
+                         : q->dyn ? "the groups' rows split at run time over one wave of blocks, " : "",
+                         q->R, q->dyn ? "job at most" : "block", q->SRS,
                          q->NC > 1 ? " (in column chunks)" : "", q->NS, q->SRS * q->pitch, q->bps,
                          q->bps == 1 ? "" : "s");
                 if (i && q->phase == MOE_SV_DOWN_E)

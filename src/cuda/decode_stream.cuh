@@ -961,7 +961,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
     uint64_t *bars = (uint64_t *)sm; /* full [0, NS), empty [NS, 2 NS) */
     int *list = (int *)(sm + 128);
     const int NS = a.NS, slot_bytes = a.SRS * a.pitch;
-    const bool dyn = !DOWN && !DOWNE && (a.dyn == 1 || a.dyn == 2); /* 3: the routing's cost only (measurement) */
+    const bool dyn = !DOWN && !DOWNE && a.dyn;
     int u0 = 0, u1 = 0;
     sv_job j;
     if (DOWNE) { /* expert-major down: routed as phase 1; h waited for below */
@@ -991,10 +991,6 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
             /* the ring held the routing's scratch: generic writes before the bulk copies into it */
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         } else {
-            if (a.dyn == 3) { /* MOE_SV_DYNROUTE: route as the split does, then work as planned */
-                (void)sv_route_dyn(a, list, (int *)(sm + ring_off), s_tot);
-                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-            }
             j = sv_route1(a, blockIdx.x, blockIdx.y, list, &s_n);
             if (!j.on) return;
         }
@@ -1045,7 +1041,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1,
     const int n1 = TK * ((a1.N + a1.R - 1) / a1.R), n2 = a2.T * ((a2.N + a2.R - 1) / a2.R);
     int u0 = 0, u1 = 0;
     sv_job j1;
-    if (a1.dyn == 1 || a1.dyn == 2) { /* phase 1 split at run time over the whole grid */
+    if (a1.dyn) { /* phase 1 split at run time over the whole grid */
         const int G = sv_route_dyn(a1, list1, (int *)(sm + L.ring), s_tot);
         sv_dyn_range(a1, G, u0, u1);
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -1056,7 +1052,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1,
     sv_job j2 = sv_route2(a2, b < n2 ? b % a2.T : a2.T, b / a2.T, (int *)(sm + L.list2), &s_n2);
     sv_init_bars(bars, NS);
     __syncthreads();
-    if (!(a1.dyn == 1 || a1.dyn == 2)) sv_job_finish<PH1, NT>(a1, j1, s_n1);
+    if (!a1.dyn) sv_job_finish<PH1, NT>(a1, j1, s_n1);
     sv_job_finish<MOE_DEC_DOWN, 1>(a2, j2, s_n2);
     int gs = 0;
     if (threadIdx.x >= 256) { /* the producer warp */
@@ -1064,7 +1060,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1,
             u = sv_dyn_job<PH1>(a1, u, u1, list1, list1 + TK, j1);
             sv_produce<PH1>(a1, j1, sm + L.ring, L.slot, bars, NS, gs);
         }
-        if (j1.on && !(a1.dyn == 1 || a1.dyn == 2)) sv_produce<PH1>(a1, j1, sm + L.ring, L.slot, bars, NS, gs);
+        if (j1.on && !a1.dyn) sv_produce<PH1>(a1, j1, sm + L.ring, L.slot, bars, NS, gs);
         if (j2.on) sv_produce<MOE_DEC_DOWN>(a2, j2, sm + L.ring, L.slot, bars, NS, gs);
         return;
     }
@@ -1072,7 +1068,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1,
         u = sv_dyn_job<PH1>(a1, u, u1, list1, list1 + TK, j1);
         sv_consume<F, PH1, NT, false>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
     }
-    if (j1.on && !(a1.dyn == 1 || a1.dyn == 2)) sv_consume<F, PH1, NT, false>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
+    if (j1.on && !a1.dyn) sv_consume<F, PH1, NT, false>(a1, j1, sm + L.act1, (float *)(sm + L.red1), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
     sv_grid_sync(gb);
     if (j2.on) sv_consume<F, MOE_DEC_DOWN, 1, false>(a2, j2, sm + L.act2, (float *)(sm + L.red2), sm + L.ring, L.slot, bars, NS, gs, NULL, NULL);
 #endif
