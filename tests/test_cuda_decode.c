@@ -97,6 +97,42 @@ TEST(decode_stream_plan_cols) {
     }
 }
 
+/* The run-time split's partition (decode.h moe__sv_split_range, host
+ * arithmetic): over G groups of nst stage steps and nb blocks, in both block
+ * orders, every step goes to exactly one block; no block gets more than one
+ * step beyond an even share; where a block's range stays inside one group
+ * (the aligned mode) it is because that costs at most that one step. */
+TEST(decode_stream_split_range) {
+    static const int nsts[] = {1, 2, 3, 5, 24, 48, 96, 512, 1792};
+    static const int nbs[] = {132, 264};
+    static int owner[200 * 1792];
+    for (int G = 0; G <= 200; G += G < 40 ? 1 : 37)
+        for (size_t si = 0; si < sizeof nsts / sizeof nsts[0]; si++)
+            for (size_t bi = 0; bi < 2; bi++)
+                for (int tm = 0; tm < 2; tm++) {
+                    const int nst = nsts[si], nb = nbs[bi], U = G * nst, sc = (U + nb - 1) / nb;
+                    for (int u = 0; u < U; u++) owner[u] = -1;
+                    for (int b = 0; b < nb; b++) {
+                        int u0, u1;
+                        moe__sv_split_range(G, nst, b, nb, tm, &u0, &u1);
+                        if (u1 <= u0) continue;
+                        CHECK_MSG(u0 >= 0 && u1 <= U && u1 - u0 <= sc + 1,
+                                  "G %d nst %d nb %d: block %d gets [%d, %d) of %d steps (even share %d)", G, nst, nb, b,
+                                  u0, u1, U, sc);
+                        for (int u = u0; u < u1 && !moe_test_failed(); u++) {
+                            CHECK_MSG(owner[u] < 0, "G %d nst %d nb %d order %d: step %d to blocks %d and %d", G, nst,
+                                      nb, tm, u, owner[u], b);
+                            owner[u] = b;
+                        }
+                        if (moe_test_failed()) return;
+                    }
+                    for (int u = 0; u < U; u++)
+                        CHECK_MSG(owner[u] >= 0, "G %d nst %d nb %d order %d: step %d of %d to no block", G, nst, nb, tm,
+                                  u, U);
+                    if (moe_test_failed()) return;
+                }
+}
+
 static moe_ctx *cuda_ctx(void) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {

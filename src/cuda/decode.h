@@ -176,6 +176,42 @@ static inline int64_t moe__sv_plan_cols(int64_t T, int64_t K, int64_t E, int NT,
     return g < 1 ? 1 : g;
 }
 
+#if defined(__CUDACC__)
+#define MOE__SV_HD static __host__ __device__ __forceinline__
+#else
+#define MOE__SV_HD static inline
+#endif
+
+/* The run-time split of phase 1 (decode_stream.cuh sv_route_dyn): block b of
+ * nb gets the stage steps [u0, u1) of G groups of nst steps each (group g's
+ * steps are g nst .. g nst + nst - 1). Either floor(nb / G) blocks a group,
+ * each S_a = ceil(nst / that) steps of one group (one job, no second group's
+ * activations and epilogue: small T, where a block's few stages are a chain
+ * of latencies), where that costs at most one step more than S_c =
+ * ceil(G nst / nb); else the steps cut evenly, a range possibly crossing
+ * into the next group. tile_major (MOE_SV_DYNORD, a measurement knob): the
+ * groups' blocks interleaved as in the planned grid. Blocks past the work
+ * get an empty range. Host and device (tests/test_cuda_decode.c checks that
+ * every step goes to exactly one block). */
+MOE__SV_HD void moe__sv_split_range(int G, int nst, int b, int nb, int tile_major, int *u0, int *u1) {
+    const long long U = (long long)G * nst;
+    const int sc = (int)((U + nb - 1) / nb), bpg = G > 0 ? nb / G : 0;
+    if (bpg >= 1) {
+        const int sa = (nst + bpg - 1) / bpg;
+        if (sa <= sc + 1) {
+            const int g = tile_major ? b % G : b / bpg, i = tile_major ? b / G : b - g * bpg;
+            *u0 = *u1 = 0;
+            if (g < G && i < bpg && i * sa < nst) {
+                *u0 = g * nst + i * sa;
+                *u1 = g * nst + (nst < (i + 1) * sa ? nst : (i + 1) * sa);
+            }
+            return;
+        }
+    }
+    *u0 = (int)(U * b / nb);
+    *u1 = (int)(U * (b + 1) / nb);
+}
+
 /* Columns per chunk (CW) and the smallest alignment in bytes its loads need. */
 static inline int moe__dec_chunk_cols(int fmt) { return fmt <= MOE_DF_F16 ? 64 : 256; }
 static inline int moe__dec_align(int fmt) {

@@ -571,33 +571,10 @@ static __device__ __forceinline__ int sv_dyn_job(const moe_sv_args &a, int u, in
     return u + steps;
 }
 
-/* The block's steps [u0, u1) of a run-time split of G groups of nst =
- * ceil(N / SRS) steps each, over gridDim.x blocks: the groups' steps cut
- * evenly (at most S_c = ceil(U / blocks) a block, a block's range may cross
- * into the next group: a second job, with its own activations and epilogue),
- * or, where that costs at most one step more a block, floor(blocks / G)
- * blocks a group, each S_a steps of one group (one job: no block pays for a
- * second group's activations, the small-T case, where a block's few stages
- * are a chain of latencies). */
+/* The block's steps [u0, u1) of a run-time split of G groups (decode.h
+ * moe__sv_split_range). */
 static __device__ __forceinline__ void sv_dyn_range(const moe_sv_args &a, int G, int &u0, int &u1) {
-    const int nst = (a.N + a.SRS - 1) / a.SRS, b = blockIdx.x, nb = gridDim.x;
-    const long long U = (long long)G * nst;
-    const int sc = (int)((U + nb - 1) / nb), bpg = G > 0 ? nb / G : 0;
-    if (bpg >= 1) {
-        const int sa = (nst + bpg - 1) / bpg;
-        if (sa <= sc + 1) {
-            /* dyn 2: consecutive blocks in different groups (tile-major, as the planned grid) */
-            const int g = a.dyn == 2 ? b % G : b / bpg, i = a.dyn == 2 ? b / G : b - g * bpg;
-            u0 = u1 = 0;
-            if (g < G && i < bpg && i * sa < nst) {
-                u0 = g * nst + i * sa;
-                u1 = g * nst + min(nst, (i + 1) * sa);
-            }
-            return;
-        }
-    }
-    u0 = (int)(U * b / nb);
-    u1 = (int)(U * (b + 1) / nb);
+    moe__sv_split_range(G, (a.N + a.SRS - 1) / a.SRS, blockIdx.x, gridDim.x, a.dyn == 2, &u0, &u1);
 }
 
 /* Phase 2 routing of token t (warp 0 writes the list): the valid slots in order. */
