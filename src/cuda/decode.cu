@@ -165,6 +165,12 @@ typedef struct dec_impl {
     int sv_fused;                /* both phases in one cooperative launch where the grid fits (MOE_DECODE_FUSED) */
     int sv_downe;                /* MOE_SV_DOWNE: 1 expert-major down at every T, 0 token-major, -1 by T */
     int sv_dyn;                  /* MOE_SV_DYN: phase 1 split at run time: 1 at T = 3..8 (dense 2..8; default), 0 never, 2 always */
+    /* measurement knobs of the planner, read once at init (README): */
+    int sv_dynord;               /* MOE_SV_DYNORD: the split's blocks in tile-major order */
+    int sv_nt1, sv_nt2;          /* MOE_SV_NT1 / NT2: most pairs a group of the gate/up and the expert-major down launch */
+    int sv_qmma_pairs;           /* MOE_SV_QMMA_PAIRS: pairs an expert the launch averages for the int8 consumer */
+    int sv_plan_model;           /* MOE_SV_PLAN_MODEL=0: the routing model before session 11 */
+    double sv_plan_sd;           /* MOE_SV_PLAN_SD: standard deviations added to the plan at T <= 4 */
     int sv_plan;                 /* MOE_SV_PLAN: grids by 1 expected pair groups, 0 min(T*K, E), -1 by T */
     unsigned *sv_gbar;           /* its grid-barrier counters (device, zeroed) */
     int sv_fused_logged;         /* the first fall-back to two launches was logged */
@@ -778,24 +784,12 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     return 0;
 }
 
-/* Expert columns of one launch's plan (decode.h moe__sv_plan_cols);
- * MOE_SV_PLAN_SD = k overrides the standard deviations added at T <= 4
- * (a measurement knob; negative: min(T K, E)). */
-static int64_t sv_plan_cols(int64_t T, int64_t K, int64_t E, int NT, int by_groups) {
-    static double ksd = -2.0;
-    if (ksd < -1.5) {
-        const char *v = getenv("MOE_SV_PLAN_SD");
-        ksd = v && *v ? atof(v) : MOE_SV_PLAN_SD;
-        if (ksd < -1.5) ksd = -1.0;
-    }
-    /* MOE_SV_PLAN_MODEL=0 (a measurement knob): the model before session 11,
-     * T K draws of one expert each (n_e ~ Binomial(T K, 1 / E)) */
-    static int model = -1;
-    if (model < 0) {
-        const char *v = getenv("MOE_SV_PLAN_MODEL");
-        model = v && *v == '0' ? 0 : 1;
-    }
-    return model ? moe__sv_plan_cols(T, K, E, NT, by_groups, ksd) : moe__sv_plan_cols(T * K, 1, E, NT, by_groups, ksd);
+/* Expert columns of one launch's plan (decode.h moe__sv_plan_cols), with
+ * the layer's planning knobs (MOE_SV_PLAN_SD; MOE_SV_PLAN_MODEL=0: T K
+ * draws of one expert each, n_e ~ Binomial(T K, 1 / E), as before session 11). */
+static int64_t sv_plan_cols(const dec_impl *im, int64_t T, int64_t K, int64_t E, int NT, int by_groups) {
+    return im->sv_plan_model ? moe__sv_plan_cols(T, K, E, NT, by_groups, im->sv_plan_sd)
+                             : moe__sv_plan_cols(T * K, 1, E, NT, by_groups, im->sv_plan_sd);
 }
 
 /* The int8 tensor-core consumer (sv_qmma_stage) for passes of at least this
@@ -816,17 +810,6 @@ static int sv_qmma_min(void) {
     return v;
 }
 
-/* Pairs an expert the launch must average for the int8 consumer (6;
- * MOE_SV_QMMA_PAIRS, a measurement knob). */
-static int sv_qmma_pairs(void) {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("MOE_SV_QMMA_PAIRS");
-        v = e && atoi(e) > 0 ? atoi(e) : 6;
-    }
-    return v;
-}
-
 static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t T, int64_t K, int64_t E, int nt_want, int by_groups) {
     const int64_t TK = T * K;
     static const int nts[3] = {8, 4, 1};
@@ -835,8 +818,8 @@ static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t T, int64_t K, 
         if (nts[i] > nt_want) continue;
         moe_sv_args c = *a;
         c.NT = nts[i];
-        c.qmma = TK >= sv_qmma_pairs() * E ? sv_qmma_min() : 0; /* sv_plan keeps it where the rows allow */
-        if (sv_plan(im, &c, sv_plan_cols(T, K, E, c.NT, by_groups))) {
+        c.qmma = TK >= im->sv_qmma_pairs * E ? sv_qmma_min() : 0; /* sv_plan keeps it where the rows allow */
+        if (sv_plan(im, &c, sv_plan_cols(im, T, K, E, c.NT, by_groups))) {
             *a = c;
             return 1;
         }
@@ -913,12 +896,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
      * measured faster for dense rows too (qwen3 T = 2: 55 vs 69 us); session
      * 11 added the half deviation (min(T*K, E) before: mixtral / gpt-oss
      * T = 3-4 5-18% slower) and the router model (decode.h moe__sv_plan_cols) */
-    static int nt1_max = -1; /* MOE_SV_NT1: the most pairs a group of phase 1 (a measurement knob) */
-    if (nt1_max < 0) {
-        const char *v = getenv("MOE_SV_NT1");
-        nt1_max = v && atoi(v) > 0 ? atoi(v) : 8;
-    }
-    if (!sv_plan_nt(im, &a1, Tn, d->K, d->E, nt_want < nt1_max ? nt_want : nt1_max, Tn > 4))
+    if (!sv_plan_nt(im, &a1, Tn, d->K, d->E, nt_want < im->sv_nt1 ? nt_want : im->sv_nt1, Tn > 4))
         return cudaErrorInvalidConfiguration;
     /* Phase 1 split at run time (sv_route_dyn): every block routes all pairs
      * itself (2 T K <= MOE_SV_LIST: the pairs and the groups fit its list)
@@ -934,17 +912,11 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
      * at every T. */
     const int win = Tn >= (a1.dense ? 2 : 3) && Tn <= 8;
     if ((im->sv_dyn >= 2 || (im->sv_dyn == 1 && win)) && 2 * TK <= MOE_SV_LIST && d->E < (1 << 19) &&
-        (int64_t)a1.NS * a1.SRS * a1.pitch >= 12 * d->E) /* the routing's scratch: 3 E ints in the ring */
-        a1.dyn = getenv("MOE_SV_DYNORD") ? 2 : 1;
+        (int64_t)a1.NS * a1.SRS * a1.pitch >= MOE_SV_ROUTE_SCRATCH(d->E)) /* in the ring */
+        a1.dyn = im->sv_dynord ? 2 : 1;
     if (emaj) {
-        /* MOE_SV_NT2: the most pairs a group of the expert-major down launch
-         * (a measurement knob; default nt_want as phase 1) */
-        static int nt2_max = -1;
-        if (nt2_max < 0) {
-            const char *v = getenv("MOE_SV_NT2");
-            nt2_max = v && atoi(v) > 0 ? atoi(v) : 8;
-        }
-        if (!sv_plan_nt(im, &a2, Tn, d->K, d->E, nt_want < nt2_max ? nt_want : nt2_max, 1)) return cudaErrorInvalidConfiguration;
+        if (!sv_plan_nt(im, &a2, Tn, d->K, d->E, nt_want < im->sv_nt2 ? nt_want : im->sv_nt2, 1))
+            return cudaErrorInvalidConfiguration;
         a1.cnt = a2.cnt;
         a1.ncnt = (int)(Tn * moe__cdiv(a2.N, a2.R));
     } else {
@@ -978,7 +950,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         if (ns > 6) ns = 6;
         cudaError_t e = cudaErrorCooperativeLaunchTooLarge;
         int resident = -1;
-        if (ns >= 2 && grid <= 2 * (int64_t)im->sm_count && (!f1.dyn || (int64_t)ns * slot >= 12 * d->E)) {
+        if (ns >= 2 && grid <= 2 * (int64_t)im->sm_count && (!f1.dyn || (int64_t)ns * slot >= MOE_SV_ROUTE_SCRATCH(d->E))) {
             f1.NS = f2.NS = ns;
             e = moe__sv_fused_launch(im->fmt1, &f1, &f2, im->sv_gbar, (int)grid, s, &resident);
             if (e == cudaSuccess) return e;
@@ -997,6 +969,12 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     cudaError_t e = moe__sv_launch(im->fmt1, &a1, g1, s);
     if (e == cudaSuccess) e = moe__sv_launch(im->fmt2, &a2, g2, s);
     return e;
+}
+
+/* A positive integer knob from the environment, else def. */
+static int sv_env_int(const char *name, int def) {
+    const char *v = getenv(name);
+    return v && atoi(v) > 0 ? atoi(v) : def;
 }
 
 static void sv_init(moe_layer *L, dec_impl *im) {
@@ -1042,6 +1020,14 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     im->sv_downe = de && *de ? de[0] != '0' : -1;
     const char *dy = getenv("MOE_SV_DYN");
     im->sv_dyn = dy && *dy ? atoi(dy) : 1;
+    im->sv_dynord = getenv("MOE_SV_DYNORD") != NULL;
+    im->sv_nt1 = sv_env_int("MOE_SV_NT1", 8);
+    im->sv_nt2 = sv_env_int("MOE_SV_NT2", 8);
+    im->sv_qmma_pairs = sv_env_int("MOE_SV_QMMA_PAIRS", 6);
+    const char *pm = getenv("MOE_SV_PLAN_MODEL");
+    im->sv_plan_model = !(pm && *pm == '0');
+    const char *ps = getenv("MOE_SV_PLAN_SD"); /* negative: min(T K, E) */
+    im->sv_plan_sd = ps && *ps ? atof(ps) : MOE_SV_PLAN_SD;
     const char *pl = getenv("MOE_SV_PLAN");
     im->sv_plan = pl && *pl ? pl[0] != '0' : -1;
     const char *mt = getenv("MOE_DECODE_STREAM_MAX_T");

@@ -113,12 +113,17 @@ static inline int64_t moe__dec_max_t(int64_t E, int64_t K) { return E <= 4 * K ?
  * 2), by 1-4% at mixtral T = 2 (1.2 GB) and by 3.5-6% at gpt-oss-20b/120b
  * T = 4 (660 / 760 MB), and loses by 4-10% at gpt-oss T = 3 (530 / 580 MB). */
 #define MOE_DEC_GEMM_MIN_BYTES 620e6
+/* P(a given expert is not among the K distinct experts of any of T tokens)
+ * = (1 - K / E)^T; E (1 - that) experts are touched on average. */
+static inline double moe__dec_untouched(int64_t T, int64_t K, int64_t E) {
+    double q = 1.0;
+    for (int64_t t = 0; t < T; t++) q *= 1.0 - (double)K / (double)E;
+    return q;
+}
+
 static inline int64_t moe__dec_gemm_min_t(int64_t E, int64_t K, double expert_bytes, int64_t max_t) {
-    for (int64_t t = 2; t <= max_t && t < 64; t++) {
-        double miss = 1.0;
-        for (int64_t i = 0; i < t; i++) miss *= 1.0 - (double)K / (double)E;
-        if ((double)E * (1.0 - miss) * expert_bytes >= MOE_DEC_GEMM_MIN_BYTES) return t;
-    }
+    for (int64_t t = 2; t <= max_t && t < 64; t++)
+        if ((double)E * (1.0 - moe__dec_untouched(t, K, E)) * expert_bytes >= MOE_DEC_GEMM_MIN_BYTES) return t;
     return INT64_MAX;
 }
 
@@ -156,9 +161,10 @@ static inline int64_t moe__sv_plan_cols(int64_t T, int64_t K, int64_t E, int NT,
     if (E <= 1 || p >= 1.0) return by_groups ? E * ((T + NT - 1) / NT) : all;
     if (!by_groups) {
         if (ksd < 0.0) return all;
-        double q1 = 1.0, q2 = 1.0; /* P(e untouched), P(e and f untouched) */
+        const double q1 = moe__dec_untouched(T, K, E); /* P(e untouched) */
         const double r2 = (double)(E - K) * (double)(E - K - 1) / ((double)E * (double)(E - 1));
-        for (int64_t t = 0; t < T; t++) { q1 *= 1.0 - p; q2 *= r2 > 0.0 ? r2 : 0.0; }
+        double q2 = 1.0; /* P(e and f untouched) */
+        for (int64_t t = 0; t < T; t++) q2 *= r2 > 0.0 ? r2 : 0.0;
         const double e = (double)E, mean = e * (1.0 - q1);
         double var = e * q1 + e * (e - 1.0) * q2 - e * e * q1 * q1;
         if (var < 0.0) var = 0.0;

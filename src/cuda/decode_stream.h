@@ -19,6 +19,10 @@
  * a token's last pair in a row tile sums its slots in order into out. */
 #define MOE_SV_DOWN_E 3
 
+/* Bytes of a block's ring that the run-time split's routing (decode_stream.cuh
+ * sv_route_dyn) borrows before the first copy: 3 E ints. */
+#define MOE_SV_ROUTE_SCRATCH(E) (12 * (int64_t)(E))
+
 typedef struct moe_sv_args {
     int phase;                /* MOE_DEC_GATE_UP, MOE_DEC_UP, MOE_DEC_DOWN (token-major) or MOE_SV_DOWN_E */
     int dense;                /* bf16/f16 weights (else GGUF blocks) */
