@@ -117,20 +117,22 @@ typedef struct fmt {
     int align;        /* what the kernel promises for a row's first byte */
     unit_fn fn;
     int kind;         /* the unit shape (MOE_QDOT_*) the kernel's dot assumes */
+    int nib;          /* the decoder gives nibble order (position 2j = element j, 2j + 1 = j + 16) */
 } fmt;
 
 /* The kinds are written here independently of the kernel's table
  * (decode_stream.cuh sv_qdot_kind): the shape checks below fail if a
  * decoder stops making units of its kind. */
 static const fmt FMTS[] = {
-    {"q4_0", MOE_TYPE_Q4_0, 32, 18, 2, moe_qunit_q4_0, MOE_QDOT_S},
-    {"q8_0", MOE_TYPE_Q8_0, 32, 34, 2, moe_qunit_q8_0, MOE_QDOT_S},
-    {"mxfp4", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4, MOE_QDOT_S},
-    {"q2_K", MOE_TYPE_Q2_K, 256, 84, 4, moe_qunit_q2_k, MOE_QDOT_SSMM},
-    {"q3_K", MOE_TYPE_Q3_K, 256, 110, 2, moe_qunit_q3_k, MOE_QDOT_SS},
-    {"q4_K", MOE_TYPE_Q4_K, 256, 144, 16, moe_qunit_q4_k, MOE_QDOT_SM},
-    {"q5_K", MOE_TYPE_Q5_K, 256, 176, 16, moe_qunit_q5_k, MOE_QDOT_SM},
-    {"q6_K", MOE_TYPE_Q6_K, 256, 210, 2, moe_qunit_q6_k, MOE_QDOT_SS},
+    {"q4_0", MOE_TYPE_Q4_0, 32, 18, 2, moe_qunit_q4_0, MOE_QDOT_S, 0},
+    {"q8_0", MOE_TYPE_Q8_0, 32, 34, 2, moe_qunit_q8_0, MOE_QDOT_S, 0},
+    {"mxfp4", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4, MOE_QDOT_S, 0},
+    {"mxfp4n", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4_nib, MOE_QDOT_S, 1},
+    {"q2_K", MOE_TYPE_Q2_K, 256, 84, 4, moe_qunit_q2_k, MOE_QDOT_SSMM, 0},
+    {"q3_K", MOE_TYPE_Q3_K, 256, 110, 2, moe_qunit_q3_k, MOE_QDOT_SS, 0},
+    {"q4_K", MOE_TYPE_Q4_K, 256, 144, 16, moe_qunit_q4_k, MOE_QDOT_SM, 0},
+    {"q5_K", MOE_TYPE_Q5_K, 256, 176, 16, moe_qunit_q5_k, MOE_QDOT_SM, 0},
+    {"q6_K", MOE_TYPE_Q6_K, 256, 210, 2, moe_qunit_q6_k, MOE_QDOT_SS, 0},
 };
 
 /* Does unit w have the shape `kind` promises (bitwise: a -0 min is not 0)? */
@@ -248,6 +250,19 @@ static void fill_acts(float *x, int u) {
 static int q_byte(const int32_t *q, int j) { return (int)(((uint32_t)q[j >> 2] >> (8 * (j & 3)) & 0xffu) ^ 0x80u) - 0x80; }
 static int same_f32(float a, float b) { return (a != a && b != b) || moe__f32_as_u32(a) == moe__f32_as_u32(b); }
 
+/* Nibble order (moe_qunit_mxfp4_nib, moe_qx_nib_order) back to element
+ * order, written from the definition (position 2j = element j, 2j + 1 =
+ * element j + 16), not from the library's permutation. */
+static void unnib(int32_t q[8]) {
+    uint8_t in[32], out[32];
+    memcpy(in, q, 32);
+    for (int j = 0; j < 16; j++) {
+        out[j] = in[2 * j];
+        out[j + 16] = in[2 * j + 1];
+    }
+    memcpy(q, out, 32);
+}
+
 /* ---- checks (1) and (2) for one row ---- */
 
 typedef struct row_stats {
@@ -267,6 +282,8 @@ static void check_row(const fmt *f, const uint8_t *row, int C, const float *ref,
     for (int u = 0; u < C / 32; u++) {
         moe_qunit w;
         f->fn(row, u, &w);
+        const moe_qunit raw = w;
+        if (f->nib) unnib(w.q);
         if (plant && u == 1) w.q[3] ^= 0x100; /* element 13 off by one */
         for (int j = 0; j < 32; j++) {
             /* the unit's value, without a fused multiply-add (-ffp-contract=off) */
@@ -287,6 +304,13 @@ static void check_row(const fmt *f, const uint8_t *row, int C, const float *ref,
             snprintf(st->first, sizeof st->first, "unit %d: sc %.9g %.9g mn %.9g %.9g, not the shape the kernel assumes",
                      u, w.sc[0], w.sc[1], w.mn[0], w.mn[1]);
         const float got = moe_qunit_dot_kind(f->kind, &w, xq, xd, s16);
+        if (f->nib) { /* as the kernel runs it: the decoder's order against activations put in it */
+            int32_t xn[8];
+            memcpy(xn, xq, sizeof xn);
+            moe_qx_nib_order(xn);
+            if (!same_f32(moe_qunit_dot_kind(f->kind, &raw, xn, xd, s16), got) && !st->bad_dots++ && !st->bad_elems)
+                snprintf(st->first, sizeof st->first, "unit %d: the dot in nibble order differs from element order", u);
+        }
         double want = 0, bound = 0, inter = 0;
         for (int j = 0; j < 32; j++) {
             const double xj = (double)q_byte(xq, j);
@@ -421,6 +445,20 @@ static void check_qx(void) {
            nonfinite);
     if (bad) printf("     %ld differ; first: %s\n", bad, first);
     report(!bad_bound, "qx    %d blocks: max |x/d - q| = %.6f (<= 0.5 + 1e-4)", NB, worst);
+    /* moe_qx_nib_order against the definition of nibble order */
+    long bad_nib = 0;
+    for (int b = 0; b < NB; b++) {
+        int32_t q[8], n[8];
+        float d;
+        int s16[2];
+        moe_qx_quantize32(x + 32 * b, q, &d, s16);
+        memcpy(n, q, sizeof n);
+        moe_qx_nib_order(n);
+        if (plant && b == 0) n[1] ^= 1;
+        unnib(n);
+        bad_nib += memcmp(n, q, sizeof n) != 0;
+    }
+    report(!bad_nib, "qx    %d blocks: moe_qx_nib_order puts element j at 2j and j + 16 at 2j + 1 (%ld differ)", NB, bad_nib);
     free(lib);
     free(x);
 }
@@ -462,6 +500,7 @@ static void check_mxfp4_table(void) {
 QDOT_PROBE(q4_0)
 QDOT_PROBE(q8_0)
 QDOT_PROBE(mxfp4)
+QDOT_PROBE(mxfp4_nib)
 QDOT_PROBE(q2_k)
 QDOT_PROBE(q3_k)
 QDOT_PROBE(q4_k)
@@ -475,7 +514,7 @@ __global__ void probe_qx(const float *x, int nb, int32_t *q, float *d, int *s16)
 
 typedef void (*probe_fn)(const uint8_t *, int, int, int, int, const int32_t *, const float *, const int *,
                          moe_qunit *, float *);
-static const probe_fn PROBES[NFMT] = {probe_q4_0, probe_q8_0, probe_mxfp4, probe_q2_k,
+static const probe_fn PROBES[NFMT] = {probe_q4_0, probe_q8_0, probe_mxfp4, probe_mxfp4_nib, probe_q2_k,
                                       probe_q3_k, probe_q4_k, probe_q5_k, probe_q6_k};
 
 static int gpu_ok(cudaError_t e, const char *what) {

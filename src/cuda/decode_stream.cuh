@@ -156,6 +156,7 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
             float dd;
             int ss[2];
             moe_qx_quantize32(f, qq, &dd, ss);
+            if (F == MOE_DF_MXFP4) moe_qx_nib_order(qq); /* the order moe_qunit_mxfp4_nib decodes in */
             constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
             const int sq = sv_qact_sq(nrt);
             int4 *qd = (int4 *)(dst + u * sq + 32 * i);
@@ -175,12 +176,13 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
  * sv_qact_sq); for the 256-element formats, u is piece k of block blk. */
 template <int F, int NT>
 static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, int blk, int k, const uint8_t *act,
-                                                   const uint8_t *meta, int nrt, int nt, float acc[NT]) {
+                                                   const uint8_t *meta, int nrt, int nt, float acc[NT],
+                                                   const moe__mxfp4_tab *tab) {
     constexpr int DK = sv_qdot_kind<F>();
     moe_qunit w;
     if (F == MOE_DF_Q4_0) moe_qunit_q4_0(row, u, &w);
     else if (F == MOE_DF_Q8_0) moe_qunit_q8_0(row, u, &w);
-    else if (F == MOE_DF_MXFP4) moe_qunit_mxfp4(row, u, &w);
+    else if (F == MOE_DF_MXFP4) moe__qunit_mxfp4_nib_t(row, u, tab, &w); /* activations staged in nibble order */
     else if (F == MOE_DF_Q2_K) moe_qunit_q2_k_bk(row, blk, k, &w);
     else if (F == MOE_DF_Q3_K) moe_qunit_q3_k_bk(row, blk, k, &w);
     else if (F == MOE_DF_Q4_K) moe_qunit_q4_k_bk(row, blk, k, &w);
@@ -218,9 +220,18 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
  * lanes that share the row; sums per token in acc (not reduced across lanes).
  * Dense rows go through sv_mma_stage instead. The activation sums are loaded
  * only for the formats with a min. */
+/* Units a lane's loop body takes at once (a measurement knob, compile time:
+ * -DMOE_SV_UNROLL=n; 1 keeps one unit in flight a warp, as ptxas leaves it). */
+#ifndef MOE_SV_UNROLL
+#define MOE_SV_UNROLL 1
+#endif
+#define SV_STR_(x) #x
+#define SV_UNROLL_PRAGMA(n) _Pragma(SV_STR_(unroll n))
+
 template <int F, int NT>
 static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, const uint8_t *meta, int nrt,
-                                                  int nt, int ub, int ue, int li, int L, float acc[NT]) {
+                                                  int nt, int ub, int ue, int li, int L, float acc[NT],
+                                                  const moe__mxfp4_tab &tab) {
     /* 256-element blocks (8 units): where the lane's units are L apart with
      * L and ub multiples of 8, each is sub-block k0 of its block, so the
      * decoder's shifts and offsets that depend on the sub-block alone are
@@ -228,14 +239,18 @@ static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint
     constexpr bool SB = F == MOE_DF_Q2_K || F == MOE_DF_Q3_K || F == MOE_DF_Q4_K || F == MOE_DF_Q5_K || F == MOE_DF_Q6_K;
     if (SB && ((ub | L) & 7) == 0) {
         const int k0 = li & 7;
+        SV_UNROLL_PRAGMA(MOE_SV_UNROLL)
         for (int b = (ub + li) >> 3; (b << 3) + k0 < ue; b += L >> 3)
-            sv_unit_dot<F, NT>(row, (b << 3) | k0, b, k0, act, meta, nrt, nt, acc);
+            sv_unit_dot<F, NT>(row, (b << 3) | k0, b, k0, act, meta, nrt, nt, acc, &tab);
         return;
     }
-    if (L == 32) /* a constant stride where a warp takes the row (gpt-oss-20b Q8_0: 6% slower with L, s6 run 3) */
-        for (int u = ub + li; u < ue; u += 32) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc);
-    else
-        for (int u = ub + li; u < ue; u += L) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc);
+    if (L == 32) { /* a constant stride where a warp takes the row (gpt-oss-20b Q8_0: 6% slower with L, s6 run 3) */
+        SV_UNROLL_PRAGMA(MOE_SV_UNROLL)
+        for (int u = ub + li; u < ue; u += 32) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc, &tab);
+    } else {
+        SV_UNROLL_PRAGMA(MOE_SV_UNROLL)
+        for (int u = ub + li; u < ue; u += L) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc, &tab);
+    }
 }
 
 /* The first nt sums over the L lanes (8, 16 or 32) that share a row: lanes
@@ -314,8 +329,9 @@ static __device__ __forceinline__ void sv_mma_s8(int c[4], uint32_t a0, uint32_t
 /* Unit u of a row of a 32-element format in shared memory: the A fragment
  * words of lane quad t, elements 4t..4t+3 (lo) and 16+4t..19+4t (hi) as
  * int8, and the unit's scale d (the dp4a decoders' sc, qdot.cuh). Q8_0: two
- * aligned words each; Q4_0 and MXFP4: element j and j + 16 are the low and
- * high nibbles of byte j, so one word (two aligned loads) gives both. */
+ * aligned words each; Q4_0: element j and j + 16 are the low and high
+ * nibbles of byte j, so one word (two aligned loads) gives both; MXFP4 in
+ * nibble order, positions for elements (the staged activations match). */
 template <int F>
 static __device__ __forceinline__ void sv_qfrag(const uint8_t *row, int u, int t, uint32_t &lo, uint32_t &hi,
                                                 float &d) {
@@ -332,14 +348,22 @@ static __device__ __forceinline__ void sv_qfrag(const uint8_t *row, int u, int t
         const uint8_t *p = row + ub * u;
         if (F == MOE_DF_Q4_0) d = __half2float(*(const __half *)p);
         else d = moe__qu2f(moe__e8m0_half_bits(*p));
-        const uintptr_t q = (uintptr_t)(p + qo + 4 * t);
-        const uint32_t *w = (const uint32_t *)(q & ~(uintptr_t)3);
-        const uint32_t v = __funnelshift_r(w[0], w[1], 8 * (int)(q & 3));
         if (F == MOE_DF_Q4_0) {
+            const uintptr_t q = (uintptr_t)(p + qo + 4 * t);
+            const uint32_t *w = (const uint32_t *)(q & ~(uintptr_t)3);
+            const uint32_t v = __funnelshift_r(w[0], w[1], 8 * (int)(q & 3));
             lo = moe__qsub8x4(v & 0x0F0F0F0Fu);
             hi = moe__qsub8x4((v >> 4) & 0x0F0F0F0Fu);
         } else {
-            moe__mxfp4_lookup8(v, &lo, &hi);
+            /* nibble order (moe_qunit_mxfp4_nib, as the activations are staged):
+             * positions 4t.. are the codes of qs bytes 2t, 2t + 1 (half t & 1 of qs
+             * word t / 2), positions 16 + 4t.. those of bytes 8 + 2t, 9 + 2t (of qs
+             * word 2 + t / 2); qs word i from the aligned words i, i + 1 holding the
+             * unit (at most word 4: within the unit's 5, as moe_qunit_mxfp4) */
+            const uint32_t *w = (const uint32_t *)(p - ((uintptr_t)p & 3)) + (t >> 1);
+            const int sh = 8 + 8 * (int)((uintptr_t)p & 3);
+            const uint32_t x = moe__qshf(w[0], w[1], sh), y = moe__qshf(w[2], w[3], sh);
+            moe__mxfp4_nib8(__byte_perm(x, y, (t & 1) ? 0x7632u : 0x5410u), &lo, &hi);
         }
     }
 }
@@ -788,13 +812,16 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
                 float acc[NT];
 #pragma unroll
                 for (int q = 0; q < NT; q++) acc[q] = 0.f;
+                /* MXFP4's table words in registers for the unit loop (a shuffle of the
+                 * whole warp, before the branch; moe__mxfp4_tab_make) */
+                const moe__mxfp4_tab tab = F == MOE_DF_MXFP4 ? moe__mxfp4_tab_make() : moe__mxfp4_tab{0u, 0u, 0u};
                 if (valid) {
                     const uintptr_t ad = (uintptr_t)(wrow0 + (int64_t)ri * sn);
                     const uint8_t *row = st + gi * a.pitch + (ad & 15);
                     constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
                     const uint8_t *meta = acts + (C / 32) * sv_qact_sq(nrt);
-                    if (DOWN) sv_row_dot<F, NT>(row, acts + 32 * kk, meta + RB * kk, nrt, 1, gub, gue, gli, gL, acc);
-                    else sv_row_dot<F, NT>(row, acts, meta, nrt, nt, gub, gue, gli, gL, acc);
+                    if (DOWN) sv_row_dot<F, NT>(row, acts + 32 * kk, meta + RB * kk, nrt, 1, gub, gue, gli, gL, acc, tab);
+                    else sv_row_dot<F, NT>(row, acts, meta, nrt, nt, gub, gue, gli, gL, acc, tab);
                 }
                 sv_group_sum_n<NT>(acc, DOWN ? 1 : nt, gL); /* every lane: the shuffles take the whole warp */
                 if (valid && gli == 0) {

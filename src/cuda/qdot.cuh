@@ -304,6 +304,104 @@ MOE__QFN void moe_qunit_mxfp4(const uint8_t *row, int u, moe_qunit *w) {
     w->mn[0] = w->mn[1] = 0.f;
 }
 
+/* ---- MXFP4 in nibble order ----
+ * A unit's dot product is a sum, so its elements may be taken in any order
+ * that the weights and the activations share. MXFP4 decodes cheapest in the
+ * order of its nibbles: position 2j of the unit is element j (the low nibble
+ * of byte j of qs), position 2j + 1 element j + 16 (the high nibble). The
+ * streaming kernels stage MXFP4 activations in that order (moe_qx_nib_order)
+ * and decode with moe_qunit_mxfp4_nib: no byte moves to restore element
+ * order, and the codes' table indices and selectors are made once per word
+ * of 8 codes instead of once per 4 (about 44 instructions of lookups a
+ * unit instead of 68; tests/test_qdot.cu checks both against blocks.h). */
+
+/* prmt.b32 in its default mode, for selectors whose nibbles have bit 3
+ * clear: one PRMT (__byte_perm masks the selector's nibbles first, since
+ * their bit 3 selects sign replication in prmt). */
+MOE__QFN uint32_t moe__qprmt(uint32_t x, uint32_t y, uint32_t s) {
+#ifdef __CUDA_ARCH__
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(s));
+    return r;
+#else
+    return moe__byte_perm(x, y, s);
+#endif
+}
+
+/* Three constants of the lookup held in registers: a PRMT takes one table
+ * word as an immediate and the other from a register, and a loop that
+ * decodes units re-made each such register (an IMAD.U32 from a uniform
+ * register) at every use, 16 instructions a unit. Made once outside the
+ * loop by moe__mxfp4_tab_make, whose shuffles ptxas cannot fold into
+ * constants (a move through inline asm it does), they stay. The device
+ * version shuffles: every lane of the warp must call it. */
+typedef struct moe__mxfp4_tab {
+    uint32_t k0, k2; /* MOE__MXFP4_K0, MOE__MXFP4_K2 */
+    uint32_t sb;     /* 0x32103210: the selectors' byte numbers */
+} moe__mxfp4_tab;
+MOE__QFN moe__mxfp4_tab moe__mxfp4_tab_make(void) {
+    moe__mxfp4_tab t = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
+#ifdef __CUDA_ARCH__
+    t.k0 = __shfl_sync(0xffffffffu, t.k0, 0);
+    t.k2 = __shfl_sync(0xffffffffu, t.k2, 0);
+    t.sb = __shfl_sync(0xffffffffu, t.sb, 0);
+#endif
+    return t;
+}
+
+/* The values of the 8 codes of a word of qs in nibble order: *a those of its
+ * bytes 0 and 1 (low nibble, high nibble, low, high), *b those of bytes 2, 3.
+ * The table index is a code's bits 0-2; the selector of output byte n is n,
+ * plus 4 (the negative half) where the code's bit 3 is set. */
+MOE__QFN void moe__mxfp4_nib8_t(uint32_t v, const moe__mxfp4_tab *t, uint32_t *a, uint32_t *b) {
+    const uint32_t m = v & 0x77777777u;
+    const uint32_t s = ((v >> 1) & 0x44444444u) | t->sb;
+    *a = moe__qprmt(moe__qprmt(t->k0, MOE__MXFP4_K1, m), moe__qprmt(t->k2, MOE__MXFP4_K3, m), s);
+    const uint32_t mh = m >> 16, sh = s >> 16;
+    *b = moe__qprmt(moe__qprmt(t->k0, MOE__MXFP4_K1, mh), moe__qprmt(t->k2, MOE__MXFP4_K3, mh), sh);
+}
+MOE__QFN void moe__mxfp4_nib8(uint32_t v, uint32_t *a, uint32_t *b) {
+    const moe__mxfp4_tab t = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
+    moe__mxfp4_nib8_t(v, &t, a, b);
+}
+
+/* MXFP4 unit u in nibble order: q[2i], q[2i + 1] hold positions 8i..8i + 7
+ * (the codes of word i of qs), sc as moe_qunit_mxfp4. */
+MOE__QFN void moe__qunit_mxfp4_nib_t(const uint8_t *row, int u, const moe__mxfp4_tab *t, moe_qunit *w) {
+    const uint8_t *p = row + 17 * u;
+    const int sh = 8 * (int)((uintptr_t)p & 3);
+    uint32_t v[5];
+    MOE__QWORDS(p, v, 5);
+    const float d = moe__qu2f(moe__e8m0_half_bits((uint8_t)(v[0] >> sh)));
+    MOE__QUNROLL
+    for (int i = 0; i < 4; i++) {
+        uint32_t a, b;
+        moe__mxfp4_nib8_t(moe__qshf(v[i], v[i + 1], 8 + sh), t, &a, &b);
+        w->q[2 * i] = (int32_t)a;
+        w->q[2 * i + 1] = (int32_t)b;
+    }
+    w->sc[0] = w->sc[1] = d;
+    w->mn[0] = w->mn[1] = 0.f;
+}
+MOE__QFN void moe_qunit_mxfp4_nib(const uint8_t *row, int u, moe_qunit *w) {
+    const moe__mxfp4_tab t = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
+    moe__qunit_mxfp4_nib_t(row, u, &t, w);
+}
+
+/* Activation block q (element order, moe_qx_quantize32) to nibble order in
+ * place: word i of the result holds elements 2i, 2i + 16, 2i + 1, 2i + 17
+ * (bytes 2(i & 1), 2(i & 1) + 1 of words i / 2 and 4 + i / 2). The half sums
+ * of moe_qx_quantize32 no longer match halves of the result: only for the
+ * formats whose dot does not read them (MXFP4). */
+MOE__QFN void moe_qx_nib_order(int32_t q[8]) {
+    int32_t p[8];
+    MOE__QUNROLL
+    for (int i = 0; i < 8; i++)
+        p[i] = (int32_t)moe__byte_perm((uint32_t)q[i >> 1], (uint32_t)q[4 + (i >> 1)], (i & 1) ? 0x7362u : 0x5140u);
+    MOE__QUNROLL
+    for (int i = 0; i < 8; i++) q[i] = p[i];
+}
+
 /* ---- the K-quants: unit u is 32-element piece k = u % 8 of block u / 8
  * (moe_qunit_*_bk take the block and k apart, so that a caller whose k does
  * not change over a loop lets the compiler hoist what depends on k alone).
