@@ -118,21 +118,23 @@ typedef struct fmt {
     unit_fn fn;
     int kind;         /* the unit shape (MOE_QDOT_*) the kernel's dot assumes */
     int nib;          /* the decoder gives nibble order (position 2j = element j, 2j + 1 = j + 16) */
+    int uq;           /* the decoder's weight bytes are unsigned (moe_qunit_dot_kind_uq) */
 } fmt;
 
 /* The kinds are written here independently of the kernel's table
  * (decode_stream.cuh sv_qdot_kind): the shape checks below fail if a
  * decoder stops making units of its kind. */
 static const fmt FMTS[] = {
-    {"q4_0", MOE_TYPE_Q4_0, 32, 18, 2, moe_qunit_q4_0, MOE_QDOT_S, 0},
-    {"q8_0", MOE_TYPE_Q8_0, 32, 34, 2, moe_qunit_q8_0, MOE_QDOT_S, 0},
-    {"mxfp4", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4, MOE_QDOT_S, 0},
-    {"mxfp4n", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4_nib, MOE_QDOT_S, 1},
-    {"q2_K", MOE_TYPE_Q2_K, 256, 84, 4, moe_qunit_q2_k, MOE_QDOT_SSMM, 0},
-    {"q3_K", MOE_TYPE_Q3_K, 256, 110, 2, moe_qunit_q3_k, MOE_QDOT_SS, 0},
-    {"q4_K", MOE_TYPE_Q4_K, 256, 144, 16, moe_qunit_q4_k, MOE_QDOT_SM, 0},
-    {"q5_K", MOE_TYPE_Q5_K, 256, 176, 16, moe_qunit_q5_k, MOE_QDOT_SM, 0},
-    {"q6_K", MOE_TYPE_Q6_K, 256, 210, 2, moe_qunit_q6_k, MOE_QDOT_SS, 0},
+    {"q4_0", MOE_TYPE_Q4_0, 32, 18, 2, moe_qunit_q4_0, MOE_QDOT_S, 0, 0},
+    {"q8_0", MOE_TYPE_Q8_0, 32, 34, 2, moe_qunit_q8_0, MOE_QDOT_S, 0, 0},
+    {"mxfp4", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4, MOE_QDOT_S, 0, 0},
+    {"mxfp4n", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4_nib, MOE_QDOT_S, 1, 0},
+    {"q2_K", MOE_TYPE_Q2_K, 256, 84, 4, moe_qunit_q2_k, MOE_QDOT_SSMM, 0, 0},
+    {"q3_K", MOE_TYPE_Q3_K, 256, 110, 2, moe_qunit_q3_k, MOE_QDOT_SS, 0, 0},
+    {"q4_K", MOE_TYPE_Q4_K, 256, 144, 16, moe_qunit_q4_k, MOE_QDOT_SM, 0, 0},
+    {"q4_Ku", MOE_TYPE_Q4_K, 256, 144, 16, moe_qunit_q4_k_u, MOE_QDOT_SM, 0, 1},
+    {"q5_K", MOE_TYPE_Q5_K, 256, 176, 16, moe_qunit_q5_k, MOE_QDOT_SM, 0, 0},
+    {"q6_K", MOE_TYPE_Q6_K, 256, 210, 2, moe_qunit_q6_k, MOE_QDOT_SS, 0, 0},
 };
 
 /* Does unit w have the shape `kind` promises (bitwise: a -0 min is not 0)? */
@@ -248,6 +250,10 @@ static void fill_acts(float *x, int u) {
 }
 
 static int q_byte(const int32_t *q, int j) { return (int)(((uint32_t)q[j >> 2] >> (8 * (j & 3)) & 0xffu) ^ 0x80u) - 0x80; }
+/* weight byte j of a unit of format f: signed, or unsigned for the uq decoders */
+static int w_byte(const fmt *f, const int32_t *q, int j) {
+    return f->uq ? (int)((uint32_t)q[j >> 2] >> (8 * (j & 3)) & 0xffu) : q_byte(q, j);
+}
 static int same_f32(float a, float b) { return (a != a && b != b) || moe__f32_as_u32(a) == moe__f32_as_u32(b); }
 
 /* Nibble order (moe_qunit_mxfp4_nib, moe_qx_nib_order) back to element
@@ -287,12 +293,12 @@ static void check_row(const fmt *f, const uint8_t *row, int C, const float *ref,
         if (plant && u == 1) w.q[3] ^= 0x100; /* element 13 off by one */
         for (int j = 0; j < 32; j++) {
             /* the unit's value, without a fused multiply-add (-ffp-contract=off) */
-            const float p = w.sc[j / 16] * (float)q_byte(w.q, j);
+            const float p = w.sc[j / 16] * (float)w_byte(f, w.q, j);
             const float y = p - w.mn[j / 16];
             st->elems++;
             if (!same_f32(y, ref[32 * u + j]) && !st->bad_elems++)
                 snprintf(st->first, sizeof st->first, "element %d: sc*q-mn = %.9g (q %d sc %.9g mn %.9g), dequantised %.9g",
-                         32 * u + j, y, q_byte(w.q, j), w.sc[j / 16], w.mn[j / 16], ref[32 * u + j]);
+                         32 * u + j, y, w_byte(f, w.q, j), w.sc[j / 16], w.mn[j / 16], ref[32 * u + j]);
         }
         /* (2) the dot product with a fresh activation block */
         float x[32], xd;
@@ -303,7 +309,13 @@ static void check_row(const fmt *f, const uint8_t *row, int C, const float *ref,
         if (!has_shape(&w, f->kind) && !st->bad_shapes++ && !st->bad_elems)
             snprintf(st->first, sizeof st->first, "unit %d: sc %.9g %.9g mn %.9g %.9g, not the shape the kernel assumes",
                      u, w.sc[0], w.sc[1], w.mn[0], w.mn[1]);
-        const float got = moe_qunit_dot_kind(f->kind, &w, xq, xd, s16);
+        const float got = moe_qunit_dot_kind_uq(f->kind, f->uq, &w, xq, xd, s16);
+        if (f->uq) { /* the kernel's output must not move by a bit: the same dot as the signed decoder's */
+            moe_qunit ws;
+            moe_qunit_q4_k(row, u, &ws); /* the signed twin of the only uq decoder, moe_qunit_q4_k_u */
+            if (!same_f32(moe_qunit_dot_kind(f->kind, &ws, xq, xd, s16), got) && !st->bad_dots++ && !st->bad_elems)
+                snprintf(st->first, sizeof st->first, "unit %d: the dot of unsigned bytes differs from the signed decoder's", u);
+        }
         if (f->nib) { /* as the kernel runs it: the decoder's order against activations put in it */
             int32_t xn[8];
             memcpy(xn, xq, sizeof xn);
@@ -318,9 +330,9 @@ static void check_row(const fmt *f, const uint8_t *row, int C, const float *ref,
              * and mn (MXFP4 with e = 255), their exact float64 value */
             const double wj = isfinite(ref[32 * u + j]) || !isfinite(w.sc[j / 16]) || !isfinite(w.mn[j / 16])
                                   ? (double)ref[32 * u + j]
-                                  : (double)w.sc[j / 16] * q_byte(w.q, j) - (double)w.mn[j / 16];
+                                  : (double)w.sc[j / 16] * w_byte(f, w.q, j) - (double)w.mn[j / 16];
             want += wj * ((double)xd * xj);
-            inter += (fabs((double)w.sc[j / 16] * q_byte(w.q, j)) + fabs((double)w.mn[j / 16])) * fabs(xj);
+            inter += (fabs((double)w.sc[j / 16] * w_byte(f, w.q, j)) + fabs((double)w.mn[j / 16])) * fabs(xj);
         }
         bound = inter * fabs((double)xd);
         const int may_overflow = !(inter < 1e37 && bound < 1e37);
@@ -494,7 +506,7 @@ static void check_mxfp4_table(void) {
             moe_qunit w;                                                                                       \
             moe_qunit_##name(sm + off, u, &w);                                                                 \
             units[u] = w;                                                                                      \
-            dots[u] = moe_qunit_dot_kind(kind, &w, xq + 8 * u, xd[u], s16 + 2 * u);                            \
+            dots[u] = moe_qunit_dot_kind_uq(kind & 255, kind >> 8, &w, xq + 8 * u, xd[u], s16 + 2 * u);         \
         }                                                                                                      \
     }
 QDOT_PROBE(q4_0)
@@ -504,6 +516,7 @@ QDOT_PROBE(mxfp4_nib)
 QDOT_PROBE(q2_k)
 QDOT_PROBE(q3_k)
 QDOT_PROBE(q4_k)
+QDOT_PROBE(q4_k_u)
 QDOT_PROBE(q5_k)
 QDOT_PROBE(q6_k)
 
@@ -515,7 +528,7 @@ __global__ void probe_qx(const float *x, int nb, int32_t *q, float *d, int *s16)
 typedef void (*probe_fn)(const uint8_t *, int, int, int, int, const int32_t *, const float *, const int *,
                          moe_qunit *, float *);
 static const probe_fn PROBES[NFMT] = {probe_q4_0, probe_q8_0, probe_mxfp4, probe_mxfp4_nib, probe_q2_k,
-                                      probe_q3_k, probe_q4_k, probe_q5_k, probe_q6_k};
+                                      probe_q3_k, probe_q4_k, probe_q4_k_u, probe_q5_k, probe_q6_k};
 
 static int gpu_ok(cudaError_t e, const char *what) {
     if (e == cudaSuccess) return 1;
@@ -564,7 +577,7 @@ static void check_gpu(void) {
             cudaMemcpy(g_xq, xq, 32 * nu, cudaMemcpyHostToDevice);
             cudaMemcpy(g_xd, xd, 4 * nu, cudaMemcpyHostToDevice);
             cudaMemcpy(g_s16, s16, 8 * nu, cudaMemcpyHostToDevice);
-            PROBES[fi]<<<1, 128>>>(g_row, (int)nbytes, off, nu, f->kind, g_xq, g_xd, g_s16, g_units, g_dots);
+            PROBES[fi]<<<1, 128>>>(g_row, (int)nbytes, off, nu, f->kind | f->uq << 8, g_xq, g_xd, g_s16, g_units, g_dots);
             if (!gpu_ok(cudaGetLastError(), "launch") || !gpu_ok(cudaDeviceSynchronize(), "kernel")) return;
             moe_qunit *dev = (moe_qunit *)malloc(sizeof(moe_qunit) * nu);
             float *ddots = (float *)malloc(sizeof(float) * nu);
@@ -581,10 +594,10 @@ static void check_gpu(void) {
                 int same = !memcmp(w.q, dev[u].q, sizeof w.q);
                 for (int h = 0; h < 2; h++) same &= same_f32(w.sc[h], dev[u].sc[h]) && same_f32(w.mn[h], dev[u].mn[h]);
                 bad_units += !same;
-                const float host = moe_qunit_dot_kind(f->kind, &w, xq + 8 * u, xd[u], s16 + 2 * u);
+                const float host = moe_qunit_dot_kind_uq(f->kind, f->uq, &w, xq + 8 * u, xd[u], s16 + 2 * u);
                 double bound = 0;
                 for (int j = 0; j < 32; j++)
-                    bound += (fabs((double)w.sc[j / 16] * q_byte(w.q, j)) + fabs((double)w.mn[j / 16])) *
+                    bound += (fabs((double)w.sc[j / 16] * w_byte(f, w.q, j)) + fabs((double)w.mn[j / 16])) *
                              fabs((double)q_byte(xq + 8 * u, j) * xd[u]);
                 const double err = fabs((double)ddots[u] - host);
                 if (isfinite(host) != isfinite(ddots[u]) || (isfinite(host) && err > 2e-5 * bound + 1e-42)) bad_dots++;

@@ -185,7 +185,7 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
     else if (F == MOE_DF_MXFP4) moe__qunit_mxfp4_nib_t(row, u, tab, &w); /* activations staged in nibble order */
     else if (F == MOE_DF_Q2_K) moe_qunit_q2_k_bk(row, blk, k, &w);
     else if (F == MOE_DF_Q3_K) moe_qunit_q3_k_bk(row, blk, k, &w);
-    else if (F == MOE_DF_Q4_K) moe_qunit_q4_k_bk(row, blk, k, &w);
+    else if (F == MOE_DF_Q4_K) moe_qunit_q4_k_bk_u(row, blk, k, &w); /* unsigned bytes: moe_qunit_dot_kind_uq */
     else if (F == MOE_DF_Q5_K) moe_qunit_q5_k_bk(row, blk, k, &w);
     else moe_qunit_q6_k_bk(row, blk, k, &w);
     constexpr int RB = sv_qact_rb<DK>();
@@ -210,7 +210,7 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
             } else {
                 xd = *(const float *)(xm + RB * j);
             }
-            acc[j] += moe_qunit_dot_kind(DK, &w, xv, xd, s16);
+            acc[j] += moe_qunit_dot_kind_uq(DK, F == MOE_DF_Q4_K, &w, xv, xd, s16);
         }
     }
 }
@@ -220,15 +220,19 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
  * lanes that share the row; sums per token in acc (not reduced across lanes).
  * Dense rows go through sv_mma_stage instead. The activation sums are loaded
  * only for the formats with a min. */
-/* Units a lane's loop body takes at once (a measurement knob, compile time:
- * -DMOE_SV_UNROLL=n; 1 keeps one unit in flight a warp, as ptxas leaves it). */
-#ifndef MOE_SV_UNROLL
-#define MOE_SV_UNROLL 1
+/* UR: units a lane's loop body takes at once (sv_consume: MOE_SV_UNROLL1
+ * where a pass takes one token, the phase is not the token-major down and
+ * the format is not MXFP4, else 1). 2 gives each warp a second unit's loads
+ * and ALU chain to issue while the first waits (s12 run 3, T = 1: Q4_K and
+ * Q6_K 0.96-0.975, Q8_0 0.96-0.99, MXFP4 0.99-1.03); with 4 or 8 tokens the
+ * unrolled body costs registers (up to 115) and was 1.2-1.3x slower (run 2). */
+#ifndef MOE_SV_UNROLL1
+#define MOE_SV_UNROLL1 2
 #endif
 #define SV_STR_(x) #x
 #define SV_UNROLL_PRAGMA(n) _Pragma(SV_STR_(unroll n))
 
-template <int F, int NT>
+template <int F, int NT, int UR>
 static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, const uint8_t *meta, int nrt,
                                                   int nt, int ub, int ue, int li, int L, float acc[NT],
                                                   const moe__mxfp4_tab &tab) {
@@ -239,16 +243,16 @@ static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint
     constexpr bool SB = F == MOE_DF_Q2_K || F == MOE_DF_Q3_K || F == MOE_DF_Q4_K || F == MOE_DF_Q5_K || F == MOE_DF_Q6_K;
     if (SB && ((ub | L) & 7) == 0) {
         const int k0 = li & 7;
-        SV_UNROLL_PRAGMA(MOE_SV_UNROLL)
+        SV_UNROLL_PRAGMA(UR)
         for (int b = (ub + li) >> 3; (b << 3) + k0 < ue; b += L >> 3)
             sv_unit_dot<F, NT>(row, (b << 3) | k0, b, k0, act, meta, nrt, nt, acc, &tab);
         return;
     }
     if (L == 32) { /* a constant stride where a warp takes the row (gpt-oss-20b Q8_0: 6% slower with L, s6 run 3) */
-        SV_UNROLL_PRAGMA(MOE_SV_UNROLL)
+        SV_UNROLL_PRAGMA(UR)
         for (int u = ub + li; u < ue; u += 32) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc, &tab);
     } else {
-        SV_UNROLL_PRAGMA(MOE_SV_UNROLL)
+        SV_UNROLL_PRAGMA(UR)
         for (int u = ub + li; u < ue; u += L) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc, &tab);
     }
 }
@@ -820,8 +824,9 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
                     const uint8_t *row = st + gi * a.pitch + (ad & 15);
                     constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
                     const uint8_t *meta = acts + (C / 32) * sv_qact_sq(nrt);
-                    if (DOWN) sv_row_dot<F, NT>(row, acts + 32 * kk, meta + RB * kk, nrt, 1, gub, gue, gli, gL, acc, tab);
-                    else sv_row_dot<F, NT>(row, acts, meta, nrt, nt, gub, gue, gli, gL, acc, tab);
+                    constexpr int UR = NT == 1 && !DOWN && F != MOE_DF_MXFP4 ? MOE_SV_UNROLL1 : 1;
+                    if (DOWN) sv_row_dot<F, NT, UR>(row, acts + 32 * kk, meta + RB * kk, nrt, 1, gub, gue, gli, gL, acc, tab);
+                    else sv_row_dot<F, NT, UR>(row, acts, meta, nrt, nt, gub, gue, gli, gL, acc, tab);
                 }
                 sv_group_sum_n<NT>(acc, DOWN ? 1 : nt, gL); /* every lane: the shuffles take the whole warp */
                 if (valid && gli == 0) {

@@ -217,6 +217,23 @@ MOE__QFN int moe__dp4a(int a, int b, int c) {
 #endif
 }
 
+/* __dp4a with a's bytes unsigned: c + the sum of the four products of a's
+ * unsigned and b's signed bytes (dp4a.u32.s32). */
+MOE__QFN int moe__dp4a_us(uint32_t a, int b, int c) {
+#ifdef __CUDA_ARCH__
+    int r;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+#else
+    for (int i = 0; i < 4; i++) {
+        const int x = (int)((a >> (8 * i)) & 0xffu);
+        const int y = (int)((((uint32_t)b >> (8 * i)) & 0xffu) ^ 0x80u) - 0x80;
+        c += x * y;
+    }
+    return c;
+#endif
+}
+
 /* Per byte: x - 8 (x in [0, 15]) and x - 32 (x in [0, 63]) as int8, without
  * borrows between bytes: x + 120 (or 96) stays below 256, and flipping bit 7
  * then gives x - 8 (or x - 32) modulo 256. */
@@ -483,6 +500,27 @@ MOE__QFN void moe_qunit_q4_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w
 }
 MOE__QFN void moe_qunit_q4_k(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q4_k_bk(row, u >> 3, u & 7, w); }
 
+/* Q4_K for the kernel's dot with unsigned weight bytes (moe_qunit_dot_kind_u):
+ * the nibble left where it is, the high one as 16 times its value, and the
+ * scale and min of an odd k divided by 16 to match. One AND a word instead
+ * of a shift and an AND (the ALU pipe, at half the FMA pipe's rate, is what
+ * these decoders wait on); sc q and the dot are the same numbers exactly
+ * (powers of two), so the kernel's output does not change by a bit. */
+MOE__QFN void moe_qunit_q4_k_bk_u(const uint8_t *row, int blk, int k, moe_qunit *w) {
+    const uint8_t *p = row + 144 * blk;
+    const uint32_t mask = (k & 1) ? 0xF0F0F0F0u : 0x0F0F0F0Fu;
+    uint32_t h[4], q[8];
+    moe__qld128(p, h);
+    moe__qld128(p + 16 + 32 * (k >> 1), q);
+    moe__qld128(p + 32 + 32 * (k >> 1), q + 4);
+    MOE__QUNROLL
+    for (int i = 0; i < 8; i++) w->q[i] = (int32_t)(q[i] & mask);
+    moe__q4k_unit_scales(h, k, w);
+    const float f = (k & 1) ? 0.0625f : 1.f;
+    w->sc[0] = w->sc[1] = w->sc[0] * f;
+}
+MOE__QFN void moe_qunit_q4_k_u(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q4_k_bk_u(row, u >> 3, u & 7, w); }
+
 /* Q5_K: as Q4_K plus bit k of qh[l] as bit 4 (a rotation brings bit k of
  * each byte to bit 4 of the same byte). Per unit: 5 x 16-byte loads, ~68 ALU
  * (4 per word). */
@@ -581,13 +619,15 @@ enum { MOE_QDOT_S, MOE_QDOT_SS, MOE_QDOT_SM, MOE_QDOT_SSMM };
 
 /* d * (sc0 * S0 + sc1 * S1 - mn0 * s16[0] - mn1 * s16[1]) in the cheapest
  * form the shape allows (S = S0 + S1 exact in int); kind is a constant at
- * every call in device code, so the switch folds. s16 is not read for S and SS. */
-MOE__QFN float moe_qunit_dot_kind(int kind, const moe_qunit *w, const int32_t xq[8], float d, const int *s16) {
+ * every call in device code, so the switch folds. s16 is not read for S and SS.
+ * uq: the weight bytes are unsigned (moe_qunit_q4_k_bk_u). */
+MOE__QFN float moe_qunit_dot_kind_uq(int kind, int uq, const moe_qunit *w, const int32_t xq[8], float d,
+                                     const int *s16) {
     int s0 = 0, s1 = 0;
     MOE__QUNROLL
     for (int i = 0; i < 4; i++) {
-        s0 = moe__dp4a(w->q[i], xq[i], s0);
-        s1 = moe__dp4a(w->q[i + 4], xq[i + 4], s1);
+        s0 = uq ? moe__dp4a_us((uint32_t)w->q[i], xq[i], s0) : moe__dp4a(w->q[i], xq[i], s0);
+        s1 = uq ? moe__dp4a_us((uint32_t)w->q[i + 4], xq[i + 4], s1) : moe__dp4a(w->q[i + 4], xq[i + 4], s1);
     }
     switch (kind) {
     case MOE_QDOT_S: return d * (w->sc[0] * (float)(s0 + s1));
@@ -596,6 +636,11 @@ MOE__QFN float moe_qunit_dot_kind(int kind, const moe_qunit *w, const int32_t xq
     default:
         return d * (w->sc[0] * (float)s0 + w->sc[1] * (float)s1 - w->mn[0] * (float)s16[0] - w->mn[1] * (float)s16[1]);
     }
+}
+
+/* Units of signed weight bytes (every decoder but the _u ones). */
+MOE__QFN float moe_qunit_dot_kind(int kind, const moe_qunit *w, const int32_t xq[8], float d, const int *s16) {
+    return moe_qunit_dot_kind_uq(kind, 0, w, xq, d, s16);
 }
 
 /* The general form (any unit). */
