@@ -174,23 +174,20 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
 /* Unit u of a GGUF row against the staged activation rows (sv_row_dot;
  * token j's piece at act + u * SQ + 32 j, its record at meta + u * SM + RB j,
  * sv_qact_sq); for the 256-element formats, u is piece k of block blk. */
+#ifndef MOE_SV_UNROLL1
+#define MOE_SV_UNROLL1 2
+#endif
+#define SV_STR_(x) #x
+#define SV_UNROLL_PRAGMA(n) _Pragma(SV_STR_(unroll n))
+
+/* One decoded unit against the nt staged tokens: the unit's 32-byte pieces
+ * at xq (token j at 32 j), their records at xm (RB j). */
 template <int F, int NT>
-static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, int blk, int k, const uint8_t *act,
-                                                   const uint8_t *meta, int nrt, int nt, float acc[NT],
-                                                   const moe__mxfp4_tab *tab) {
+static __device__ __forceinline__ void sv_unit_tokens(const moe_qunit &w, const uint8_t *xqb, const uint8_t *xm,
+                                                      int nt, float acc[NT]) {
     constexpr int DK = sv_qdot_kind<F>();
-    moe_qunit w;
-    if (F == MOE_DF_Q4_0) moe_qunit_q4_0(row, u, &w);
-    else if (F == MOE_DF_Q8_0) moe_qunit_q8_0(row, u, &w);
-    else if (F == MOE_DF_MXFP4) moe__qunit_mxfp4_nib_t(row, u, tab, &w); /* activations staged in nibble order */
-    else if (F == MOE_DF_Q2_K) moe_qunit_q2_k_bk(row, blk, k, &w);
-    else if (F == MOE_DF_Q3_K) moe_qunit_q3_k_bk(row, blk, k, &w);
-    else if (F == MOE_DF_Q4_K) moe_qunit_q4_k_bk_u(row, blk, k, &w); /* unsigned bytes: moe_qunit_dot_kind_uq */
-    else if (F == MOE_DF_Q5_K) moe_qunit_q5_k_bk(row, blk, k, &w);
-    else moe_qunit_q6_k_bk(row, blk, k, &w);
     constexpr int RB = sv_qact_rb<DK>();
-    const int4 *xq = (const int4 *)(act + u * sv_qact_sq(nrt));
-    const uint8_t *xm = meta + u * (RB * (nrt | 1));
+    const int4 *xq = (const int4 *)xqb;
 #pragma unroll
     for (int j = 0; j < NT; j++) {
         if (j < nt) {
@@ -215,6 +212,50 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
     }
 }
 
+/* Unit u of a GGUF row of a 256-element format (u is piece k of block blk)
+ * against the staged activation rows (token j's piece at act + u * SQ + 32 j,
+ * its record at meta + u * SM + RB j, sv_qact_sq). */
+template <int F, int NT>
+static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, int blk, int k, const uint8_t *act,
+                                                   const uint8_t *meta, int nrt, int nt, float acc[NT]) {
+    moe_qunit w;
+    if (F == MOE_DF_Q2_K) moe_qunit_q2_k_bk(row, blk, k, &w);
+    else if (F == MOE_DF_Q3_K) moe_qunit_q3_k_bk(row, blk, k, &w);
+    else if (F == MOE_DF_Q4_K) moe_qunit_q4_k_bk_u(row, blk, k, &w); /* unsigned bytes: moe_qunit_dot_kind_uq */
+    else if (F == MOE_DF_Q5_K) moe_qunit_q5_k_bk(row, blk, k, &w);
+    else moe_qunit_q6_k_bk(row, blk, k, &w);
+    constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
+    sv_unit_tokens<F, NT>(w, act + u * sv_qact_sq(nrt), meta + u * (RB * (nrt | 1)), nt, acc);
+}
+
+/* The units u0, u0 + L, ... below ue of a row of a 32-element format (Q4_0,
+ * Q8_0, MXFP4): L is even, so L units are a multiple of 4 bytes and the
+ * offset of a unit in its aligned word stays the lane's (qdot.cuh _aw
+ * decoders); the weight, activation and record pointers step by constants
+ * (the byte form recomputed all three and the offset from u, ~14
+ * instructions a unit). LC: L as a compile-time constant, or 0. */
+template <int F, int NT, int UR, int LC>
+static __device__ __forceinline__ void sv_row_dot32(const uint8_t *row, const uint8_t *act, const uint8_t *meta,
+                                                    int nrt, int nt, int u0, int ue, int L, float acc[NT],
+                                                    const moe__mxfp4_tab &tab) {
+    const int LS = LC ? LC : L;
+    constexpr int UB = F == MOE_DF_Q8_0 ? 34 : F == MOE_DF_Q4_0 ? 18 : 17;
+    constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
+    const int SQ = sv_qact_sq(nrt), SM = RB * (nrt | 1);
+    const uint8_t *p = row + UB * u0;
+    const int sh = 8 * (int)((uintptr_t)p & 3);
+    const uint8_t *a = p - ((uintptr_t)p & 3);
+    const uint8_t *xq = act + u0 * SQ, *xm = meta + u0 * SM;
+    SV_UNROLL_PRAGMA(UR)
+    for (int u = u0; u < ue; u += LS, a += UB * LS, xq += SQ * LS, xm += SM * LS) {
+        moe_qunit w;
+        if (F == MOE_DF_Q4_0) moe__qunit_q4_0_aw(a, sh, &w);
+        else if (F == MOE_DF_Q8_0) moe__qunit_q8_0_aw(a, sh, &w);
+        else moe__qunit_mxfp4_nib_aw(a, sh, &tab, &w); /* activations staged in nibble order */
+        sv_unit_tokens<F, NT>(w, xq, xm, nt, acc);
+    }
+}
+
 /* One GGUF weight row (in shared memory) against NT staged 8-bit activation
  * rows: units ub + li, ub + li + L, ... below ue, taken by lane li of the L
  * lanes that share the row; sums per token in acc (not reduced across lanes).
@@ -226,12 +267,6 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
  * and ALU chain to issue while the first waits (s12 run 3, T = 1: Q4_K and
  * Q6_K 0.96-0.975, Q8_0 0.96-0.99, MXFP4 0.99-1.03); with 4 or 8 tokens the
  * unrolled body costs registers (up to 115) and was 1.2-1.3x slower (run 2). */
-#ifndef MOE_SV_UNROLL1
-#define MOE_SV_UNROLL1 2
-#endif
-#define SV_STR_(x) #x
-#define SV_UNROLL_PRAGMA(n) _Pragma(SV_STR_(unroll n))
-
 template <int F, int NT, int UR>
 static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, const uint8_t *meta, int nrt,
                                                   int nt, int ub, int ue, int li, int L, float acc[NT],
@@ -241,19 +276,21 @@ static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint
      * decoder's shifts and offsets that depend on the sub-block alone are
      * loop invariant (the decoders take the block and k0 apart) */
     constexpr bool SB = F == MOE_DF_Q2_K || F == MOE_DF_Q3_K || F == MOE_DF_Q4_K || F == MOE_DF_Q5_K || F == MOE_DF_Q6_K;
-    if (SB && ((ub | L) & 7) == 0) {
-        const int k0 = li & 7;
+    if constexpr (SB) {
+        if (((ub | L) & 7) == 0) {
+            const int k0 = li & 7;
+            SV_UNROLL_PRAGMA(UR)
+            for (int b = (ub + li) >> 3; (b << 3) + k0 < ue; b += L >> 3)
+                sv_unit_dot<F, NT>(row, (b << 3) | k0, b, k0, act, meta, nrt, nt, acc);
+            return;
+        }
+        /* rows whose units do not fall in whole blocks per lane (parts of a row) */
         SV_UNROLL_PRAGMA(UR)
-        for (int b = (ub + li) >> 3; (b << 3) + k0 < ue; b += L >> 3)
-            sv_unit_dot<F, NT>(row, (b << 3) | k0, b, k0, act, meta, nrt, nt, acc, &tab);
-        return;
-    }
-    if (L == 32) { /* a constant stride where a warp takes the row (gpt-oss-20b Q8_0: 6% slower with L, s6 run 3) */
-        SV_UNROLL_PRAGMA(UR)
-        for (int u = ub + li; u < ue; u += 32) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc, &tab);
+        for (int u = ub + li; u < ue; u += L) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc);
     } else {
-        SV_UNROLL_PRAGMA(UR)
-        for (int u = ub + li; u < ue; u += L) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc, &tab);
+        /* a constant stride where a warp takes the row (gpt-oss-20b Q8_0: 6% slower with L, s6 run 3) */
+        if (L == 32) sv_row_dot32<F, NT, UR, 32>(row, act, meta, nrt, nt, ub + li, ue, L, acc, tab);
+        else sv_row_dot32<F, NT, UR, 0>(row, act, meta, nrt, nt, ub + li, ue, L, acc, tab);
     }
 }
 

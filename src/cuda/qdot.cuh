@@ -164,6 +164,13 @@ MOE__QFN uint32_t moe__qshf(uint32_t lo, uint32_t hi, int n) {
         for (int moe__i = 0; moe__i < (NW); moe__i++) (w)[moe__i] = moe__qld32(moe__a + 4 * moe__i); \
     } while (0)
 
+/* NW words from a, which is 4-aligned. */
+#define MOE__QWORDS_A(a, w, NW)                                                                    \
+    do {                                                                                           \
+        MOE__QUNROLL                                                                               \
+        for (int moe__i = 0; moe__i < (NW); moe__i++) (w)[moe__i] = moe__qld32((a) + 4 * moe__i);   \
+    } while (0)
+
 /* n words of bytes p, p + 1, ... (p at any alignment) out of the aligned
  * words holding them: n loads when p is 4-aligned, else n + 1, and n funnel
  * shifts. */
@@ -240,16 +247,19 @@ MOE__QFN int moe__dp4a_us(uint32_t a, int b, int c) {
 MOE__QFN uint32_t moe__qsub8x4(uint32_t x) { return (x + 0x78787878u) ^ 0x80808080u; }
 MOE__QFN uint32_t moe__qsub32x4(uint32_t x) { return (x + 0x60606060u) ^ 0x80808080u; }
 
-/* ---- the 32-element formats: unit u is block u ---- */
+/* ---- the 32-element formats: unit u is block u ----
+ * Each decoder has an _aw form taking the aligned word holding the unit's
+ * first byte (a = p - (p & 3)) and that byte's offset in bits (sh = 8 (p &
+ * 3)). A loop over units L apart, where L times the unit's bytes is a
+ * multiple of 4 (L even), keeps sh and steps a (sv_row_dot): the byte form
+ * recomputes both from u at every unit. */
 
 /* Q4_0: q = nibble - 8, sc = d. The 18 bytes of a 2-aligned unit lie in 5
  * aligned words: d in the first (low or high half), qs from byte 2 or 4.
  * Per unit: 5 word loads, 4 funnel shifts, the nibble arithmetic. */
-MOE__QFN void moe_qunit_q4_0(const uint8_t *row, int u, moe_qunit *w) {
-    const uint8_t *p = row + 18 * u;
-    const int sh = 8 * (int)((uintptr_t)p & 3); /* 0 or 16 */
+MOE__QFN void moe__qunit_q4_0_aw(const uint8_t *a, int sh, moe_qunit *w) {
     uint32_t v[5];
-    MOE__QWORDS(p, v, 5);
+    MOE__QWORDS_A(a, v, 5);
     const float d = moe__qh2f((v[0] >> sh) & 0xffffu);
     MOE__QUNROLL
     for (int i = 0; i < 4; i++) {
@@ -260,19 +270,25 @@ MOE__QFN void moe_qunit_q4_0(const uint8_t *row, int u, moe_qunit *w) {
     w->sc[0] = w->sc[1] = d;
     w->mn[0] = w->mn[1] = 0.f;
 }
+MOE__QFN void moe_qunit_q4_0(const uint8_t *row, int u, moe_qunit *w) {
+    const uint8_t *p = row + 18 * u;
+    moe__qunit_q4_0_aw(p - ((uintptr_t)p & 3), 8 * (int)((uintptr_t)p & 3) /* 0 or 16 */, w);
+}
 
 /* Q8_0: q as stored, sc = d. As Q4_0: 34 bytes in 9 aligned words. Per
  * unit: 9 word loads, 8 funnel shifts. */
-MOE__QFN void moe_qunit_q8_0(const uint8_t *row, int u, moe_qunit *w) {
-    const uint8_t *p = row + 34 * u;
-    const int sh = 8 * (int)((uintptr_t)p & 3); /* 0 or 16 */
+MOE__QFN void moe__qunit_q8_0_aw(const uint8_t *a, int sh, moe_qunit *w) {
     uint32_t v[9];
-    MOE__QWORDS(p, v, 9);
+    MOE__QWORDS_A(a, v, 9);
     const float d = moe__qh2f((v[0] >> sh) & 0xffffu);
     MOE__QUNROLL
     for (int i = 0; i < 8; i++) w->q[i] = (int32_t)moe__qshf(v[i], v[i + 1], 16 + sh);
     w->sc[0] = w->sc[1] = d;
     w->mn[0] = w->mn[1] = 0.f;
+}
+MOE__QFN void moe_qunit_q8_0(const uint8_t *row, int u, moe_qunit *w) {
+    const uint8_t *p = row + 34 * u;
+    moe__qunit_q8_0_aw(p - ((uintptr_t)p & 3), 8 * (int)((uintptr_t)p & 3) /* 0 or 16 */, w);
 }
 
 /* MXFP4: the 16 doubled e2m1 values of blocks.h as int8, four to a word
@@ -384,11 +400,9 @@ MOE__QFN void moe__mxfp4_nib8(uint32_t v, uint32_t *a, uint32_t *b) {
 
 /* MXFP4 unit u in nibble order: q[2i], q[2i + 1] hold positions 8i..8i + 7
  * (the codes of word i of qs), sc as moe_qunit_mxfp4. */
-MOE__QFN void moe__qunit_mxfp4_nib_t(const uint8_t *row, int u, const moe__mxfp4_tab *t, moe_qunit *w) {
-    const uint8_t *p = row + 17 * u;
-    const int sh = 8 * (int)((uintptr_t)p & 3);
+MOE__QFN void moe__qunit_mxfp4_nib_aw(const uint8_t *a, int sh, const moe__mxfp4_tab *t, moe_qunit *w) {
     uint32_t v[5];
-    MOE__QWORDS(p, v, 5);
+    MOE__QWORDS_A(a, v, 5);
     const float d = moe__qu2f(moe__e8m0_half_bits((uint8_t)(v[0] >> sh)));
     MOE__QUNROLL
     for (int i = 0; i < 4; i++) {
@@ -402,7 +416,8 @@ MOE__QFN void moe__qunit_mxfp4_nib_t(const uint8_t *row, int u, const moe__mxfp4
 }
 MOE__QFN void moe_qunit_mxfp4_nib(const uint8_t *row, int u, moe_qunit *w) {
     const moe__mxfp4_tab t = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
-    moe__qunit_mxfp4_nib_t(row, u, &t, w);
+    const uint8_t *p = row + 17 * u;
+    moe__qunit_mxfp4_nib_aw(p - ((uintptr_t)p & 3), 8 * (int)((uintptr_t)p & 3), &t, w);
 }
 
 /* Activation block q (element order, moe_qx_quantize32) to nibble order in
