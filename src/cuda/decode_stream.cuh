@@ -181,8 +181,9 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
 #define SV_UNROLL_PRAGMA(n) _Pragma(SV_STR_(unroll n))
 
 /* One decoded unit against the nt staged tokens: the unit's 32-byte pieces
- * at xq (token j at 32 j), their records at xm (RB j). */
-template <int F, int NT>
+ * at xq (token j at 32 j), their records at xm (RB j). NTC: nt as a
+ * compile-time constant (sv_row_dot dispatches on it), or 0. */
+template <int F, int NT, int NTC>
 static __device__ __forceinline__ void sv_unit_tokens(const moe_qunit &w, const uint8_t *xqb, const uint8_t *xm,
                                                       int nt, float acc[NT]) {
     constexpr int DK = sv_qdot_kind<F>();
@@ -190,7 +191,7 @@ static __device__ __forceinline__ void sv_unit_tokens(const moe_qunit &w, const 
     const int4 *xq = (const int4 *)xqb;
 #pragma unroll
     for (int j = 0; j < NT; j++) {
-        if (j < nt) {
+        if (NTC ? j < NTC : j < nt) {
             const int4 q0 = xq[2 * j], q1 = xq[2 * j + 1];
             const int32_t xv[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
             float xd;
@@ -215,7 +216,7 @@ static __device__ __forceinline__ void sv_unit_tokens(const moe_qunit &w, const 
 /* Unit u of a GGUF row of a 256-element format (u is piece k of block blk)
  * against the staged activation rows (token j's piece at act + u * SQ + 32 j,
  * its record at meta + u * SM + RB j, sv_qact_sq). */
-template <int F, int NT>
+template <int F, int NT, int NTC>
 static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, int blk, int k, const uint8_t *act,
                                                    const uint8_t *meta, int nrt, int nt, float acc[NT]) {
     moe_qunit w;
@@ -225,7 +226,7 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
     else if (F == MOE_DF_Q5_K) moe_qunit_q5_k_bk(row, blk, k, &w);
     else moe_qunit_q6_k_bk(row, blk, k, &w);
     constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
-    sv_unit_tokens<F, NT>(w, act + u * sv_qact_sq(nrt), meta + u * (RB * (nrt | 1)), nt, acc);
+    sv_unit_tokens<F, NT, NTC>(w, act + u * sv_qact_sq(nrt), meta + u * (RB * (nrt | 1)), nt, acc);
 }
 
 /* The units u0, u0 + L, ... below ue of a row of a 32-element format (Q4_0,
@@ -234,7 +235,7 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
  * decoders); the weight, activation and record pointers step by constants
  * (the byte form recomputed all three and the offset from u, ~14
  * instructions a unit). LC: L as a compile-time constant, or 0. */
-template <int F, int NT, int UR, int LC>
+template <int F, int NT, int UR, int LC, int NTC>
 static __device__ __forceinline__ void sv_row_dot32(const uint8_t *row, const uint8_t *act, const uint8_t *meta,
                                                     int nrt, int nt, int u0, int ue, int L, float acc[NT],
                                                     const moe__mxfp4_tab &tab) {
@@ -252,7 +253,7 @@ static __device__ __forceinline__ void sv_row_dot32(const uint8_t *row, const ui
         if (F == MOE_DF_Q4_0) moe__qunit_q4_0_aw(a, sh, &w);
         else if (F == MOE_DF_Q8_0) moe__qunit_q8_0_aw(a, sh, &w);
         else moe__qunit_mxfp4_nib_aw(a, sh, &tab, &w); /* activations staged in nibble order */
-        sv_unit_tokens<F, NT>(w, xq, xm, nt, acc);
+        sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc);
     }
 }
 
@@ -267,10 +268,10 @@ static __device__ __forceinline__ void sv_row_dot32(const uint8_t *row, const ui
  * and ALU chain to issue while the first waits (s12 run 3, T = 1: Q4_K and
  * Q6_K 0.96-0.975, Q8_0 0.96-0.99, MXFP4 0.99-1.03); with 4 or 8 tokens the
  * unrolled body costs registers (up to 115) and was 1.2-1.3x slower (run 2). */
-template <int F, int NT, int UR>
-static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, const uint8_t *meta, int nrt,
-                                                  int nt, int ub, int ue, int li, int L, float acc[NT],
-                                                  const moe__mxfp4_tab &tab) {
+template <int F, int NT, int UR, int NTC>
+static __device__ __forceinline__ void sv_row_dot_n(const uint8_t *row, const uint8_t *act, const uint8_t *meta,
+                                                    int nrt, int nt, int ub, int ue, int li, int L, float acc[NT],
+                                                    const moe__mxfp4_tab &tab) {
     /* 256-element blocks (8 units): where the lane's units are L apart with
      * L and ub multiples of 8, each is sub-block k0 of its block, so the
      * decoder's shifts and offsets that depend on the sub-block alone are
@@ -281,17 +282,51 @@ static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint
             const int k0 = li & 7;
             SV_UNROLL_PRAGMA(UR)
             for (int b = (ub + li) >> 3; (b << 3) + k0 < ue; b += L >> 3)
-                sv_unit_dot<F, NT>(row, (b << 3) | k0, b, k0, act, meta, nrt, nt, acc);
+                sv_unit_dot<F, NT, NTC>(row, (b << 3) | k0, b, k0, act, meta, nrt, nt, acc);
             return;
         }
         /* rows whose units do not fall in whole blocks per lane (parts of a row) */
         SV_UNROLL_PRAGMA(UR)
-        for (int u = ub + li; u < ue; u += L) sv_unit_dot<F, NT>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc);
+        for (int u = ub + li; u < ue; u += L) sv_unit_dot<F, NT, NTC>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc);
     } else {
         /* a constant stride where a warp takes the row (gpt-oss-20b Q8_0: 6% slower with L, s6 run 3) */
-        if (L == 32) sv_row_dot32<F, NT, UR, 32>(row, act, meta, nrt, nt, ub + li, ue, L, acc, tab);
-        else sv_row_dot32<F, NT, UR, 0>(row, act, meta, nrt, nt, ub + li, ue, L, acc, tab);
+        if (L == 32) sv_row_dot32<F, NT, UR, 32, NTC>(row, act, meta, nrt, nt, ub + li, ue, L, acc, tab);
+        else sv_row_dot32<F, NT, UR, 0, NTC>(row, act, meta, nrt, nt, ub + li, ue, L, acc, tab);
     }
+}
+
+/* The row loop for the pass's token count as a compile-time constant (1 to
+ * NT, uniform over the block): without it every unit ran NT guarded token
+ * bodies, each a branch the warp waits on (BSSY/BSYNC), and their activation
+ * loads could not move ahead of the dot products (ncu, s12 run 4: mixtral
+ * Q8_0 T = 16, branch resolving 10% and short scoreboard 25% of the samples). */
+template <int F, int NT, int UR>
+static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, const uint8_t *meta, int nrt,
+                                                  int nt, int ub, int ue, int li, int L, float acc[NT],
+                                                  const moe__mxfp4_tab &tab) {
+    static_assert(NT >= 1 && NT <= 8, "passes of 1 to 8 tokens");
+#ifndef MOE_SV_NTC_MAX
+#define MOE_SV_NTC_MAX 8
+#endif
+#define SV_NT_CASE(c)                                                                                           \
+    case c:                                                                                                     \
+        if constexpr (c <= NT && c <= MOE_SV_NTC_MAX)                                                           \
+            sv_row_dot_n<F, NT, UR, c>(row, act, meta, nrt, nt, ub, ue, li, L, acc, tab);                       \
+        else if constexpr (c <= NT)                                                                             \
+            sv_row_dot_n<F, NT, UR, 0>(row, act, meta, nrt, nt, ub, ue, li, L, acc, tab);                       \
+        break;
+    switch (NT == 1 ? 1 : nt) {
+        SV_NT_CASE(1)
+        SV_NT_CASE(2)
+        SV_NT_CASE(3)
+        SV_NT_CASE(4)
+        SV_NT_CASE(5)
+        SV_NT_CASE(6)
+        SV_NT_CASE(7)
+        SV_NT_CASE(8)
+    default: break;
+    }
+#undef SV_NT_CASE
 }
 
 /* The first nt sums over the L lanes (8, 16 or 32) that share a row: lanes
@@ -994,9 +1029,12 @@ static __device__ __forceinline__ void sv_grid_sync(unsigned *gb) {
 /* One phase per launch: grid (pairs or tokens, row tiles). QM: the instance
  * with the int8 tensor-core consumer (its own code, so that the dp4a
  * instances stay as they were: sharing one instance made gpt-oss-20b Q8_0
- * T = 32 1.16x slower with the int8 path unused; bench/decode/s7 run 15). */
+ * T = 32 1.16x slower with the int8 path unused; bench/decode/s7 run 15).
+ * At most 112 registers a thread, so that the two blocks an SM the planner
+ * counts on (sv_plan, bps) fit: the row loops per token count (sv_row_dot)
+ * took some instances to 117. */
 template <int F, int PH, int NT, bool QM>
-__global__ void __launch_bounds__(MOE_SV_THREADS, 1) k_sv(const moe_sv_args a) {
+__global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_sv(const moe_sv_args a) {
 #ifdef SV_ON
     constexpr bool DOWN = PH == MOE_DEC_DOWN, DOWNE = PH == MOE_SV_DOWN_E;
     extern __shared__ __align__(128) uint8_t sm[];
