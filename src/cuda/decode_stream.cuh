@@ -308,12 +308,10 @@ static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint
 #ifndef MOE_SV_NTC_MAX
 #define MOE_SV_NTC_MAX 8
 #endif
-#ifndef MOE_SV_NTC_Q8 /* measurement knob: 0 keeps Q8_0 on the runtime token loop */
-#define MOE_SV_NTC_Q8 1
-#endif
+
 #define SV_NT_CASE(c)                                                                                           \
     case c:                                                                                                     \
-        if constexpr (c <= NT && c <= MOE_SV_NTC_MAX && (F != MOE_DF_Q8_0 || MOE_SV_NTC_Q8))                    \
+        if constexpr (c <= NT && c <= MOE_SV_NTC_MAX)                                                           \
             sv_row_dot_n<F, NT, UR, c>(row, act, meta, nrt, nt, ub, ue, li, L, acc, tab);                       \
         else if constexpr (c <= NT)                                                                             \
             sv_row_dot_n<F, NT, UR, 0>(row, act, meta, nrt, nt, ub, ue, li, L, acc, tab);                       \
