@@ -13,6 +13,8 @@
  *           the kernel's cheaper dot assumes), and moe_qunit_dot_kind of that
  *           shape agrees with a float64 dot of the dequantised weights and
  *           the dequantised activations: |err| <= 1e-5 * sum of |terms|.
+ *   (MXFP4 in nibble order, mxfp4n: also the one-token dot moe__mxfp4_dot1_aw,
+ *   bit for bit; Q4_K with unsigned bytes, q4_Ku: the signed decoder's dot.)
  *   qx      moe_qx_quantize32 equal to moe__quantize_row_q8_32 (the CPU's
  *           Q8_1-style activation blocks) bit for bit, and |x/d - q| <= 1/2.
  * With a GPU, the decoders also run in a kernel (rows in shared memory at
@@ -322,6 +324,12 @@ static void check_row(const fmt *f, const uint8_t *row, int C, const float *ref,
             moe_qx_nib_order(xn);
             if (!same_f32(moe_qunit_dot_kind(f->kind, &raw, xn, xd, s16), got) && !st->bad_dots++ && !st->bad_elems)
                 snprintf(st->first, sizeof st->first, "unit %d: the dot in nibble order differs from element order", u);
+            /* the one-token dot of the kernel (positive and negative codes apart) */
+            const moe__mxfp4_tab tab = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
+            const uint8_t *p = row + 17 * u;
+            const float one = moe__mxfp4_dot1_aw(p - ((uintptr_t)p & 3), 8 * (int)((uintptr_t)p & 3), &tab, xn, xd);
+            if (!same_f32(one, got) && !st->bad_dots++ && !st->bad_elems)
+                snprintf(st->first, sizeof st->first, "unit %d: the one-token dot %.9g differs from %.9g", u, one, got);
         }
         double want = 0, bound = 0, inter = 0;
         for (int j = 0; j < 32; j++) {

@@ -249,6 +249,12 @@ static __device__ __forceinline__ void sv_row_dot32(const uint8_t *row, const ui
     const uint8_t *xq = act + u0 * SQ, *xm = meta + u0 * SM;
     SV_UNROLL_PRAGMA(UR)
     for (int u = u0; u < ue; u += LS, a += UB * LS, xq += SQ * LS, xm += SM * LS) {
+        if constexpr (F == MOE_DF_MXFP4 && NTC == 1) { /* one token: positive and negative codes apart (qdot.cuh) */
+            const int4 q0 = ((const int4 *)xq)[0], q1 = ((const int4 *)xq)[1];
+            const int32_t xv[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+            acc[0] += moe__mxfp4_dot1_aw(a, sh, &tab, xv, *(const float *)xm);
+            continue;
+        }
         moe_qunit w;
         if (F == MOE_DF_Q4_0) moe__qunit_q4_0_aw(a, sh, &w);
         else if (F == MOE_DF_Q8_0) moe__qunit_q8_0_aw(a, sh, &w);

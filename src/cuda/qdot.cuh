@@ -420,6 +420,50 @@ MOE__QFN void moe_qunit_mxfp4_nib(const uint8_t *row, int u, moe_qunit *w) {
     moe__qunit_mxfp4_nib_aw(p - ((uintptr_t)p & 3), 8 * (int)((uintptr_t)p & 3), &t, w);
 }
 
+/* prmt.b32 in its default mode with selector nibbles whose bit 3 may be set:
+ * such a byte is the sign of the selected byte replicated (0x00 or 0xFF). */
+MOE__QFN uint32_t moe__qprmt_sx(uint32_t x, uint32_t y, uint32_t s) {
+#ifdef __CUDA_ARCH__
+    return moe__qprmt(x, y, s);
+#else
+    uint32_t r = 0;
+    for (int n = 0; n < 4; n++) {
+        const uint32_t c = (s >> (4 * n)) & 15u;
+        uint32_t b = (uint32_t)((((uint64_t)y << 32 | x) >> (8 * (c & 7))) & 0xffu);
+        if (c & 8) b = (b & 0x80u) ? 0xffu : 0u;
+        r |= b << (8 * n);
+    }
+    return r;
+#endif
+}
+
+/* One MXFP4 unit (the _aw form's a and sh) against one token's activation
+ * piece in nibble order (xq, 8 words) and scale xd: xd (sc S) with S the
+ * integer dot, bit for bit moe_qunit_dot_kind(MOE_QDOT_S) of
+ * moe__qunit_mxfp4_nib_aw's unit. For a pass of one token the unit is not
+ * kept: the codes' magnitudes are looked up from the raw codes, whose bit 3
+ * (the sign) makes prmt give 0 (the table's bytes are positive), and again
+ * from the codes with that bit flipped, which gives the negative codes'
+ * magnitudes; S = dp4a(positive) - dp4a(negative). Per word of 8 codes 7 ALU
+ * instructions (4 PRMT, an XOR, 2 shifts) and 4 dp4a, against 11 and 2 for
+ * the table halves and the select: fewer on the ALU pipe, which is what the
+ * one-token loop waits on. */
+MOE__QFN float moe__mxfp4_dot1_aw(const uint8_t *a, int sh, const moe__mxfp4_tab *t, const int32_t xq[8], float xd) {
+    uint32_t v[5];
+    MOE__QWORDS_A(a, v, 5);
+    const float d = moe__qu2f(moe__e8m0_half_bits((uint8_t)(v[0] >> sh)));
+    int sp = 0, sn = 0;
+    MOE__QUNROLL
+    for (int i = 0; i < 4; i++) {
+        const uint32_t c = moe__qshf(v[i], v[i + 1], 8 + sh), cx = c ^ 0x88888888u;
+        sp = moe__dp4a_us(moe__qprmt_sx(t->k0, MOE__MXFP4_K1, c), xq[2 * i], sp);
+        sn = moe__dp4a_us(moe__qprmt_sx(t->k0, MOE__MXFP4_K1, cx), xq[2 * i], sn);
+        sp = moe__dp4a_us(moe__qprmt_sx(t->k0, MOE__MXFP4_K1, c >> 16), xq[2 * i + 1], sp);
+        sn = moe__dp4a_us(moe__qprmt_sx(t->k0, MOE__MXFP4_K1, cx >> 16), xq[2 * i + 1], sn);
+    }
+    return xd * (d * (float)(sp - sn));
+}
+
 /* Activation block q (element order, moe_qx_quantize32) to nibble order in
  * place: word i of the result holds elements 2i, 2i + 16, 2i + 1, 2i + 17
  * (bytes 2(i & 1), 2(i & 1) + 1 of words i / 2 and 4 + i / 2). The half sums
