@@ -13,7 +13,7 @@
  *           the kernel's cheaper dot assumes), and moe_qunit_dot_kind of that
  *           shape agrees with a float64 dot of the dequantised weights and
  *           the dequantised activations: |err| <= 1e-5 * sum of |terms|.
- *   (MXFP4 in nibble order, mxfp4n: also the one-token dot moe__mxfp4_dot1_aw,
+ *   (MXFP4 in nibble order, mxfp4n: also the few-token dot moe__mxfp4_dotn_aw,
  *   bit for bit; Q4_K with unsigned bytes, q4_Ku: the signed decoder's dot.)
  *   qx      moe_qx_quantize32 equal to moe__quantize_row_q8_32 (the CPU's
  *           Q8_1-style activation blocks) bit for bit, and |x/d - q| <= 1/2.
@@ -327,9 +327,22 @@ static void check_row(const fmt *f, const uint8_t *row, int C, const float *ref,
             /* the one-token dot of the kernel (positive and negative codes apart) */
             const moe__mxfp4_tab tab = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
             const uint8_t *p = row + 17 * u;
-            const float one = moe__mxfp4_dot1_aw(p - ((uintptr_t)p & 3), 8 * (int)((uintptr_t)p & 3), &tab, xn, xd);
+            float one = 0.f;
+            moe__mxfp4_dotn_aw(p - ((uintptr_t)p & 3), 8 * (int)((uintptr_t)p & 3), &tab, 1, xn, &xd, &one);
             if (!same_f32(one, got) && !st->bad_dots++ && !st->bad_elems)
                 snprintf(st->first, sizeof st->first, "unit %d: the one-token dot %.9g differs from %.9g", u, one, got);
+            /* two tokens: this one and the next unit's activations */
+            float x2[32], xd2[2] = {xd, 0.f}, two[2] = {0.f, 0.f};
+            int32_t xq2[16];
+            int s2[2];
+            memcpy(xq2, xn, sizeof xn);
+            fill_acts(x2, u + 1);
+            moe_qx_quantize32(x2, xq2 + 8, &xd2[1], s2);
+            moe_qx_nib_order(xq2 + 8);
+            moe__mxfp4_dotn_aw(p - ((uintptr_t)p & 3), 8 * (int)((uintptr_t)p & 3), &tab, 2, xq2, xd2, two);
+            if ((!same_f32(two[0], got) || !same_f32(two[1], moe_qunit_dot_kind(f->kind, &raw, xq2 + 8, xd2[1], s2))) &&
+                !st->bad_dots++ && !st->bad_elems)
+                snprintf(st->first, sizeof st->first, "unit %d: the two-token dot differs from the decoder's", u);
         }
         double want = 0, bound = 0, inter = 0;
         for (int j = 0; j < 32; j++) {

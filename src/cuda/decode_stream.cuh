@@ -229,6 +229,12 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
     sv_unit_tokens<F, NT, NTC>(w, act + u * sv_qact_sq(nrt), meta + u * (RB * (nrt | 1)), nt, acc);
 }
 
+/* Passes of up to this many tokens take MXFP4's positive and negative codes
+ * apart (moe__mxfp4_dotn_aw; compile time, a measurement knob). */
+#ifndef MOE_SV_MXFP4_PN
+#define MOE_SV_MXFP4_PN 2
+#endif
+
 /* The units u0, u0 + L, ... below ue of a row of a 32-element format (Q4_0,
  * Q8_0, MXFP4): L is even, so L units are a multiple of 4 bytes and the
  * offset of a unit in its aligned word stays the lane's (qdot.cuh _aw
@@ -249,10 +255,18 @@ static __device__ __forceinline__ void sv_row_dot32(const uint8_t *row, const ui
     const uint8_t *xq = act + u0 * SQ, *xm = meta + u0 * SM;
     SV_UNROLL_PRAGMA(UR)
     for (int u = u0; u < ue; u += LS, a += UB * LS, xq += SQ * LS, xm += SM * LS) {
-        if constexpr (F == MOE_DF_MXFP4 && NTC == 1) { /* one token: positive and negative codes apart (qdot.cuh) */
-            const int4 q0 = ((const int4 *)xq)[0], q1 = ((const int4 *)xq)[1];
-            const int32_t xv[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-            acc[0] += moe__mxfp4_dot1_aw(a, sh, &tab, xv, *(const float *)xm);
+        if constexpr (F == MOE_DF_MXFP4 && NTC >= 1 && NTC <= MOE_SV_MXFP4_PN) {
+            /* few tokens: positive and negative codes apart (qdot.cuh moe__mxfp4_dotn_aw) */
+            int32_t xv[8 * NTC];
+            float xd[NTC];
+#pragma unroll
+            for (int j = 0; j < NTC; j++) {
+                const int4 q0 = ((const int4 *)xq)[2 * j], q1 = ((const int4 *)xq)[2 * j + 1];
+                xv[8 * j] = q0.x; xv[8 * j + 1] = q0.y; xv[8 * j + 2] = q0.z; xv[8 * j + 3] = q0.w;
+                xv[8 * j + 4] = q1.x; xv[8 * j + 5] = q1.y; xv[8 * j + 6] = q1.z; xv[8 * j + 7] = q1.w;
+                xd[j] = *(const float *)(xm + RB * j);
+            }
+            moe__mxfp4_dotn_aw(a, sh, &tab, NTC, xv, xd, acc);
             continue;
         }
         moe_qunit w;

@@ -437,31 +437,41 @@ MOE__QFN uint32_t moe__qprmt_sx(uint32_t x, uint32_t y, uint32_t s) {
 #endif
 }
 
-/* One MXFP4 unit (the _aw form's a and sh) against one token's activation
- * piece in nibble order (xq, 8 words) and scale xd: xd (sc S) with S the
- * integer dot, bit for bit moe_qunit_dot_kind(MOE_QDOT_S) of
- * moe__qunit_mxfp4_nib_aw's unit. For a pass of one token the unit is not
- * kept: the codes' magnitudes are looked up from the raw codes, whose bit 3
- * (the sign) makes prmt give 0 (the table's bytes are positive), and again
- * from the codes with that bit flipped, which gives the negative codes'
- * magnitudes; S = dp4a(positive) - dp4a(negative). Per word of 8 codes 7 ALU
- * instructions (4 PRMT, an XOR, 2 shifts) and 4 dp4a, against 11 and 2 for
- * the table halves and the select: fewer on the ALU pipe, which is what the
- * one-token loop waits on. */
-MOE__QFN float moe__mxfp4_dot1_aw(const uint8_t *a, int sh, const moe__mxfp4_tab *t, const int32_t xq[8], float xd) {
-    uint32_t v[5];
+/* One MXFP4 unit (the _aw form's a and sh) against n tokens' activation
+ * pieces in nibble order (token j: xq[8 j .. 8 j + 7], scale xd[j]): acc[j] +=
+ * xd (sc S) with S the integer dot, bit for bit moe_qunit_dot_kind(MOE_QDOT_S)
+ * of moe__qunit_mxfp4_nib_aw's unit. For passes of few tokens the signed
+ * values are not made: prmt with the raw codes gives the magnitudes of the
+ * positive codes and 0 for the negative ones (bit 3 of a selector nibble, the
+ * code's sign, replicates the sign of the table byte, and the table's bytes
+ * are positive), and with that bit flipped the negative codes' magnitudes;
+ * S = dp4a(positive) - dp4a(negative). Per word of 8 codes 7 ALU instructions
+ * (4 PRMT, an XOR, 2 shifts) and 4 n dp4a, against 11 and 2 n for the table
+ * halves and the select (moe__mxfp4_nib8_t): fewer on the ALU pipe, which is
+ * what these loops wait on; n is a constant where the kernel calls it. */
+MOE__QFN void moe__mxfp4_dotn_aw(const uint8_t *a, int sh, const moe__mxfp4_tab *t, int n, const int32_t *xq,
+                                 const float *xd, float *acc) {
+    uint32_t v[5], pw[8], nw[8];
     MOE__QWORDS_A(a, v, 5);
     const float d = moe__qu2f(moe__e8m0_half_bits((uint8_t)(v[0] >> sh)));
-    int sp = 0, sn = 0;
     MOE__QUNROLL
     for (int i = 0; i < 4; i++) {
         const uint32_t c = moe__qshf(v[i], v[i + 1], 8 + sh), cx = c ^ 0x88888888u;
-        sp = moe__dp4a_us(moe__qprmt_sx(t->k0, MOE__MXFP4_K1, c), xq[2 * i], sp);
-        sn = moe__dp4a_us(moe__qprmt_sx(t->k0, MOE__MXFP4_K1, cx), xq[2 * i], sn);
-        sp = moe__dp4a_us(moe__qprmt_sx(t->k0, MOE__MXFP4_K1, c >> 16), xq[2 * i + 1], sp);
-        sn = moe__dp4a_us(moe__qprmt_sx(t->k0, MOE__MXFP4_K1, cx >> 16), xq[2 * i + 1], sn);
+        pw[2 * i] = moe__qprmt_sx(t->k0, MOE__MXFP4_K1, c);
+        nw[2 * i] = moe__qprmt_sx(t->k0, MOE__MXFP4_K1, cx);
+        pw[2 * i + 1] = moe__qprmt_sx(t->k0, MOE__MXFP4_K1, c >> 16);
+        nw[2 * i + 1] = moe__qprmt_sx(t->k0, MOE__MXFP4_K1, cx >> 16);
     }
-    return xd * (d * (float)(sp - sn));
+    MOE__QUNROLL
+    for (int j = 0; j < n; j++) {
+        int sp = 0, sn = 0;
+        MOE__QUNROLL
+        for (int i = 0; i < 8; i++) {
+            sp = moe__dp4a_us(pw[i], xq[8 * j + i], sp);
+            sn = moe__dp4a_us(nw[i], xq[8 * j + i], sn);
+        }
+        acc[j] += xd[j] * (d * (float)(sp - sn));
+    }
 }
 
 /* Activation block q (element order, moe_qx_quantize32) to nibble order in
