@@ -121,22 +121,24 @@ typedef struct fmt {
     int kind;         /* the unit shape (MOE_QDOT_*) the kernel's dot assumes */
     int nib;          /* the decoder gives nibble order (position 2j = element j, 2j + 1 = j + 16) */
     int uq;           /* the decoder's weight bytes are unsigned (moe_qunit_dot_kind_uq) */
+    int zp;           /* their zero point (32: moe_qunit_q6_k_u, dot moe_qunit_dot_z32), else 0 */
 } fmt;
 
 /* The kinds are written here independently of the kernel's table
  * (decode_stream.cuh sv_qdot_kind): the shape checks below fail if a
  * decoder stops making units of its kind. */
 static const fmt FMTS[] = {
-    {"q4_0", MOE_TYPE_Q4_0, 32, 18, 2, moe_qunit_q4_0, MOE_QDOT_S, 0, 0},
-    {"q8_0", MOE_TYPE_Q8_0, 32, 34, 2, moe_qunit_q8_0, MOE_QDOT_S, 0, 0},
-    {"mxfp4", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4, MOE_QDOT_S, 0, 0},
-    {"mxfp4n", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4_nib, MOE_QDOT_S, 1, 0},
-    {"q2_K", MOE_TYPE_Q2_K, 256, 84, 4, moe_qunit_q2_k, MOE_QDOT_SSMM, 0, 0},
-    {"q3_K", MOE_TYPE_Q3_K, 256, 110, 2, moe_qunit_q3_k, MOE_QDOT_SS, 0, 0},
-    {"q4_K", MOE_TYPE_Q4_K, 256, 144, 16, moe_qunit_q4_k, MOE_QDOT_SM, 0, 0},
-    {"q4_Ku", MOE_TYPE_Q4_K, 256, 144, 16, moe_qunit_q4_k_u, MOE_QDOT_SM, 0, 1},
-    {"q5_K", MOE_TYPE_Q5_K, 256, 176, 16, moe_qunit_q5_k, MOE_QDOT_SM, 0, 0},
-    {"q6_K", MOE_TYPE_Q6_K, 256, 210, 2, moe_qunit_q6_k, MOE_QDOT_SS, 0, 0},
+    {"q4_0", MOE_TYPE_Q4_0, 32, 18, 2, moe_qunit_q4_0, MOE_QDOT_S, 0, 0, 0},
+    {"q8_0", MOE_TYPE_Q8_0, 32, 34, 2, moe_qunit_q8_0, MOE_QDOT_S, 0, 0, 0},
+    {"mxfp4", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4, MOE_QDOT_S, 0, 0, 0},
+    {"mxfp4n", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4_nib, MOE_QDOT_S, 1, 0, 0},
+    {"q2_K", MOE_TYPE_Q2_K, 256, 84, 4, moe_qunit_q2_k, MOE_QDOT_SSMM, 0, 0, 0},
+    {"q3_K", MOE_TYPE_Q3_K, 256, 110, 2, moe_qunit_q3_k, MOE_QDOT_SS, 0, 0, 0},
+    {"q4_K", MOE_TYPE_Q4_K, 256, 144, 16, moe_qunit_q4_k, MOE_QDOT_SM, 0, 0, 0},
+    {"q4_Ku", MOE_TYPE_Q4_K, 256, 144, 16, moe_qunit_q4_k_u, MOE_QDOT_SM, 0, 1, 0},
+    {"q5_K", MOE_TYPE_Q5_K, 256, 176, 16, moe_qunit_q5_k, MOE_QDOT_SM, 0, 0, 0},
+    {"q6_K", MOE_TYPE_Q6_K, 256, 210, 2, moe_qunit_q6_k, MOE_QDOT_SS, 0, 0, 0},
+    {"q6_Ku", MOE_TYPE_Q6_K, 256, 210, 2, moe_qunit_q6_k_u, MOE_QDOT_SS, 0, 1, 32},
 };
 
 /* Does unit w have the shape `kind` promises (bitwise: a -0 min is not 0)? */
@@ -254,7 +256,12 @@ static void fill_acts(float *x, int u) {
 static int q_byte(const int32_t *q, int j) { return (int)(((uint32_t)q[j >> 2] >> (8 * (j & 3)) & 0xffu) ^ 0x80u) - 0x80; }
 /* weight byte j of a unit of format f: signed, or unsigned for the uq decoders */
 static int w_byte(const fmt *f, const int32_t *q, int j) {
-    return f->uq ? (int)((uint32_t)q[j >> 2] >> (8 * (j & 3)) & 0xffu) : q_byte(q, j);
+    return f->uq ? (int)((uint32_t)q[j >> 2] >> (8 * (j & 3)) & 0xffu) - f->zp : q_byte(q, j);
+}
+/* The dot the kernel takes of a unit of format f. */
+static __host__ __device__ float fmt_dot(int kind, int uq, int zp, const moe_qunit *w, const int32_t *xq, float xd,
+                                         const int *s16) {
+    return zp ? moe_qunit_dot_z32(w, xq, xd) : moe_qunit_dot_kind_uq(kind, uq, w, xq, xd, s16);
 }
 static int same_f32(float a, float b) { return (a != a && b != b) || moe__f32_as_u32(a) == moe__f32_as_u32(b); }
 
@@ -311,10 +318,11 @@ static void check_row(const fmt *f, const uint8_t *row, int C, const float *ref,
         if (!has_shape(&w, f->kind) && !st->bad_shapes++ && !st->bad_elems)
             snprintf(st->first, sizeof st->first, "unit %d: sc %.9g %.9g mn %.9g %.9g, not the shape the kernel assumes",
                      u, w.sc[0], w.sc[1], w.mn[0], w.mn[1]);
-        const float got = moe_qunit_dot_kind_uq(f->kind, f->uq, &w, xq, xd, s16);
+        const float got = fmt_dot(f->kind, f->uq, f->zp, &w, xq, xd, s16);
         if (f->uq) { /* the kernel's output must not move by a bit: the same dot as the signed decoder's */
             moe_qunit ws;
-            moe_qunit_q4_k(row, u, &ws); /* the signed twin of the only uq decoder, moe_qunit_q4_k_u */
+            if (f->zp) moe_qunit_q6_k(row, u, &ws); /* the signed twins of the uq decoders */
+            else moe_qunit_q4_k(row, u, &ws);
             if (!same_f32(moe_qunit_dot_kind(f->kind, &ws, xq, xd, s16), got) && !st->bad_dots++ && !st->bad_elems)
                 snprintf(st->first, sizeof st->first, "unit %d: the dot of unsigned bytes differs from the signed decoder's", u);
         }
@@ -527,7 +535,7 @@ static void check_mxfp4_table(void) {
             moe_qunit w;                                                                                       \
             moe_qunit_##name(sm + off, u, &w);                                                                 \
             units[u] = w;                                                                                      \
-            dots[u] = moe_qunit_dot_kind_uq(kind & 255, kind >> 8, &w, xq + 8 * u, xd[u], s16 + 2 * u);         \
+            dots[u] = fmt_dot(kind & 255, (kind >> 8) & 1, kind >> 9 ? 32 : 0, &w, xq + 8 * u, xd[u], s16 + 2 * u); \
         }                                                                                                      \
     }
 QDOT_PROBE(q4_0)
@@ -540,6 +548,7 @@ QDOT_PROBE(q4_k)
 QDOT_PROBE(q4_k_u)
 QDOT_PROBE(q5_k)
 QDOT_PROBE(q6_k)
+QDOT_PROBE(q6_k_u)
 
 __global__ void probe_qx(const float *x, int nb, int32_t *q, float *d, int *s16) {
     for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < nb; b += gridDim.x * blockDim.x)
@@ -549,7 +558,8 @@ __global__ void probe_qx(const float *x, int nb, int32_t *q, float *d, int *s16)
 typedef void (*probe_fn)(const uint8_t *, int, int, int, int, const int32_t *, const float *, const int *,
                          moe_qunit *, float *);
 static const probe_fn PROBES[NFMT] = {probe_q4_0, probe_q8_0, probe_mxfp4, probe_mxfp4_nib, probe_q2_k,
-                                      probe_q3_k, probe_q4_k, probe_q4_k_u, probe_q5_k, probe_q6_k};
+                                      probe_q3_k, probe_q4_k, probe_q4_k_u, probe_q5_k, probe_q6_k,
+                                      probe_q6_k_u};
 
 static int gpu_ok(cudaError_t e, const char *what) {
     if (e == cudaSuccess) return 1;
@@ -598,7 +608,8 @@ static void check_gpu(void) {
             cudaMemcpy(g_xq, xq, 32 * nu, cudaMemcpyHostToDevice);
             cudaMemcpy(g_xd, xd, 4 * nu, cudaMemcpyHostToDevice);
             cudaMemcpy(g_s16, s16, 8 * nu, cudaMemcpyHostToDevice);
-            PROBES[fi]<<<1, 128>>>(g_row, (int)nbytes, off, nu, f->kind | f->uq << 8, g_xq, g_xd, g_s16, g_units, g_dots);
+            PROBES[fi]<<<1, 128>>>(g_row, (int)nbytes, off, nu, f->kind | f->uq << 8 | (f->zp != 0) << 9, g_xq, g_xd, g_s16,
+                                   g_units, g_dots);
             if (!gpu_ok(cudaGetLastError(), "launch") || !gpu_ok(cudaDeviceSynchronize(), "kernel")) return;
             moe_qunit *dev = (moe_qunit *)malloc(sizeof(moe_qunit) * nu);
             float *ddots = (float *)malloc(sizeof(float) * nu);
@@ -615,7 +626,7 @@ static void check_gpu(void) {
                 int same = !memcmp(w.q, dev[u].q, sizeof w.q);
                 for (int h = 0; h < 2; h++) same &= same_f32(w.sc[h], dev[u].sc[h]) && same_f32(w.mn[h], dev[u].mn[h]);
                 bad_units += !same;
-                const float host = moe_qunit_dot_kind_uq(f->kind, f->uq, &w, xq + 8 * u, xd[u], s16 + 2 * u);
+                const float host = fmt_dot(f->kind, f->uq, f->zp, &w, xq + 8 * u, xd[u], s16 + 2 * u);
                 double bound = 0;
                 for (int j = 0; j < 32; j++)
                     bound += (fabs((double)w.sc[j / 16] * w_byte(f, w.q, j)) + fabs((double)w.mn[j / 16])) *

@@ -180,6 +180,13 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
 #define SV_STR_(x) #x
 #define SV_UNROLL_PRAGMA(n) _Pragma(SV_STR_(unroll n))
 
+/* Q6_K passes of 1 to MOE_SV_Q6K_U tokens (a compile-time knob) decode
+ * unsigned bytes with zero point 32 (qdot.cuh moe_qunit_q6_k_bk_u). */
+#ifndef MOE_SV_Q6K_U
+#define MOE_SV_Q6K_U 2
+#endif
+#define SV_Q6K_Z32(F, NTC) ((F) == MOE_DF_Q6_K && (NTC) >= 1 && (NTC) <= MOE_SV_Q6K_U)
+
 /* One decoded unit against the nt staged tokens: the unit's 32-byte pieces
  * at xq (token j at 32 j), their records at xm (RB j). NTC: nt as a
  * compile-time constant (sv_row_dot dispatches on it), or 0. */
@@ -208,7 +215,8 @@ static __device__ __forceinline__ void sv_unit_tokens(const moe_qunit &w, const 
             } else {
                 xd = *(const float *)(xm + RB * j);
             }
-            acc[j] += moe_qunit_dot_kind_uq(DK, F == MOE_DF_Q4_K, &w, xv, xd, s16);
+            if constexpr (SV_Q6K_Z32(F, NTC)) acc[j] += moe_qunit_dot_z32(&w, xv, xd);
+            else acc[j] += moe_qunit_dot_kind_uq(DK, F == MOE_DF_Q4_K, &w, xv, xd, s16);
         }
     }
 }
@@ -224,6 +232,7 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
     else if (F == MOE_DF_Q3_K) moe_qunit_q3_k_bk(row, blk, k, &w);
     else if (F == MOE_DF_Q4_K) moe_qunit_q4_k_bk_u(row, blk, k, &w); /* unsigned bytes: moe_qunit_dot_kind_uq */
     else if (F == MOE_DF_Q5_K) moe_qunit_q5_k_bk(row, blk, k, &w);
+    else if (SV_Q6K_Z32(F, NTC)) moe_qunit_q6_k_bk_u(row, blk, k, &w); /* zero point 32: moe_qunit_dot_z32 */
     else moe_qunit_q6_k_bk(row, blk, k, &w);
     constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
     sv_unit_tokens<F, NT, NTC>(w, act + u * sv_qact_sq(nrt), meta + u * (RB * (nrt | 1)), nt, acc);

@@ -613,7 +613,7 @@ MOE__QFN void moe_qunit_q5_k(const uint8_t *row, int u, moe_qunit *w) { moe_quni
  * Per unit: 16-18 word loads (32 bytes of ql and of qh at 2-aligned
  * offsets) and 2 u16 loads, a funnel shift per word where the offset is
  * not 4-aligned. */
-MOE__QFN void moe_qunit_q6_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w) {
+MOE__QFN void moe__qunit_q6_k_bk_z(const uint8_t *row, int blk, int k, int sub, moe_qunit *w) {
     const uint8_t *p = row + 210 * blk;
     const int h = k >> 2, s = k & 3;
     const int shl = 4 * (s >> 1), shh = 2 * s - 4;
@@ -624,7 +624,7 @@ MOE__QFN void moe_qunit_q6_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w
     for (int i = 0; i < 8; i++) {
         const uint32_t lo = (ql[i] >> shl) & 0x0F0F0F0Fu;
         const uint32_t hi = moe__qrotr(qh[i], shh) & 0x30303030u;
-        w->q[i] = (int32_t)moe__qsub32x4(lo | hi);
+        w->q[i] = (int32_t)(sub ? moe__qsub32x4(lo | hi) : lo | hi);
     }
     const uint32_t sc = moe__qld16(p + 192 + 2 * k);
     const float d = moe__qh2f(moe__qld16(p + 208));
@@ -632,7 +632,17 @@ MOE__QFN void moe_qunit_q6_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w
     w->sc[1] = d * (float)((int)((sc >> 8) ^ 0x80u) - 0x80);
     w->mn[0] = w->mn[1] = 0.f;
 }
+MOE__QFN void moe_qunit_q6_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w) { moe__qunit_q6_k_bk_z(row, blk, k, 1, w); }
 MOE__QFN void moe_qunit_q6_k(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q6_k_bk(row, u >> 3, u & 7, w); }
+
+/* Q6_K for passes of few tokens (moe_qunit_dot_z32): q the unsigned 6-bit
+ * value (zero point 32, element = sc (q - 32)), without the two instructions
+ * a word that subtract 32 in the bytes; the dot takes 32 x the activations'
+ * sum off with a dp4a against bytes of -32 instead, one more dp4a a word and
+ * token (outside the ALU pipe, as MXFP4's run 17 showed). The same integer
+ * dot, so the same float bit for bit. */
+MOE__QFN void moe_qunit_q6_k_bk_u(const uint8_t *row, int blk, int k, moe_qunit *w) { moe__qunit_q6_k_bk_z(row, blk, k, 0, w); }
+MOE__QFN void moe_qunit_q6_k_u(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q6_k_bk_u(row, u >> 3, u & 7, w); }
 
 /* ---- activations and the dot product ---- */
 
@@ -705,6 +715,19 @@ MOE__QFN float moe_qunit_dot_kind_uq(int kind, int uq, const moe_qunit *w, const
     default:
         return d * (w->sc[0] * (float)s0 + w->sc[1] * (float)s1 - w->mn[0] * (float)s16[0] - w->mn[1] * (float)s16[1]);
     }
+}
+
+/* Units of unsigned bytes with zero point 32 (moe_qunit_q6_k_bk_u), shape
+ * MOE_QDOT_SS: d (sc0 S0 + sc1 S1) with S = sum (q - 32) x, as moe_qunit_dot_kind
+ * of the signed unit. */
+MOE__QFN float moe_qunit_dot_z32(const moe_qunit *w, const int32_t xq[8], float d) {
+    int s0 = 0, s1 = 0;
+    MOE__QUNROLL
+    for (int i = 0; i < 4; i++) {
+        s0 = moe__dp4a((int)0xE0E0E0E0u, xq[i], moe__dp4a_us((uint32_t)w->q[i], xq[i], s0));
+        s1 = moe__dp4a((int)0xE0E0E0E0u, xq[i + 4], moe__dp4a_us((uint32_t)w->q[i + 4], xq[i + 4], s1));
+    }
+    return d * (w->sc[0] * (float)s0 + w->sc[1] * (float)s1);
 }
 
 /* Units of signed weight bytes (every decoder but the _u ones). */
