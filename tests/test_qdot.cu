@@ -130,7 +130,6 @@ typedef struct fmt {
 static const fmt FMTS[] = {
     {"q4_0", MOE_TYPE_Q4_0, 32, 18, 2, moe_qunit_q4_0, MOE_QDOT_S, 0, 0, 0},
     {"q8_0", MOE_TYPE_Q8_0, 32, 34, 2, moe_qunit_q8_0, MOE_QDOT_S, 0, 0, 0},
-    {"mxfp4", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4, MOE_QDOT_S, 0, 0, 0},
     {"mxfp4n", MOE_TYPE_MXFP4, 32, 17, 1, moe_qunit_mxfp4_nib, MOE_QDOT_S, 1, 0, 0},
     {"q2_K", MOE_TYPE_Q2_K, 256, 84, 4, moe_qunit_q2_k, MOE_QDOT_SSMM, 0, 0, 0},
     {"q3_K", MOE_TYPE_Q3_K, 256, 110, 2, moe_qunit_q3_k, MOE_QDOT_SS, 0, 0, 0},
@@ -511,14 +510,24 @@ static void check_h2f(void) {
 }
 
 static void check_mxfp4_table(void) {
-    /* every code, through the decoder's lookup, against blocks.h */
-    long bad = 0;
+    /* every code quadruple, through both lookups of the kernels, against
+     * blocks.h: the table halves and select (moe__mxfp4_nib8, 4 codes in each
+     * half of a word), and the magnitudes of the positive and of the negative
+     * codes (moe__mxfp4_dotn_aw's, prmt's sign mode) */
+    long bad = 0, bad_pn = 0;
+    const moe__mxfp4_tab t = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
     for (uint32_t c = 0; c < 65536; c++) {
-        uint32_t v = moe__mxfp4_lookup4(c);
-        for (int n = 0; n < 4; n++)
-            bad += (int)(int8_t)(v >> (8 * n)) != moe__mxfp4_kvalue((int)(c >> (4 * n)) & 15);
+        uint32_t a, b;
+        moe__mxfp4_nib8(c | c << 16, &a, &b);
+        const uint32_t pos = moe__qprmt_sx(t.k0, MOE__MXFP4_K1, c), neg = moe__qprmt_sx(t.k0, MOE__MXFP4_K1, c ^ 0x8888u);
+        for (int n = 0; n < 4; n++) {
+            const int want = moe__mxfp4_kvalue((int)(c >> (4 * n)) & 15);
+            bad += (int)(int8_t)(a >> (8 * n)) != want || (int)(int8_t)(b >> (8 * n)) != want;
+            bad_pn += (int)((pos >> (8 * n)) & 0xffu) - (int)((neg >> (8 * n)) & 0xffu) != want;
+        }
     }
     report(!bad, "mxfp4 the lookup of all 65536 code quadruples equals moe__mxfp4_kvalue (%ld differ)", bad);
+    report(!bad_pn, "mxfp4 positive minus negative magnitudes of all 65536 code quadruples equal it (%ld differ)", bad_pn);
 }
 
 /* ---- the same decoders on a GPU ---- */
@@ -540,7 +549,6 @@ static void check_mxfp4_table(void) {
     }
 QDOT_PROBE(q4_0)
 QDOT_PROBE(q8_0)
-QDOT_PROBE(mxfp4)
 QDOT_PROBE(mxfp4_nib)
 QDOT_PROBE(q2_k)
 QDOT_PROBE(q3_k)
@@ -557,7 +565,7 @@ __global__ void probe_qx(const float *x, int nb, int32_t *q, float *d, int *s16)
 
 typedef void (*probe_fn)(const uint8_t *, int, int, int, int, const int32_t *, const float *, const int *,
                          moe_qunit *, float *);
-static const probe_fn PROBES[NFMT] = {probe_q4_0, probe_q8_0, probe_mxfp4, probe_mxfp4_nib, probe_q2_k,
+static const probe_fn PROBES[NFMT] = {probe_q4_0, probe_q8_0, probe_mxfp4_nib, probe_q2_k,
                                       probe_q3_k, probe_q4_k, probe_q4_k_u, probe_q5_k, probe_q6_k,
                                       probe_q6_k_u};
 

@@ -334,16 +334,9 @@ static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint
                                                   int nt, int ub, int ue, int li, int L, float acc[NT],
                                                   const moe__mxfp4_tab &tab) {
     static_assert(NT >= 1 && NT <= 8, "passes of 1 to 8 tokens");
-#ifndef MOE_SV_NTC_MAX
-#define MOE_SV_NTC_MAX 8
-#endif
-
 #define SV_NT_CASE(c)                                                                                           \
     case c:                                                                                                     \
-        if constexpr (c <= NT && c <= MOE_SV_NTC_MAX)                                                           \
-            sv_row_dot_n<F, NT, UR, c>(row, act, meta, nrt, nt, ub, ue, li, L, acc, tab);                       \
-        else if constexpr (c <= NT)                                                                             \
-            sv_row_dot_n<F, NT, UR, 0>(row, act, meta, nrt, nt, ub, ue, li, L, acc, tab);                       \
+        if constexpr (c <= NT) sv_row_dot_n<F, NT, UR, c>(row, act, meta, nrt, nt, ub, ue, li, L, acc, tab);   \
         break;
     switch (NT == 1 ? 1 : nt) {
         SV_NT_CASE(1)
@@ -465,7 +458,7 @@ static __device__ __forceinline__ void sv_qfrag(const uint8_t *row, int u, int t
              * positions 4t.. are the codes of qs bytes 2t, 2t + 1 (half t & 1 of qs
              * word t / 2), positions 16 + 4t.. those of bytes 8 + 2t, 9 + 2t (of qs
              * word 2 + t / 2); qs word i from the aligned words i, i + 1 holding the
-             * unit (at most word 4: within the unit's 5, as moe_qunit_mxfp4) */
+             * unit (at most word 4: within the unit's 5, as moe_qunit_mxfp4_nib) */
             const uint32_t *w = (const uint32_t *)(p - ((uintptr_t)p & 3)) + (t >> 1);
             const int sh = 8 + 8 * (int)((uintptr_t)p & 3);
             const uint32_t x = moe__qshf(w[0], w[1], sh), y = moe__qshf(w[2], w[3], sh);

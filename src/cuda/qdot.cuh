@@ -210,16 +210,18 @@ MOE__QFN uint32_t moe__qmerge_not(uint32_t m, uint32_t a, uint32_t b) {
 #endif
 }
 
+/* Byte i of x as an int8, or as a uint8 where us. */
+MOE__QFN int moe__qbyte(uint32_t x, int i, int us) {
+    const int v = (int)((x >> (8 * i)) & 0xffu);
+    return us ? v : (v ^ 0x80) - 0x80;
+}
+
 /* __dp4a: c + the sum of the four signed byte products of a and b. */
 MOE__QFN int moe__dp4a(int a, int b, int c) {
 #ifdef __CUDA_ARCH__
     return __dp4a(a, b, c);
 #else
-    for (int i = 0; i < 4; i++) {
-        const int x = (int)((((uint32_t)a >> (8 * i)) & 0xffu) ^ 0x80u) - 0x80;
-        const int y = (int)((((uint32_t)b >> (8 * i)) & 0xffu) ^ 0x80u) - 0x80;
-        c += x * y;
-    }
+    for (int i = 0; i < 4; i++) c += moe__qbyte((uint32_t)a, i, 0) * moe__qbyte((uint32_t)b, i, 0);
     return c;
 #endif
 }
@@ -232,11 +234,7 @@ MOE__QFN int moe__dp4a_us(uint32_t a, int b, int c) {
     asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
     return r;
 #else
-    for (int i = 0; i < 4; i++) {
-        const int x = (int)((a >> (8 * i)) & 0xffu);
-        const int y = (int)((((uint32_t)b >> (8 * i)) & 0xffu) ^ 0x80u) - 0x80;
-        c += x * y;
-    }
+    for (int i = 0; i < 4; i++) c += moe__qbyte(a, i, 1) * moe__qbyte((uint32_t)b, i, 0);
     return c;
 #endif
 }
@@ -292,50 +290,14 @@ MOE__QFN void moe_qunit_q8_0(const uint8_t *row, int u, moe_qunit *w) {
 }
 
 /* MXFP4: the 16 doubled e2m1 values of blocks.h as int8, four to a word
- * (MOE_MXFP4_KVALUES; tests/test_qdot.cu checks every code). */
+ * (MOE_MXFP4_KVALUES; tests/test_qdot.cu checks every code). MXFP4 units are
+ * decoded in nibble order (below): q = kvalue, sc = 2^(e-128); a 17-byte unit
+ * at any alignment lies in 5 aligned words, e in the first, qs from byte 1 to
+ * 4 of it. */
 #define MOE__MXFP4_K0 0x03020100u /* codes 0-3:   0  1  2  3 */
 #define MOE__MXFP4_K1 0x0C080604u /* codes 4-7:   4  6  8 12 */
 #define MOE__MXFP4_K2 0xFDFEFF00u /* codes 8-11:  0 -1 -2 -3 */
 #define MOE__MXFP4_K3 0xF4F8FAFCu /* codes 12-15: -4 -6 -8 -12 */
-
-/* The values of the four codes in the low 16 bits of c, in nibble order:
- * a lookup in each half of the table (bits 0-2 of each code), then a choice
- * between the two by bit 3. */
-MOE__QFN uint32_t moe__mxfp4_lookup4(uint32_t c) {
-    const uint32_t lo = moe__byte_perm(MOE__MXFP4_K0, MOE__MXFP4_K1, c);
-    const uint32_t hi = moe__byte_perm(MOE__MXFP4_K2, MOE__MXFP4_K3, c);
-    return moe__byte_perm(lo, hi, 0x3210u | ((c >> 1) & 0x4444u));
-}
-
-/* The values of the eight codes of a word of qs (byte b: code of element b
- * in the low nibble, of element b + 16 in the high one) as two words: the
- * low nibbles' values in *lo, the high nibbles' in *hi, in byte order. */
-MOE__QFN void moe__mxfp4_lookup8(uint32_t q, uint32_t *lo, uint32_t *hi) {
-    const uint32_t v0 = moe__mxfp4_lookup4(q), v1 = moe__mxfp4_lookup4(q >> 16); /* lookup4 reads 16 bits */
-    *lo = moe__byte_perm(v0, v1, 0x6420u);
-    *hi = moe__byte_perm(v0, v1, 0x7531u);
-}
-
-/* MXFP4: q = kvalue, sc = 2^(e-128). A 17-byte unit at any alignment lies in
- * 5 aligned words: e in the first, qs from byte 1 to 4 of it. Per unit: 5
- * word loads (17 byte loads before); about 75 instructions in the sm_90a SASS,
- * mostly the 4 lookups of 8 codes (and re-materialised table constants). */
-MOE__QFN void moe_qunit_mxfp4(const uint8_t *row, int u, moe_qunit *w) {
-    const uint8_t *p = row + 17 * u;
-    const int sh = 8 * (int)((uintptr_t)p & 3);
-    uint32_t v[5];
-    MOE__QWORDS(p, v, 5);
-    const float d = moe__qu2f(moe__e8m0_half_bits((uint8_t)(v[0] >> sh)));
-    MOE__QUNROLL
-    for (int i = 0; i < 4; i++) {
-        uint32_t lo, hi;
-        moe__mxfp4_lookup8(moe__qshf(v[i], v[i + 1], 8 + sh), &lo, &hi);
-        w->q[i] = (int32_t)lo;     /* elements 4i .. 4i + 3 */
-        w->q[i + 4] = (int32_t)hi; /* elements 16 + 4i .. */
-    }
-    w->sc[0] = w->sc[1] = d;
-    w->mn[0] = w->mn[1] = 0.f;
-}
 
 /* ---- MXFP4 in nibble order ----
  * A unit's dot product is a sum, so its elements may be taken in any order
@@ -399,7 +361,7 @@ MOE__QFN void moe__mxfp4_nib8(uint32_t v, uint32_t *a, uint32_t *b) {
 }
 
 /* MXFP4 unit u in nibble order: q[2i], q[2i + 1] hold positions 8i..8i + 7
- * (the codes of word i of qs), sc as moe_qunit_mxfp4. */
+ * (the codes of word i of qs), sc = 2^(e-128). */
 MOE__QFN void moe__qunit_mxfp4_nib_aw(const uint8_t *a, int sh, const moe__mxfp4_tab *t, moe_qunit *w) {
     uint32_t v[5];
     MOE__QWORDS_A(a, v, 5);
