@@ -1053,11 +1053,14 @@ static __device__ __forceinline__ void sv_grid_sync(unsigned *gb) {
  * with the int8 tensor-core consumer (its own code, so that the dp4a
  * instances stay as they were: sharing one instance made gpt-oss-20b Q8_0
  * T = 32 1.16x slower with the int8 path unused; bench/decode/s7 run 15).
- * At most 112 registers a thread, so that the two blocks an SM the planner
- * counts on (sv_plan, bps) fit: the row loops per token count (sv_row_dot)
- * took some instances to 117. */
+ * Registers for two blocks an SM, which the planner counts on (sv_plan, bps;
+ * 96 a thread: the row loops per token count, sv_row_dot, took some
+ * instances to 117), and for three in Q8_0's dp4a instances (72): at 90-92
+ * there, a down block could not join the gate/up blocks on an SM before they
+ * finished (programmatic launch), and gpt-oss-20b Q8_0 T = 16 lost 5-14% as a
+ * layer while each kernel alone got faster (s12 runs 24-26). */
 template <int F, int PH, int NT, bool QM>
-__global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_sv(const moe_sv_args a) {
+__global__ void __launch_bounds__(MOE_SV_THREADS, F == MOE_DF_Q8_0 && !QM ? 3 : 2) k_sv(const moe_sv_args a) {
 #ifdef SV_ON
     constexpr bool DOWN = PH == MOE_DEC_DOWN, DOWNE = PH == MOE_SV_DOWN_E;
     extern __shared__ __align__(128) uint8_t sm[];
