@@ -290,8 +290,8 @@ static __device__ __forceinline__ void sv_row_dot32(const uint8_t *row, const ui
  * rows: units ub + li, ub + li + L, ... below ue, taken by lane li of the L
  * lanes that share the row; sums per token in acc (not reduced across lanes).
  * Dense rows go through sv_mma_stage instead. The activation sums are loaded
- * only for the formats with a min. */
-/* UR: units a lane's loop body takes at once (sv_consume: MOE_SV_UNROLL1
+ * only for the formats with a min. NTC: the pass's tokens as a constant.
+ * UR: units a lane's loop body takes at once (sv_consume: MOE_SV_UNROLL1
  * where a pass takes one token, the phase is not the token-major down and
  * the format is not MXFP4, else 1). 2 gives each warp a second unit's loads
  * and ALU chain to issue while the first waits (s12 run 3, T = 1: Q4_K and

@@ -154,16 +154,6 @@ MOE__QFN uint32_t moe__qshf(uint32_t lo, uint32_t hi, int n) {
 #endif
 }
 
-/* NW aligned words from the one holding byte p: w[i] = the word at
- * (p & ~3) + 4i. The address stays a pointer into p's object (no integer
- * round trip), so the compiler still sees a shared-memory load. */
-#define MOE__QWORDS(p, w, NW)                                                                      \
-    do {                                                                                           \
-        const uint8_t *moe__a = (p) - ((uintptr_t)(p) & 3);                                        \
-        MOE__QUNROLL                                                                               \
-        for (int moe__i = 0; moe__i < (NW); moe__i++) (w)[moe__i] = moe__qld32(moe__a + 4 * moe__i); \
-    } while (0)
-
 /* NW words from a, which is 4-aligned. */
 #define MOE__QWORDS_A(a, w, NW)                                                                    \
     do {                                                                                           \
@@ -310,16 +300,25 @@ MOE__QFN void moe_qunit_q8_0(const uint8_t *row, int u, moe_qunit *w) {
  * of 8 codes instead of once per 4 (about 44 instructions of lookups a
  * unit instead of 68; tests/test_qdot.cu checks both against blocks.h). */
 
-/* prmt.b32 in its default mode, for selectors whose nibbles have bit 3
- * clear: one PRMT (__byte_perm masks the selector's nibbles first, since
- * their bit 3 selects sign replication in prmt). */
+/* prmt.b32 in its default mode (one PRMT): byte n of the result is byte
+ * (s >> 4n) & 7 of y:x, or, where bit 3 of that selector nibble is set, that
+ * byte's sign replicated (0x00 or 0xFF). __byte_perm masks the selector's
+ * nibbles to 3 bits first; the MXFP4 lookups use the sign mode
+ * (moe__mxfp4_dotn_aw) or clear bit 3 themselves (moe__mxfp4_nib8_t). */
 MOE__QFN uint32_t moe__qprmt(uint32_t x, uint32_t y, uint32_t s) {
 #ifdef __CUDA_ARCH__
     uint32_t r;
     asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(s));
     return r;
 #else
-    return moe__byte_perm(x, y, s);
+    uint32_t r = 0;
+    for (int n = 0; n < 4; n++) {
+        const uint32_t c = (s >> (4 * n)) & 15u;
+        uint32_t b = (uint32_t)((((uint64_t)y << 32 | x) >> (8 * (c & 7))) & 0xffu);
+        if (c & 8) b = (b & 0x80u) ? 0xffu : 0u;
+        r |= b << (8 * n);
+    }
+    return r;
 #endif
 }
 
@@ -382,23 +381,6 @@ MOE__QFN void moe_qunit_mxfp4_nib(const uint8_t *row, int u, moe_qunit *w) {
     moe__qunit_mxfp4_nib_aw(p - ((uintptr_t)p & 3), 8 * (int)((uintptr_t)p & 3), &t, w);
 }
 
-/* prmt.b32 in its default mode with selector nibbles whose bit 3 may be set:
- * such a byte is the sign of the selected byte replicated (0x00 or 0xFF). */
-MOE__QFN uint32_t moe__qprmt_sx(uint32_t x, uint32_t y, uint32_t s) {
-#ifdef __CUDA_ARCH__
-    return moe__qprmt(x, y, s);
-#else
-    uint32_t r = 0;
-    for (int n = 0; n < 4; n++) {
-        const uint32_t c = (s >> (4 * n)) & 15u;
-        uint32_t b = (uint32_t)((((uint64_t)y << 32 | x) >> (8 * (c & 7))) & 0xffu);
-        if (c & 8) b = (b & 0x80u) ? 0xffu : 0u;
-        r |= b << (8 * n);
-    }
-    return r;
-#endif
-}
-
 /* One MXFP4 unit (the _aw form's a and sh) against n tokens' activation
  * pieces in nibble order (token j: xq[8 j .. 8 j + 7], scale xd[j]): acc[j] +=
  * xd (sc S) with S the integer dot, bit for bit moe_qunit_dot_kind(MOE_QDOT_S)
@@ -419,10 +401,10 @@ MOE__QFN void moe__mxfp4_dotn_aw(const uint8_t *a, int sh, const moe__mxfp4_tab 
     MOE__QUNROLL
     for (int i = 0; i < 4; i++) {
         const uint32_t c = moe__qshf(v[i], v[i + 1], 8 + sh), cx = c ^ 0x88888888u;
-        pw[2 * i] = moe__qprmt_sx(t->k0, MOE__MXFP4_K1, c);
-        nw[2 * i] = moe__qprmt_sx(t->k0, MOE__MXFP4_K1, cx);
-        pw[2 * i + 1] = moe__qprmt_sx(t->k0, MOE__MXFP4_K1, c >> 16);
-        nw[2 * i + 1] = moe__qprmt_sx(t->k0, MOE__MXFP4_K1, cx >> 16);
+        pw[2 * i] = moe__qprmt(t->k0, MOE__MXFP4_K1, c);
+        nw[2 * i] = moe__qprmt(t->k0, MOE__MXFP4_K1, cx);
+        pw[2 * i + 1] = moe__qprmt(t->k0, MOE__MXFP4_K1, c >> 16);
+        nw[2 * i + 1] = moe__qprmt(t->k0, MOE__MXFP4_K1, cx >> 16);
     }
     MOE__QUNROLL
     for (int j = 0; j < n; j++) {
@@ -517,39 +499,30 @@ MOE__QFN void moe__q4k_unit_scales(const uint32_t h[4], int k, moe_qunit *w) {
 }
 
 /* Q4_K: q = nibble k % 2 of qs[32(k / 2) + l]. Per unit: 3 x 16-byte loads,
- * ~51 ALU (2 per word, the rest scales). */
-MOE__QFN void moe_qunit_q4_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w) {
+ * ~51 ALU (2 per word, the rest scales).
+ * The _u form, for the kernel's dot with unsigned weight bytes
+ * (moe_qunit_dot_kind_uq): the nibble left where it is, the high one as 16
+ * times its value, and the scale of an odd k divided by 16 to match. One AND
+ * a word instead of a shift and an AND (the ALU pipe, at half the FMA pipe's
+ * rate, is what these decoders wait on); sc q and the dot are the same
+ * numbers exactly (powers of two), so the kernel's output does not change by
+ * a bit. */
+MOE__QFN void moe__qunit_q4_k_bk_z(const uint8_t *row, int blk, int k, int uq, moe_qunit *w) {
     const uint8_t *p = row + 144 * blk;
-    const int sh = 4 * (k & 1);
+    const int sh = uq ? 0 : 4 * (k & 1);
+    const uint32_t mask = uq && (k & 1) ? 0xF0F0F0F0u : 0x0F0F0F0Fu;
     uint32_t h[4], q[8];
     moe__qld128(p, h);
     moe__qld128(p + 16 + 32 * (k >> 1), q);
     moe__qld128(p + 32 + 32 * (k >> 1), q + 4);
     MOE__QUNROLL
-    for (int i = 0; i < 8; i++) w->q[i] = (int32_t)((q[i] >> sh) & 0x0F0F0F0Fu);
+    for (int i = 0; i < 8; i++) w->q[i] = (int32_t)((q[i] >> sh) & mask);
     moe__q4k_unit_scales(h, k, w);
+    if (uq) w->sc[0] = w->sc[1] = w->sc[0] * ((k & 1) ? 0.0625f : 1.f);
 }
+MOE__QFN void moe_qunit_q4_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w) { moe__qunit_q4_k_bk_z(row, blk, k, 0, w); }
 MOE__QFN void moe_qunit_q4_k(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q4_k_bk(row, u >> 3, u & 7, w); }
-
-/* Q4_K for the kernel's dot with unsigned weight bytes (moe_qunit_dot_kind_u):
- * the nibble left where it is, the high one as 16 times its value, and the
- * scale and min of an odd k divided by 16 to match. One AND a word instead
- * of a shift and an AND (the ALU pipe, at half the FMA pipe's rate, is what
- * these decoders wait on); sc q and the dot are the same numbers exactly
- * (powers of two), so the kernel's output does not change by a bit. */
-MOE__QFN void moe_qunit_q4_k_bk_u(const uint8_t *row, int blk, int k, moe_qunit *w) {
-    const uint8_t *p = row + 144 * blk;
-    const uint32_t mask = (k & 1) ? 0xF0F0F0F0u : 0x0F0F0F0Fu;
-    uint32_t h[4], q[8];
-    moe__qld128(p, h);
-    moe__qld128(p + 16 + 32 * (k >> 1), q);
-    moe__qld128(p + 32 + 32 * (k >> 1), q + 4);
-    MOE__QUNROLL
-    for (int i = 0; i < 8; i++) w->q[i] = (int32_t)(q[i] & mask);
-    moe__q4k_unit_scales(h, k, w);
-    const float f = (k & 1) ? 0.0625f : 1.f;
-    w->sc[0] = w->sc[1] = w->sc[0] * f;
-}
+MOE__QFN void moe_qunit_q4_k_bk_u(const uint8_t *row, int blk, int k, moe_qunit *w) { moe__qunit_q4_k_bk_z(row, blk, k, 1, w); }
 MOE__QFN void moe_qunit_q4_k_u(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q4_k_bk_u(row, u >> 3, u & 7, w); }
 
 /* Q5_K: as Q4_K plus bit k of qh[l] as bit 4 (a rotation brings bit k of
