@@ -519,7 +519,7 @@ static void check_mxfp4_table(void) {
     for (uint32_t c = 0; c < 65536; c++) {
         uint32_t a, b;
         moe__mxfp4_nib8(c | c << 16, &a, &b);
-        const uint32_t pos = moe__qprmt_sx(t.k0, MOE__MXFP4_K1, c), neg = moe__qprmt_sx(t.k0, MOE__MXFP4_K1, c ^ 0x8888u);
+        const uint32_t pos = moe__qprmt(t.k0, MOE__MXFP4_K1, c), neg = moe__qprmt(t.k0, MOE__MXFP4_K1, c ^ 0x8888u);
         for (int n = 0; n < 4; n++) {
             const int want = moe__mxfp4_kvalue((int)(c >> (4 * n)) & 15);
             bad += (int)(int8_t)(a >> (8 * n)) != want || (int)(int8_t)(b >> (8 * n)) != want;
