@@ -189,14 +189,21 @@ def kernel_share(fn):
 ENV_KNOBS = ("MOE_SM90_BM", "MOE_SM90_CM", "MOE_SM90_CN", "MOE_SM90_GATHER", "MOE_SM90_BN1", "MOE_SM90_BN2", "MOE_SM90_RASTER")
 
 
+_ENV_SET = set()  # every variable an entry has set, cleared by the next call
+
+
 def apply_env(entry):
-    """Sets the environment an entry of --backends names (backend@K=V+K=V); clears the other knobs."""
-    for k in ENV_KNOBS:
+    """Sets the environment an entry of --backends names (backend@K=V+K=V); clears the other knobs
+    and whatever an earlier entry set (a variable no entry clears would leak into the next
+    preset's layers, including its baseline's)."""
+    for k in set(ENV_KNOBS) | _ENV_SET:
         os.environ.pop(k, None)
+    _ENV_SET.clear()
     if "@" in entry:
         for kv in entry.split("@", 1)[1].split("+"):
             k, v = kv.split("=", 1)
             os.environ[k] = v
+            _ENV_SET.add(k)
 
 
 def main():

@@ -28,12 +28,26 @@
 #define BK 64
 #define SM90_STAGES(bm) ((bm) == 64 ? 5 : 4)
 #define SM90_STAGE_BYTES(bm, bn) (((bm) + (bn)) * BK * 2)
-/* the ring, 1024 for its alignment, the barriers, GEMM 1's gather table (x row per A row) */
-#define SM90_SMEM_BYTES(bm) (SM90_STAGES(bm) * SM90_STAGE_BYTES(bm, BN) + 1024 + 2 * SM90_STAGES(bm) * 8 + 4 * (bm))
+/* BM 128's epilogue staging: each consumer warpgroup's 64 rows of 128 output
+ * columns (256 bytes), a row every SM90_SPITCH bytes: the 16 bytes of padding
+ * put the 8 rows of a warp's store in different banks, and hold the barriers
+ * and GEMM 1's gather table (gemm_sm90_body) */
+#define SM90_SPITCH 272
+#define SM90_STAGING_BYTES (2 * 64 * SM90_SPITCH)
+/* the ring, 1024 for its alignment, then BM 128: the staging (barriers and
+ * table in its padding: 232448 bytes, the most a block may have); BM 64: the
+ * barriers and GEMM 1's gather table (x row per A row) */
+#define SM90_SMEM_BYTES(bm)                                                                                            \
+    (SM90_STAGES(bm) * SM90_STAGE_BYTES(bm, BN) + 1024 +                                                              \
+     ((bm) == 128 ? SM90_STAGING_BYTES : 2 * SM90_STAGES(bm) * 8 + 4 * (bm)))
 #define NTHREADS 384
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define MOE_SM90A 1
+#endif
+
+#ifndef MOE_SM90_DIRECT_EPILOGUE
+#define MOE_SM90_DIRECT_EPILOGUE 0 /* 1: BM 128's epilogue as BM 64's (the A/B of NOTES.md, session 13) */
 #endif
 
 #ifdef MOE_SM90A
@@ -102,6 +116,19 @@ static __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src,
 static __device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+/* bulk copy (async proxy) of n bytes (a multiple of 16, both ends 16-byte
+ * aligned) from shared to global memory, in this thread's current bulk group */
+static __device__ __forceinline__ void bulk_store(void *dst, uint32_t src, uint32_t n) {
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(n)
+                 : "memory");
+}
+static __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+/* this thread's bulk copies have read their shared-memory sources */
+static __device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+/* ... and written their destinations */
+static __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 /* wgmma descriptor of a K-major tile with 128-byte rows, 128B swizzle, 8-row
  * groups 1024 bytes apart. */
 static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
@@ -157,7 +184,18 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     extern __shared__ unsigned char smem_raw[];
     uint32_t sbase = smem_u32(smem_raw);
     sbase = (sbase + 1023) & ~1023u;
-    const uint32_t bars = sbase + STAGES * STAGE_BYTES; /* full[STAGES] then empty[STAGES] */
+    /* BM 128 stages its epilogue through shared memory (below); the 16 bytes
+     * after staged row r hold barrier r (its first 8) and gather-table entry r
+     * (its last 4). BM 64 (5 stages: no room for the staging) keeps both after
+     * the ring. */
+    constexpr bool STAGED = BMT == 128;
+    const uint32_t stg0 = sbase + STAGES * STAGE_BYTES;
+    /* full[s] = bar(s), empty[s] = bar(STAGES + s) */
+    auto bar = [&](int i) -> uint32_t { return STAGED ? stg0 + i * SM90_SPITCH + 256 : stg0 + 8 * i; };
+    auto tab = [&](int i) -> int * {
+        const uint32_t a = STAGED ? stg0 + i * SM90_SPITCH + 268 : stg0 + 16 * STAGES + 4 * i;
+        return (int *)(smem_raw + (a - smem_u32(smem_raw)));
+    };
     const int wg = threadIdx.x / 128;
     /* Cluster of CM x CN CTAs (rank = rm + CM * rn): CTAs with the same rm
      * work on the same 128 A rows and split the A load, each multicasting its
@@ -180,8 +218,8 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     const bool gather = MODE == 1 && CN == 1 && g.gather;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
-            mbar_init(bars + 8 * s, gather ? 129 : 1);
-            mbar_init(bars + 8 * (STAGES + s), 8 * (CM + CN - 1)); /* 2 consumer warpgroups x 4 warps per CTA */
+            mbar_init(bar(s), gather ? 129 : 1);
+            mbar_init(bar(STAGES + s), 8 * (CM + CN - 1)); /* 2 consumer warpgroups x 4 warps per CTA */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -237,10 +275,9 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
              * l % 8 of row 4j + l / 8 of them; chunk c of row r lands at c ^ (r % 8)
              * (the 128B swizzle TMA would apply); rows past the expert's and columns
              * past C are zeros. The tile's x row of each A row is looked up once per
-             * tile into a table after the barriers (named barrier 1: these 128). */
+             * tile into a table (tab(), above; named barrier 1: these 128). */
             const int tid = threadIdx.x, c = tid & 7, rw = (tid >> 5) * (BMT / 4) + ((tid & 31) >> 3);
             const T *x = (const T *)g.A;
-            int *tab = (int *)(smem_raw + (bars - smem_u32(smem_raw)) + 16 * STAGES);
             int stage = 0;
             uint32_t phase = 0;
             for (int u = cid; u < total; u += ncl) {
@@ -252,11 +289,11 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                 asm volatile("bar.sync 1, 128;\n" ::: "memory"); /* the previous tile's copies were issued */
                 if (tid < BMT) {
                     const int m = m0 + tid;
-                    tab[tid] = m0 >= 0 && m < rows ? g.sorted_pair[rbase + m] / g.K : -1;
+                    *tab(tid) = m0 >= 0 && m < rows ? g.sorted_pair[rbase + m] / g.K : -1;
                 }
                 asm volatile("bar.sync 1, 128;\n" ::: "memory");
                 for (int kb = 0; kb < kblocks; kb++) {
-                    const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
+                    const uint32_t full = bar(stage), empty = bar(STAGES + stage);
                     wait_empty(empty, phase ^ 1);
                     const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
                     if (tid == 0) {
@@ -266,7 +303,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     const int col = kb * BK + 8 * c;
 #pragma unroll
                     for (int j = 0; j < BMT / 16; j++) {
-                        const int r = rw + 4 * j, xr = tab[r];
+                        const int r = rw + 4 * j, xr = *tab(r);
                         const bool ok = xr >= 0 && col < GC;
                         cp_async16(sa + r * 128 + ((c ^ (r & 7)) << 4), ok ? (const void *)(x + (int64_t)xr * GC + col) : g.A,
                                    ok ? 16u : 0u);
@@ -286,7 +323,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                 /* no m-tile (-1): the rows after the expert's, never stored */
                 const int arow = (m0 >= 0 ? g.exp_off[e] + m0 : g.exp_off[e + 1]) + (BMT / CN) * rn;
                 for (int kb = 0; kb < kblocks; kb++) {
-                    const uint32_t full = bars + 8 * stage, empty = bars + 8 * (STAGES + stage);
+                    const uint32_t full = bar(stage), empty = bar(STAGES + stage);
                     wait_empty(empty, phase ^ 1);
                     mbar_expect_tx(full, STAGE_BYTES);
                     const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
@@ -363,8 +400,22 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
              * the accumulator init, compiled clean but measured 2-19% slower
              * (NOTES.md, session 8). */
             int prev = -1;
+            /* BM 128, GEMM 2: the epilogue's pair indices (its two fragment rows
+             * and the row it copies out), loaded here without waiting for them,
+             * and their routing weights, loaded after k-block kw's wgmmas: in the
+             * epilogue the two dependent loads stood between the last wgmma and
+             * the stores */
+            int pr0 = 0, pr1 = 0, pcp = 0;
+            float wt0 = 0.f, wt1 = 0.f;
+            const int kw = kblocks > 4 ? 3 : kblocks - 1;
+            if (STAGED && MODE == 2 && !MOE_SM90_DIRECT_EPILOGUE) {
+                const int fm = m0 + cw * 64 + w4 * 16 + (lane >> 2), cm = m0 + cw * 64 + (threadIdx.x & 63);
+                if (fm < rows) pr0 = g.sorted_pair[rbase + fm];
+                if (fm + 8 < rows) pr1 = g.sorted_pair[rbase + fm + 8];
+                if (cm < rows) pcp = g.sorted_pair[rbase + cm];
+            }
             for (int kb = 0; kb < kblocks; kb++) {
-                mbar_wait(bars + 8 * stage, phase);
+                mbar_wait(bar(stage), phase);
                 if (gather) fence_proxy_async_smem(); /* the A rows came through the generic proxy */
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
                 const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
@@ -391,61 +442,123 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                         wgmma_m64k16<BH, T>(acc, desc_k128(sa + kk * 32), desc_k128(sg + kk * 32), 1);
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                if (STAGED && MODE == 2 && !MOE_SM90_DIRECT_EPILOGUE && kb == kw) {
+                    wt0 = g.w[pr0];
+                    wt1 = g.w[pr1];
+                }
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                if (prev >= 0 && lane == 0) release(bars + 8 * (STAGES + prev));
+                if (prev >= 0 && lane == 0) release(bar(STAGES + prev));
                 prev = stage;
                 if (++stage == STAGES) { stage = 0; phase ^= 1; }
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
             for (int i = 0; i < NACC; i++) asm volatile("" : "+f"(acc[i])::"memory");
-            if (prev >= 0 && lane == 0) release(bars + 8 * (STAGES + prev));
+            if (prev >= 0 && lane == 0) release(bar(STAGES + prev));
 
-            /* ---- epilogue: straight from the accumulators to global ---- */
-            /* column groups of 8 per thread row: gate/up pairs (GATED) or outputs;
-             * with BM 64 each warpgroup has its own share of the tile's columns.
-             * Every group is computed and only its store is conditional: a
-             * branch per group kept the compiler from interleaving them. */
+            if (STAGED && !MOE_SM90_DIRECT_EPILOGUE) {
+                /* ---- epilogue: through shared memory, stored by bulk copies ----
+                 * The warpgroup writes its 64 rows' outputs (bf16/f16, 128
+                 * columns a pass) into its staging rows; then each of its first
+                 * 64 threads hands one row to the bulk-copy engine (async proxy)
+                 * and the warpgroup goes on to its next tile without waiting for
+                 * the stores. Where the accumulators went straight to global
+                 * (a 16-byte piece of 8 rows per warp store, and the warpgroup
+                 * waiting behind them), GEMM 2's epilogue was a third of its
+                 * time on qwen3 T = 16384 (NOTES.md, session 13). The next pass
+                 * or tile writes the staging only after those copies read it. */
+                constexpr int OG = GATED ? NG : NGRP, NP = OG > 16 ? 2 : 1, PG = OG / NP;
+                const uint32_t stg = stg0 + cw * (64 * SM90_SPITCH);
+                const int t128 = threadIdx.x & 127;
+                /* the row this thread copies out: h's row (GEMM 1) or its pair's y row */
+                const int cm = m0 + cw * 64 + t128;
+                const bool copier = t128 < 64 && cm < rows;
+                const int64_t orow = MODE == 2 ? (int64_t)pcp : (int64_t)(rbase + cm);
 #pragma unroll
-            for (int hh = 0; hh < 2; hh++) {
-                const int m = m0 + (BMT == 128 ? cw * 64 : 0) + w4 * 16 + (lane >> 2) + hh * 8;
-                if (m >= rows) continue;
-                const int srow = rbase + m;
-                if (MODE == 1) {
-                    T *orow = (T *)g.out + (int64_t)srow * GN;
-                    if (GATED) {
+                for (int ps = 0; ps < NP; ps++) {
+                    if (t128 < 64) bulk_wait_read();
+                    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
 #pragma unroll
-                        for (int b = 0; b < NG; b++) {
-                            const int col = n0 + cb + b * 8 + qc;
-                            const float g0 = acc[4 * b + 2 * hh], g1 = acc[4 * b + 2 * hh + 1];
-                            const float u0 = acc[4 * (b + NG) + 2 * hh], u1 = acc[4 * (b + NG) + 2 * hh + 1];
-                            const uint32_t v = moe_cuda_pack2<T>(moe_cuda_act(ACT, g0, u0, g.alpha, g.limit),
-                                                                 moe_cuda_act(ACT, g1, u1, g.alpha, g.limit));
-                            if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
+                    for (int hh = 0; hh < 2; hh++) {
+                        const int r = w4 * 16 + (lane >> 2) + hh * 8;
+#pragma unroll
+                        for (int j = 0; j < PG; j++) {
+                            const int b = ps * PG + j;
+                            float v0, v1;
+                            if (MODE == 2) {
+                                v0 = (hh ? wt1 : wt0) * acc[4 * b + 2 * hh];
+                                v1 = (hh ? wt1 : wt0) * acc[4 * b + 2 * hh + 1];
+                            } else if (GATED) {
+                                const int u = 4 * (b + NG) + 2 * hh;
+                                v0 = moe_cuda_act(ACT, acc[4 * b + 2 * hh], acc[u], g.alpha, g.limit);
+                                v1 = moe_cuda_act(ACT, acc[4 * b + 2 * hh + 1], acc[u + 1], g.alpha, g.limit);
+                            } else {
+                                v0 = moe_cuda_act(ACT, 0.f, acc[4 * b + 2 * hh], g.alpha, g.limit);
+                                v1 = moe_cuda_act(ACT, 0.f, acc[4 * b + 2 * hh + 1], g.alpha, g.limit);
+                            }
+                            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(stg + r * SM90_SPITCH + j * 16 + qc * 2),
+                                         "r"(moe_cuda_pack2<T>(v0, v1))
+                                         : "memory");
+                        }
+                    }
+                    fence_proxy_async_smem(); /* the generic-proxy writes, before the async-proxy reads */
+                    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+                    const int col = n0 + ps * PG * 8, ncol = GN - col < PG * 8 ? GN - col : PG * 8;
+                    if (copier && ncol > 0) {
+                        bulk_store((T *)g.out + orow * GN + col, stg + t128 * SM90_SPITCH, (uint32_t)ncol * 2);
+                        bulk_commit();
+                    }
+                }
+            } else {
+                /* ---- epilogue: straight from the accumulators to global ---- */
+                /* column groups of 8 per thread row: gate/up pairs (GATED) or outputs;
+                 * with BM 64 each warpgroup has its own share of the tile's columns.
+                 * Every group is computed and only its store is conditional: a
+                 * branch per group kept the compiler from interleaving them. */
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++) {
+                    const int m = m0 + (BMT == 128 ? cw * 64 : 0) + w4 * 16 + (lane >> 2) + hh * 8;
+                    if (m >= rows) continue;
+                    const int srow = rbase + m;
+                    if (MODE == 1) {
+                        T *orow = (T *)g.out + (int64_t)srow * GN;
+                        if (GATED) {
+#pragma unroll
+                            for (int b = 0; b < NG; b++) {
+                                const int col = n0 + cb + b * 8 + qc;
+                                const float g0 = acc[4 * b + 2 * hh], g1 = acc[4 * b + 2 * hh + 1];
+                                const float u0 = acc[4 * (b + NG) + 2 * hh], u1 = acc[4 * (b + NG) + 2 * hh + 1];
+                                const uint32_t v = moe_cuda_pack2<T>(moe_cuda_act(ACT, g0, u0, g.alpha, g.limit),
+                                                                     moe_cuda_act(ACT, g1, u1, g.alpha, g.limit));
+                                if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
+                            }
+                        } else {
+#pragma unroll
+                            for (int b = 0; b < NGRP; b++) {
+                                const int col = n0 + cb + b * 8 + qc;
+                                const float u0 = acc[4 * b + 2 * hh], u1 = acc[4 * b + 2 * hh + 1];
+                                const uint32_t v = moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, u0, g.alpha, g.limit),
+                                                                     moe_cuda_act(ACT, 0.f, u1, g.alpha, g.limit));
+                                if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
+                            }
                         }
                     } else {
+                        const int p = g.sorted_pair[srow];
+                        const float wt = g.w[p];
+                        T *orow = (T *)g.out + (int64_t)p * GN;
 #pragma unroll
                         for (int b = 0; b < NGRP; b++) {
                             const int col = n0 + cb + b * 8 + qc;
-                            const float u0 = acc[4 * b + 2 * hh], u1 = acc[4 * b + 2 * hh + 1];
-                            const uint32_t v = moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, u0, g.alpha, g.limit),
-                                                                 moe_cuda_act(ACT, 0.f, u1, g.alpha, g.limit));
+                            const uint32_t v = moe_cuda_pack2<T>(wt * acc[4 * b + 2 * hh], wt * acc[4 * b + 2 * hh + 1]);
                             if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
                         }
-                    }
-                } else {
-                    const int p = g.sorted_pair[srow];
-                    const float wt = g.w[p];
-                    T *orow = (T *)g.out + (int64_t)p * GN;
-#pragma unroll
-                    for (int b = 0; b < NGRP; b++) {
-                        const int col = n0 + cb + b * 8 + qc;
-                        const uint32_t v = moe_cuda_pack2<T>(wt * acc[4 * b + 2 * hh], wt * acc[4 * b + 2 * hh + 1]);
-                        if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
                     }
                 }
             }
         }
+        /* the bulk copies are done before the block ends (their sources are
+         * its shared memory, their results the next kernel's input) */
+        if (STAGED && (threadIdx.x & 127) < 64) bulk_wait_all();
     }
     /* no CTA leaves while a peer may still multicast into it or arrive on it */
     if (CS > 1) cluster_sync();
