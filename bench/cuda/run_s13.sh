@@ -6,7 +6,8 @@
 # Runs 1-3 (epilogue variants): a build with bench/cuda/lab/s13_epilogue_variants.patch
 # applied; runs 4-5 (staged against direct): bench/cuda/lab/s13_jit_epilogue_knob.patch,
 # BASE=cuda-decode@MOE_LAB_EPI=1 VARIANTS=cuda-decode; runs 7-8 the same patch with
-# VARIANTS=cuda-decode@MOE_LAB_HINT=1,... or @MOE_LAB_NOCOPY=1 (bench/cuda/README.md, session 13).
+# VARIANTS=cuda-decode@MOE_LAB_HINT=1,..., @MOE_LAB_NOCOPY=1 or @MOE_LAB_NOWAIT=1 (runs 7-8, 10;
+# bench/cuda/README.md, session 13).
 # Variables: NOAB (skip the A/B), TBACKENDS (a table of these backends, kernel times), EPI_TEST (the MOE_LAB_EPI the tests run under; a lab build reads it into cuda-jit
 # programs, see bench/cuda/lab/), SANTEST..SANTEST4 (compute-sanitizer filters), VARIANTS (backend entries after
 # the default), PRESETS, TOKENS, AB (rounds), TESTS, NOSAN.
