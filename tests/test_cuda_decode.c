@@ -616,15 +616,20 @@ TEST(cuda_quant_graph_capture) { graph_capture_case("cuda-quant", MOE_TYPE_Q8_0,
 
 /* cuda-quant's streaming limit (pairs an expert) for the measured shapes: MXFP4
  * streams to 16 on gpt-oss's and qwen3's small experts, not on mixtral's or
- * deepseek-v3's (bench/decode/s10 runs 29-33); Q4_K 4 (s12 run 9), Q8_0 8 everywhere. */
+ * deepseek-v3's (bench/decode/s10 runs 29-33); Q4_K 4 (s12 run 9), Q5_K and Q8_0 8
+ * everywhere (s13 run 12: Q5_K at 2 lost 2x at 4 pairs an expert). */
 TEST(decode_stream_pairs_presets) {
     static const struct { const char *name; int64_t D, I; int fmt; int64_t want; } p[] = {
         {"gpt-oss-20b MXFP4", 2880, 2880, MOE_DF_MXFP4, 16}, {"qwen3 MXFP4", 2048, 768, MOE_DF_MXFP4, 16},
         {"mixtral MXFP4", 4096, 14336, MOE_DF_MXFP4, 8},     {"deepseek-v3 MXFP4", 7168, 2048, MOE_DF_MXFP4, 8},
         {"qwen3 Q4_K", 2048, 768, MOE_DF_Q4_K, 4},           {"gpt-oss-20b Q8_0", 2880, 2880, MOE_DF_Q8_0, 8},
+        {"qwen3 Q5_K", 2048, 768, MOE_DF_Q5_K, 8},           {"mixtral Q5_K", 4096, 14336, MOE_DF_Q5_K, 8},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
-        const moe_type t = p[i].fmt == MOE_DF_MXFP4 ? MOE_TYPE_MXFP4 : p[i].fmt == MOE_DF_Q4_K ? MOE_TYPE_Q4_K : MOE_TYPE_Q8_0;
+        const moe_type t = p[i].fmt == MOE_DF_MXFP4  ? MOE_TYPE_MXFP4
+                           : p[i].fmt == MOE_DF_Q4_K ? MOE_TYPE_Q4_K
+                           : p[i].fmt == MOE_DF_Q5_K ? MOE_TYPE_Q5_K
+                                                     : MOE_TYPE_Q8_0;
         /* gate, up and down blocks of one expert */
         const double eb = 2.0 * (double)p[i].I * (double)moe_type_row_bytes(t, p[i].D) +
                           (double)p[i].D * (double)moe_type_row_bytes(t, p[i].I);

@@ -12,7 +12,8 @@
  *   build-gpu/bench_decode [--json FILE] [--dense [--default]] [--quant] [--cross] [--only PRESET[,PRESET]] [--tokens T]
  *                          [--qtypes q4_K,q8_0,...] [--qtokens 1,2,4,8,16] [--dtokens 1,2,...] [--ctokens 4,8,...] [--no-kdec]
  * --quant runs qwen3-30b-a3b and gpt-oss-20b, or with --only any preset (the K-quants
- * where D and I are multiples of 256), the types of --qtypes (default all four), at the
+ * where D and I are multiples of 256), the types of --qtypes (default Q4_K, Q6_K, Q8_0, MXFP4;
+ * Q4_0, Q5_K, Q3_K, Q2_K where named), at the
  * T of --qtokens (default 1, 2, 4, 8, 16).
  * --dense runs T = 1, 2, 4, 8, 16, 32, 64 (or those of --dtokens) with the streaming
  * kernels ("stream") and the mma kernels ("kdec"); --no-kdec (dense and quant) skips
@@ -442,7 +443,9 @@ int main(int argc, char **argv) {
         }
     }
     if (quant) {
-        static const moe_type qt[] = {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K, MOE_TYPE_Q8_0, MOE_TYPE_MXFP4};
+        /* the issue's four by default; the other GGUF types where --qtypes names them */
+        static const moe_type qt[] = {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K, MOE_TYPE_Q8_0, MOE_TYPE_MXFP4,
+                                      MOE_TYPE_Q4_0, MOE_TYPE_Q5_K, MOE_TYPE_Q3_K, MOE_TYPE_Q2_K};
         const std::vector<int64_t> Ts = token_list(qtokens, {1, 2, 4, 8, 16});
         /* qwen3-30b-a3b and gpt-oss-20b, or the preset named by --only (any of the five) */
         std::vector<const preset *> qp = {&presets[0], &presets[3]};
@@ -452,8 +455,9 @@ int main(int argc, char **argv) {
                 if (named(P.name)) qp.push_back(&P);
         }
         for (const preset *P : qp)
-            for (moe_type t : qt) {
-                if (only_qtypes && !strstr(only_qtypes, moe_type_name(t))) continue;
+            for (size_t ti = 0; ti < sizeof qt / sizeof qt[0]; ti++) {
+                const moe_type t = qt[ti];
+                if (only_qtypes ? !strstr(only_qtypes, moe_type_name(t)) : ti >= 4) continue;
                 if (moe_type_block_size(t) == 256 && (P->D % 256 || P->I % 256)) continue;
                 layer_set s = make_layer_weights(*P, t);
                 setenv("MOE_DECODE_STREAM", "1", 1);

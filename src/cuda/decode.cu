@@ -1044,7 +1044,8 @@ static void sv_init(moe_layer *L, dec_impl *im) {
      * 256): qwen3 Q8_0 T = 64 / 128 1.95x / 1.97x faster than the mma kernels,
      * deepseek-v3 Q8_0 2.37x / 1.68x, Q4_K T = 64 1.42x but T = 128 (4 pairs an
      * expert) 1.18x slower; qwen3 Q4_K T = 64 1.08x slower (bench/decode/s7).
-     * Session 12's decoders moved Q4_K to 4 (moe__dec_stream_pairs). */
+     * Session 12's decoders moved Q4_K to 4, session 13's measurement Q5_K to 8
+     * (moe__dec_stream_pairs). */
     const int64_t ppe = moe__dec_stream_pairs(im->fmt1, expert_bytes(L));
     /* dense: T = 1, and T = 2-3 where rows of I are long (I >= 2048): on gpt-oss
      * (I = 2880) the streaming kernels beat the mma kernels by 2-6% at T = 2-3 on an

@@ -132,7 +132,9 @@ static inline int64_t moe__dec_gemm_min_t(int64_t E, int64_t K, double expert_by
  * 4 for Q4_K (session 12, H200 run 9: the streaming kernels at 4 pairs an expert
  * 0.71x the mma kernels' time on mixtral T = 16 and 0.84x on qwen3 T = 64, at 8
  * pairs 1.24x on mixtral T = 32; they were 1.19-1.4x at 4 pairs before session
- * 12's decoders), 2 for Q5_K, 8 for the others (sessions 6-7, decode.cu sv_init), and 16
+ * 12's decoders), 8 for the others (sessions 6-7, decode.cu sv_init; Q5_K, 2 until
+ * session 13, streams at 4 and 8 pairs in 0.40-0.50x and 0.65-0.79x the mma kernels'
+ * time on mixtral, qwen3 and deepseek-v3: bench/decode/s13 run 12), and 16
  * for MXFP4 experts of at most 20 MB (expert_bytes: gate, up and down blocks),
  * whose second group of 8 tokens reads the expert's rows again largely from L2:
  * H200 and H100, bench/decode/s10 runs 29-33, gpt-oss-20b (13 MB) T = 96-128
@@ -141,7 +143,6 @@ static inline int64_t moe__dec_gemm_min_t(int64_t E, int64_t K, double expert_by
  * T = 512 1.57x slower streaming, so they keep 8. */
 static inline int64_t moe__dec_stream_pairs(int fmt, double expert_bytes) {
     if (fmt == MOE_DF_Q4_K) return 4;
-    if (fmt == MOE_DF_Q5_K) return 2;
     if (fmt == MOE_DF_MXFP4 && expert_bytes <= 20e6) return 16;
     return 8;
 }
