@@ -511,14 +511,14 @@ static void check_h2f(void) {
 
 static void check_mxfp4_table(void) {
     /* every code quadruple, through both lookups of the kernels, against
-     * blocks.h: the table halves and select (moe__mxfp4_nib8, 4 codes in each
+     * blocks.h: the table halves and select (moe__mxfp4_nib8_t, 4 codes in each
      * half of a word), and the magnitudes of the positive and of the negative
      * codes (moe__mxfp4_dotn_aw's, prmt's sign mode) */
     long bad = 0, bad_pn = 0;
     const moe__mxfp4_tab t = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
     for (uint32_t c = 0; c < 65536; c++) {
         uint32_t a, b;
-        moe__mxfp4_nib8(c | c << 16, &a, &b);
+        moe__mxfp4_nib8_t(c | c << 16, &t, &a, &b);
         const uint32_t pos = moe__qprmt(t.k0, MOE__MXFP4_K1, c), neg = moe__qprmt(t.k0, MOE__MXFP4_K1, c ^ 0x8888u);
         for (int n = 0; n < 4; n++) {
             const int want = moe__mxfp4_kvalue((int)(c >> (4 * n)) & 15);

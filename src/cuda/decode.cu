@@ -798,7 +798,9 @@ static int64_t sv_plan_cols(const dec_impl *im, int64_t T, int64_t K, int64_t E,
  * of shared memory) shorten the ring of every block of the launch, so at 4
  * pairs an expert (deepseek-v3 T = 128) it cost 4-24% while at 8 it gained
  * 10-17% (qwen3 Q8_0 T = 128, gpt-oss-20b and mixtral Q8_0 / MXFP4 at 8-16
- * pairs an expert; passes from 4 tokens better than from 6: run 6).
+ * pairs an expert; passes from 4 tokens better than from 6: run 6). Q8_0 and
+ * Q4_0 only since session 13 (decode_stream.h sv_fmt_has_qmma: MXFP4's dp4a
+ * consumer became the faster one).
  * MOE_SV_QMMA = the least tokens of a pass (0: never). */
 static int sv_qmma_min(void) {
     static int v = -1;

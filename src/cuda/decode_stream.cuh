@@ -429,8 +429,7 @@ static __device__ __forceinline__ void sv_mma_s8(int c[4], uint32_t a0, uint32_t
  * words of lane quad t, elements 4t..4t+3 (lo) and 16+4t..19+4t (hi) as
  * int8, and the unit's scale d (the dp4a decoders' sc, qdot.cuh). Q8_0: two
  * aligned words each; Q4_0: element j and j + 16 are the low and high
- * nibbles of byte j, so one word (two aligned loads) gives both; MXFP4 in
- * nibble order, positions for elements (the staged activations match). */
+ * nibbles of byte j, so one word (two aligned loads) gives both. */
 template <int F>
 static __device__ __forceinline__ void sv_qfrag(const uint8_t *row, int u, int t, uint32_t &lo, uint32_t &hi,
                                                 float &d) {
@@ -443,31 +442,18 @@ static __device__ __forceinline__ void sv_qfrag(const uint8_t *row, int u, int t
         lo = __funnelshift_r(w[0], w[1], sh);
         hi = __funnelshift_r(w[4], w[5], sh);
     } else {
-        const int ub = F == MOE_DF_Q4_0 ? 18 : 17, qo = F == MOE_DF_Q4_0 ? 2 : 1;
-        const uint8_t *p = row + ub * u;
-        if (F == MOE_DF_Q4_0) d = __half2float(*(const __half *)p);
-        else d = moe__qu2f(moe__e8m0_half_bits(*p));
-        if (F == MOE_DF_Q4_0) {
-            const uintptr_t q = (uintptr_t)(p + qo + 4 * t);
-            const uint32_t *w = (const uint32_t *)(q & ~(uintptr_t)3);
-            const uint32_t v = __funnelshift_r(w[0], w[1], 8 * (int)(q & 3));
-            lo = moe__qsub8x4(v & 0x0F0F0F0Fu);
-            hi = moe__qsub8x4((v >> 4) & 0x0F0F0F0Fu);
-        } else {
-            /* nibble order (moe_qunit_mxfp4_nib, as the activations are staged):
-             * positions 4t.. are the codes of qs bytes 2t, 2t + 1 (half t & 1 of qs
-             * word t / 2), positions 16 + 4t.. those of bytes 8 + 2t, 9 + 2t (of qs
-             * word 2 + t / 2); qs word i from the aligned words i, i + 1 holding the
-             * unit (at most word 4: within the unit's 5, as moe_qunit_mxfp4_nib) */
-            const uint32_t *w = (const uint32_t *)(p - ((uintptr_t)p & 3)) + (t >> 1);
-            const int sh = 8 + 8 * (int)((uintptr_t)p & 3);
-            const uint32_t x = moe__qshf(w[0], w[1], sh), y = moe__qshf(w[2], w[3], sh);
-            moe__mxfp4_nib8(__byte_perm(x, y, (t & 1) ? 0x7632u : 0x5410u), &lo, &hi);
-        }
+        /* Q4_0 (the other formats are compiled here but never run: QMMA_OK) */
+        const uint8_t *p = row + 18 * u;
+        d = __half2float(*(const __half *)p);
+        const uintptr_t q = (uintptr_t)(p + 2 + 4 * t);
+        const uint32_t *w = (const uint32_t *)(q & ~(uintptr_t)3);
+        const uint32_t v = __funnelshift_r(w[0], w[1], 8 * (int)(q & 3));
+        lo = moe__qsub8x4(v & 0x0F0F0F0Fu);
+        hi = moe__qsub8x4((v >> 4) & 0x0F0F0F0Fu);
     }
 }
 
-/* One stage of rows of a 32-element format (Q8_0, Q4_0, MXFP4) against 8
+/* One stage of rows of a 32-element format (Q8_0, Q4_0) against 8
  * staged tokens on int8 tensor cores:
  * m16n8k32 with 16 weight rows as A and the tokens as B, one unit (32
  * quants) a k step; warp w takes units w, w + 8, ... of every 16-row tile and
@@ -836,7 +822,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
     constexpr bool DOWNE = PH == MOE_SV_DOWN_E;
     constexpr int HT = DENSE ? (F == MOE_DF_F16 ? MOE_TYPE_F16 : MOE_TYPE_BF16) : MOE_TYPE_F32; /* h's type */
     constexpr int G = PH == MOE_DEC_GATE_UP ? 2 : 1;
-    /* Q8_0, Q4_0, MXFP4 against groups of 8 tokens: int8 tensor cores (sv_qmma_stage) where planned */
+    /* Q8_0, Q4_0 against groups of 8 tokens: int8 tensor cores (sv_qmma_stage) where planned */
     constexpr bool QMMA_OK = QM && sv_fmt_has_qmma(F) && NT == 8 && !DOWN;
     const bool qmma_on = QMMA_OK && a.qmma > 0 && qscr;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;

@@ -54,7 +54,7 @@ typedef struct moe_sv_args {
     int ncnt;
     int pdl;                  /* phase 2 launched with programmatic dependent launch */
     int fmt;                  /* the weights' format (MOE_DF_*) */
-    int qmma;                 /* Q8_0/Q4_0/MXFP4 rows x 8 tokens on int8 tensor cores for passes of at least qmma tokens
+    int qmma;                 /* Q8_0/Q4_0 rows x 8 tokens on int8 tensor cores for passes of at least qmma tokens
                                * (0: never; sv_plan: needs NT 8, SRS >= 8) */
     int bps;                  /* blocks an SM the plan is for (host only: describe) */
     int dyn;                  /* phase 1 split at run time (sv_route_dyn, 2 T K <= MOE_SV_LIST): gridDim.x blocks share
@@ -62,10 +62,12 @@ typedef struct moe_sv_args {
 } moe_sv_args;
 
 /* The formats the int8 tensor-core consumer (decode_stream.cuh sv_qmma_stage)
- * decodes: 32-element blocks of int8 quants or of nibbles and a scale. */
-static __host__ __device__ constexpr bool sv_fmt_has_qmma(int F) {
-    return F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0 || F == MOE_DF_MXFP4;
-}
+ * decodes: 32-element blocks of int8 quants or of nibbles and a scale. MXFP4
+ * had it too until its dp4a consumer (nibble order, session 12) measured 0.89-
+ * 0.94x its time at mixtral T = 32-64, gpt-oss-20b T = 64, gpt-oss-120b T =
+ * 256-512, qwen3 T = 128-256 and even elsewhere (H200, bench/decode/s13 run 14):
+ * MXFP4 runs dp4a at every T. */
+static __host__ __device__ constexpr bool sv_fmt_has_qmma(int F) { return F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0; }
 
 #ifdef __cplusplus
 extern "C" {

@@ -354,10 +354,6 @@ MOE__QFN void moe__mxfp4_nib8_t(uint32_t v, const moe__mxfp4_tab *t, uint32_t *a
     const uint32_t mh = m >> 16, sh = s >> 16;
     *b = moe__qprmt(moe__qprmt(t->k0, MOE__MXFP4_K1, mh), moe__qprmt(t->k2, MOE__MXFP4_K3, mh), sh);
 }
-MOE__QFN void moe__mxfp4_nib8(uint32_t v, uint32_t *a, uint32_t *b) {
-    const moe__mxfp4_tab t = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
-    moe__mxfp4_nib8_t(v, &t, a, b);
-}
 
 /* MXFP4 unit u in nibble order: q[2i], q[2i + 1] hold positions 8i..8i + 7
  * (the codes of word i of qs), sc = 2^(e-128). */
