@@ -456,6 +456,21 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             for (int i = 0; i < NACC; i++) asm volatile("" : "+f"(acc[i])::"memory");
             if (prev >= 0 && lane == 0) release(bar(STAGES + prev));
 
+            /* output column group b (8 columns; GATED: b < NG) of the thread's row
+             * half hh, two values packed: the activation of gate and up (GEMM 1) or
+             * the routing weight times the sum (GEMM 2) */
+            constexpr int OG = GATED ? NG : NGRP;
+            auto outv = [&](int b, int hh, float wt) -> uint32_t {
+                const float a0 = acc[4 * b + 2 * hh], a1 = acc[4 * b + 2 * hh + 1];
+                if (MODE == 2) return moe_cuda_pack2<T>(wt * a0, wt * a1);
+                if (GATED) {
+                    const int u = 4 * (b + NG) + 2 * hh;
+                    return moe_cuda_pack2<T>(moe_cuda_act(ACT, a0, acc[u], g.alpha, g.limit),
+                                             moe_cuda_act(ACT, a1, acc[u + 1], g.alpha, g.limit));
+                }
+                return moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, a0, g.alpha, g.limit),
+                                         moe_cuda_act(ACT, 0.f, a1, g.alpha, g.limit));
+            };
             if (STAGED && !MOE_SM90_DIRECT_EPILOGUE) {
                 /* ---- epilogue: through shared memory, stored by bulk copies ----
                  * The warpgroup writes its 64 rows' outputs (bf16/f16, 128
@@ -467,7 +482,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                  * waiting behind them), GEMM 2's epilogue was a third of its
                  * time on qwen3 T = 16384 (NOTES.md, session 13). The next pass
                  * or tile writes the staging only after those copies read it. */
-                constexpr int OG = GATED ? NG : NGRP, NP = OG > 16 ? 2 : 1, PG = OG / NP;
+                constexpr int NP = OG > 16 ? 2 : 1, PG = OG / NP;
                 const uint32_t stg = stg0 + cw * (64 * SM90_SPITCH);
                 const int t128 = threadIdx.x & 127;
                 /* the row this thread copies out: h's row (GEMM 1) or its pair's y row */
@@ -483,21 +498,8 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                         const int r = w4 * 16 + (lane >> 2) + hh * 8;
 #pragma unroll
                         for (int j = 0; j < PG; j++) {
-                            const int b = ps * PG + j;
-                            float v0, v1;
-                            if (MODE == 2) {
-                                v0 = (hh ? wt1 : wt0) * acc[4 * b + 2 * hh];
-                                v1 = (hh ? wt1 : wt0) * acc[4 * b + 2 * hh + 1];
-                            } else if (GATED) {
-                                const int u = 4 * (b + NG) + 2 * hh;
-                                v0 = moe_cuda_act(ACT, acc[4 * b + 2 * hh], acc[u], g.alpha, g.limit);
-                                v1 = moe_cuda_act(ACT, acc[4 * b + 2 * hh + 1], acc[u + 1], g.alpha, g.limit);
-                            } else {
-                                v0 = moe_cuda_act(ACT, 0.f, acc[4 * b + 2 * hh], g.alpha, g.limit);
-                                v1 = moe_cuda_act(ACT, 0.f, acc[4 * b + 2 * hh + 1], g.alpha, g.limit);
-                            }
                             asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(stg + r * SM90_SPITCH + j * 16 + qc * 2),
-                                         "r"(moe_cuda_pack2<T>(v0, v1))
+                                         "r"(outv(ps * PG + j, hh, hh ? wt1 : wt0))
                                          : "memory");
                         }
                     }
@@ -511,8 +513,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                 }
             } else {
                 /* ---- epilogue: straight from the accumulators to global ---- */
-                /* column groups of 8 per thread row: gate/up pairs (GATED) or outputs;
-                 * with BM 64 each warpgroup has its own share of the tile's columns.
+                /* with BM 64 each warpgroup has its own share of the tile's columns.
                  * Every group is computed and only its store is conditional: a
                  * branch per group kept the compiler from interleaving them. */
 #pragma unroll
@@ -520,38 +521,15 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     const int m = m0 + (BMT == 128 ? cw * 64 : 0) + w4 * 16 + (lane >> 2) + hh * 8;
                     if (m >= rows) continue;
                     const int srow = rbase + m;
-                    if (MODE == 1) {
-                        T *orow = (T *)g.out + (int64_t)srow * GN;
-                        if (GATED) {
+                    /* the output row: h's sorted row (GEMM 1) or the pair's y row (GEMM 2) */
+                    const int p = MODE == 2 ? g.sorted_pair[srow] : srow;
+                    const float wt = MODE == 2 ? g.w[p] : 1.f;
+                    T *orow = (T *)g.out + (int64_t)p * GN;
 #pragma unroll
-                            for (int b = 0; b < NG; b++) {
-                                const int col = n0 + cb + b * 8 + qc;
-                                const float g0 = acc[4 * b + 2 * hh], g1 = acc[4 * b + 2 * hh + 1];
-                                const float u0 = acc[4 * (b + NG) + 2 * hh], u1 = acc[4 * (b + NG) + 2 * hh + 1];
-                                const uint32_t v = moe_cuda_pack2<T>(moe_cuda_act(ACT, g0, u0, g.alpha, g.limit),
-                                                                     moe_cuda_act(ACT, g1, u1, g.alpha, g.limit));
-                                if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
-                            }
-                        } else {
-#pragma unroll
-                            for (int b = 0; b < NGRP; b++) {
-                                const int col = n0 + cb + b * 8 + qc;
-                                const float u0 = acc[4 * b + 2 * hh], u1 = acc[4 * b + 2 * hh + 1];
-                                const uint32_t v = moe_cuda_pack2<T>(moe_cuda_act(ACT, 0.f, u0, g.alpha, g.limit),
-                                                                     moe_cuda_act(ACT, 0.f, u1, g.alpha, g.limit));
-                                if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
-                            }
-                        }
-                    } else {
-                        const int p = g.sorted_pair[srow];
-                        const float wt = g.w[p];
-                        T *orow = (T *)g.out + (int64_t)p * GN;
-#pragma unroll
-                        for (int b = 0; b < NGRP; b++) {
-                            const int col = n0 + cb + b * 8 + qc;
-                            const uint32_t v = moe_cuda_pack2<T>(wt * acc[4 * b + 2 * hh], wt * acc[4 * b + 2 * hh + 1]);
-                            if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
-                        }
+                    for (int b = 0; b < OG; b++) {
+                        const int col = n0 + cb + b * 8 + qc;
+                        const uint32_t v = outv(b, hh, wt);
+                        if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
                     }
                 }
             }
