@@ -1313,7 +1313,7 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                                 "barrier; the down rows stream in meanwhile), else two launches"
                               : "two launches (programmatic dependent launch)",
                  im->quant ? "activations quantised to 8-bit blocks of 32 in shared memory, dp4a dot products "
-                             "(int8 mma.sync m16n8k32 for groups of 8 tokens on Q8_0/Q4_0/MXFP4 rows of 2048+ "
+                             "(int8 mma.sync m16n8k32 for groups of 8 tokens on Q8_0/Q4_0 rows of 2048+ "
                              "elements where experts average 6+ pairs)"
                            : "mma.sync tensor-core dot products",
                  up, im->quant ? ", no repacking (GGUF blocks read in place)" : "");
