@@ -43,7 +43,9 @@ typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUt
 
 /* One grouped GEMM over the expert-sorted (token, slot) pairs.
  *   mode 1 (gate/up): h[r, n] = act(A[r] . gate_e[n] + bg, A[r] . up_e[n] + bu)   r in expert-sorted order
- *   mode 2 (down):    y[p, n] = w[p] * (h[r] . down_e[n] + bd)                       p = sorted_pair[r]
+ *   mode 2 (down):    y[r, n] = w[p] * (h[r] . down_e[n] + bd)                       p = sorted_pair[r]
+ * (y in sorted rows too, so that whole tiles of it are stored by TMA; the combine
+ * finds pair p's row at ppos[p]).
  * A rows: mode 1 sm80 gathers x[pair / K]; sm90 too (gather = 1), or reads the permuted copy xp[r];
  * mode 2 reads h[r]. Weights are [E, N, C] with stride_c = 1. */
 typedef struct moe_cuda_gemm {

@@ -236,9 +236,9 @@ static __global__ void __launch_bounds__(NTHREADS, 2) gemm_sm80(const moe_cuda_g
                         }
                     }
                 } else {
-                    int p = g.sorted_pair[srow];
-                    float wt = g.w[p];
-                    T *orow = (T *)g.out + (int64_t)p * g.N;
+                    /* y in sorted rows, as the sm90 kernels write it (the combine reads ppos) */
+                    const float wt = g.w[g.sorted_pair[srow]];
+                    T *orow = (T *)g.out + (int64_t)srow * g.N;
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
                         const int col = n0 + wn * 32 + j * 8 + qc;

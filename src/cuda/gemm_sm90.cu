@@ -46,8 +46,8 @@
 template <int ACT, typename T, int CM, int CN, int BMT, int BNT>
 static __global__ void __launch_bounds__(NTHREADS, 1)
     gemm_sm90(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
-              const __grid_constant__ CUtensorMap tmB1, const moe_cuda_gemm g) {
-    gemm_sm90_body<ACT, T, CM, CN, BMT, BNT>(tmA, tmB0, tmB1, g);
+              const __grid_constant__ CUtensorMap tmB1, const __grid_constant__ CUtensorMap tmO, const moe_cuda_gemm g) {
+    gemm_sm90_body<ACT, T, CM, CN, BMT, BNT>(tmA, tmB0, tmB1, tmO, g);
 }
 
 /* ---- host side ---- */
@@ -132,7 +132,7 @@ static int64_t grid_clusters(const moe_cuda_gemm *g, int max_clusters) {
 }
 
 template <int ACT, typename T, int CM, int CN, int BMT, int BNT = 256>
-static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0, const CUtensorMap *b1,
+static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0, const CUtensorMap *b1,
                           int sm_count, cudaStream_t s) {
     const int CS = CM * CN;
     static int max_clusters = -1;               /* per instance; one device type per process assumed */
@@ -159,57 +159,63 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const 
     }
     int64_t clusters = grid_clusters(g, max_clusters);
     cfg.gridDim = dim3((unsigned)(clusters * CS));
-    cudaError_t e = cudaLaunchKernelEx(&cfg, gemm_sm90<ACT, T, CM, CN, BMT, BNT>, *tmA, *b0, *b1, *g);
+    /* tm: the A and output maps (tmap_a_out) */
+    cudaError_t e = cudaLaunchKernelEx(&cfg, gemm_sm90<ACT, T, CM, CN, BMT, BNT>, tm[0], *b0, *b1, tm[1], *g);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 template <int ACT, typename T>
-static cudaError_t launch_c(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0,
+static cudaError_t launch_c(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0,
                             const CUtensorMap *b1, int sm_count, cudaStream_t s) {
     /* the narrow n-tiles: 1 x 1 clusters only, GEMM 1's with BM 128 (layer.cu moe__cuda_sm90_tile_n) */
     if (ACT < 0 && g->bn == 240)
-        return g->bm == 64 ? launch<-1, T, 1, 1, 64, 240>(g, tmA, b0, b1, sm_count, s)
-                           : launch<-1, T, 1, 1, 128, 240>(g, tmA, b0, b1, sm_count, s);
-    if (ACT >= 0 && g->bn == 240) return launch<ACT, T, 1, 1, 128, 240>(g, tmA, b0, b1, sm_count, s);
-    if (g->bm == 64) return launch<ACT, T, 1, 1, 64>(g, tmA, b0, b1, sm_count, s); /* no clusters (layer.cu) */
+        return g->bm == 64 ? launch<-1, T, 1, 1, 64, 240>(g, tm, b0, b1, sm_count, s)
+                           : launch<-1, T, 1, 1, 128, 240>(g, tm, b0, b1, sm_count, s);
+    if (ACT >= 0 && g->bn == 240) return launch<ACT, T, 1, 1, 128, 240>(g, tm, b0, b1, sm_count, s);
+    if (g->bm == 64) return launch<ACT, T, 1, 1, 64>(g, tm, b0, b1, sm_count, s); /* no clusters (layer.cu) */
     if (g->cm == 2)
-        return g->cn == 2 ? launch<ACT, T, 2, 2, 128>(g, tmA, b0, b1, sm_count, s)
-                          : launch<ACT, T, 2, 1, 128>(g, tmA, b0, b1, sm_count, s);
-    return g->cn == 2 ? launch<ACT, T, 1, 2, 128>(g, tmA, b0, b1, sm_count, s)
-                      : launch<ACT, T, 1, 1, 128>(g, tmA, b0, b1, sm_count, s);
+        return g->cn == 2 ? launch<ACT, T, 2, 2, 128>(g, tm, b0, b1, sm_count, s)
+                          : launch<ACT, T, 2, 1, 128>(g, tm, b0, b1, sm_count, s);
+    return g->cn == 2 ? launch<ACT, T, 1, 2, 128>(g, tm, b0, b1, sm_count, s)
+                      : launch<ACT, T, 1, 1, 128>(g, tm, b0, b1, sm_count, s);
 }
 
 template <typename T>
-static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tmA, const CUtensorMap *b0,
+static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0,
                             const CUtensorMap *b1, int sm_count, cudaStream_t s) {
     switch (g->mode == 2 ? -1 : g->act) {
 #define MOE_ACT_CASE_(a) \
-    case a: return launch_c<a, T>(g, tmA, b0, b1, sm_count, s);
+    case a: return launch_c<a, T>(g, tm, b0, b1, sm_count, s);
         MOE_CUDA_FOR_ACTS(MOE_ACT_CASE_)
 #undef MOE_ACT_CASE_
     }
     return cudaErrorInvalidValue;
 }
 
-/* A: [TK, C] rows in expert order, made per call (the workspace moves); with
- * CN = 2 each CTA of a pair loads half of the BM rows */
-static int tmap_a(const moe_cuda_gemm *g, CUtensorMap *tmA, char *why, size_t n) {
-    if (g->mode == 1 && g->gather) { /* the producer copies x rows itself; the kernel never reads this map */
-        memset(tmA, 0, sizeof *tmA);
-        return 0;
-    }
+/* tm[0], A: [TK, C] rows in expert order; with CN = 2 each CTA of a pair loads
+ * half of the BM rows. tm[1], the output (h [TK, I] or y [TK, D], rows in
+ * expert order) in boxes of 64 x 64 for the TMA stores of BM 128's n-tiles of
+ * 256. Made per call: the workspace moves. */
+static int tmap_a_out(const moe_cuda_gemm *g, CUtensorMap *tm, char *why, size_t n) {
     cuuint64_t dims[2] = {(cuuint64_t)g->C, (cuuint64_t)g->TK};
     cuuint64_t strides[1] = {(cuuint64_t)g->C * 2};
     cuuint32_t box[2] = {BK, (cuuint32_t)(g->bm / g->cn)};
-    return encode(tmA, g->A, g->dtype, 2, dims, strides, box, why, n);
+    if (g->mode == 1 && g->gather) /* the producer copies x rows itself; the kernel never reads this map */
+        memset(&tm[0], 0, sizeof tm[0]);
+    else if (encode(&tm[0], g->A, g->dtype, 2, dims, strides, box, why, n))
+        return -1;
+    cuuint64_t odims[2] = {(cuuint64_t)g->N, (cuuint64_t)g->TK};
+    cuuint64_t ostrides[1] = {(cuuint64_t)g->N * 2};
+    cuuint32_t obox[2] = {64, 64};
+    return encode(&tm[1], g->out, g->dtype, 2, odims, ostrides, obox, why, n);
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                            int sm_count, cudaStream_t s, char *why, size_t n) {
-    CUtensorMap tmA;
-    if (tmap_a(g, &tmA, why, n)) return cudaErrorInvalidValue;
-    return g->dtype == MOE_TYPE_BF16 ? dispatch<__nv_bfloat16>(g, &tmA, tmB0, tmB1, sm_count, s)
-                                     : dispatch<__half>(g, &tmA, tmB0, tmB1, sm_count, s);
+    CUtensorMap tm[2];
+    if (tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
+    return g->dtype == MOE_TYPE_BF16 ? dispatch<__nv_bfloat16>(g, tm, tmB0, tmB1, sm_count, s)
+                                     : dispatch<__half>(g, tm, tmB0, tmB1, sm_count, s);
 }
 
 /* ---- cuda-jit: the launch above on the layer's own kernels ---- */
@@ -258,13 +264,13 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_jit_prepare(CUfunction f, int cm, int
 
 extern "C" cudaError_t moe__cuda_gemm_sm90_jit(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                                CUfunction f, int max_clusters, cudaStream_t s, char *why, size_t n) {
-    CUtensorMap tmA;
-    if (tmap_a(g, &tmA, why, n)) return cudaErrorInvalidValue;
+    CUtensorMap tm[2];
+    if (tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
     const int cs = g->cm * g->cn;
     CUlaunchConfig cfg;
     CUlaunchAttribute at;
     jit_config(&cfg, &at, cs, g->bm, (unsigned)(grid_clusters(g, max_clusters) * cs), s);
-    void *args[4] = {&tmA, (void *)tmB0, (void *)tmB1, (void *)g};
+    void *args[5] = {&tm[0], (void *)tmB0, (void *)tmB1, &tm[1], (void *)g};
     CUresult r = moe__cuda_driver()->launch_kernel_ex(&cfg, f, args, NULL); /* non-NULL: checked at init */
     return r == CUDA_SUCCESS ? cudaSuccess : cu_fail(r, "cuLaunchKernelEx", cudaErrorLaunchFailure, why, n);
 }

@@ -65,7 +65,7 @@ static __global__ void __launch_bounds__(RT_THREADS) k_count_blk(const int32_t *
 
 /* sorted[off[e] + rank] = p: ranks within the block from the shared histogram,
  * the block's range of each expert reserved with one atomic on cursor[e];
- * with ppos, also ppos[p] = that position (-1: id out of range) for the copy. */
+ * ppos[p] = that position (-1: id out of range), for the copy and the combine. */
 static __global__ void __launch_bounds__(RT_THREADS) k_place_blk(const int32_t *__restrict__ ids, int TK, int E,
                                                                   const int *__restrict__ off, int *__restrict__ cursor,
                                                                   int32_t *__restrict__ sorted, int32_t *__restrict__ ppos) {
@@ -88,7 +88,7 @@ static __global__ void __launch_bounds__(RT_THREADS) k_place_blk(const int32_t *
     for (int j = 0; j < RT_PER; j++) {
         const int p = p0 + j * RT_THREADS, in = (unsigned)e[j] < (unsigned)E;
         if (in) sorted[h[e[j]] + r[j]] = p;
-        if (ppos && p < TK) ppos[p] = in ? h[e[j]] + r[j] : -1;
+        if (p < TK) ppos[p] = in ? h[e[j]] + r[j] : -1;
     }
 }
 
@@ -164,15 +164,19 @@ static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cn
 /* One warp per pair: its sorted position, and (sm90 without gather) the row copy into xp. */
 static __global__ void k_scatter(const int32_t *__restrict__ ids, int TK, int E, int K, int D,
                                  const int *__restrict__ off, int *__restrict__ cursor, int32_t *__restrict__ sorted,
-                                 const uint4 *__restrict__ x, uint4 *__restrict__ xp) {
+                                 int32_t *__restrict__ ppos, const uint4 *__restrict__ x, uint4 *__restrict__ xp) {
     int p = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (p >= TK) return;
     int e = ids[p];
-    if ((unsigned)e >= (unsigned)E) return;
+    if ((unsigned)e >= (unsigned)E) {
+        if (lane == 0) ppos[p] = -1;
+        return;
+    }
     int pos = 0;
     if (lane == 0) {
         pos = off[e] + atomicAdd(cursor + e, 1);
         sorted[pos] = p;
+        ppos[p] = pos;
     }
     if (!xp) return;
     pos = __shfl_sync(0xffffffffu, pos, 0);
@@ -182,11 +186,12 @@ static __global__ void k_scatter(const int32_t *__restrict__ ids, int TK, int E,
     for (int i = lane; i < nv; i += 32) dst[i] = src[i];
 }
 
-/* out[t, :] = sum over k of y[t*K + k, :] in slot order (f32), skipping ids
- * out of range. One thread per 8 columns. */
+/* out[t, :] = sum over k of pair t*K + k's row of y (sorted rows: ppos) in
+ * slot order (f32), skipping ids out of range (ppos -1). One thread per 8
+ * columns. */
 template <typename T>
-static __global__ void k_combine(const int32_t *__restrict__ ids, const uint4 *__restrict__ y, int T_, int K, int E,
-                                 int D, uint4 *__restrict__ out) {
+static __global__ void k_combine(const int32_t *__restrict__ ppos, const uint4 *__restrict__ y, int T_, int K, int D,
+                                 uint4 *__restrict__ out) {
     int nv = D / 8;
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (int64_t)T_ * nv) return;
@@ -195,9 +200,9 @@ static __global__ void k_combine(const int32_t *__restrict__ ids, const uint4 *_
     float acc[8];
     for (int j = 0; j < 8; j++) acc[j] = 0.f;
     for (int k = 0; k < K; k++) {
-        int e = ids[t * K + k];
-        if ((unsigned)e >= (unsigned)E) continue;
-        uint4 v = y[(t * K + k) * nv + c];
+        const int r = ppos[t * K + k];
+        if (r < 0) continue;
+        uint4 v = y[(int64_t)r * nv + c];
         const T *h = (const T *)&v;
         for (int j = 0; j < 8; j++) acc[j] += (float)h[j];
     }
@@ -327,7 +332,7 @@ static ws_layout ws_plan(const moe_layer *L, int64_t T, int sm90, int xp) {
     w.gtiles = o; o = align_up(o + sizeof(int2) * (size_t)w.max_mtiles + sizeof(int)); /* a group's tiles, then their count */
     w.units = o; if (sm90) o = align_up(o + sizeof(int2) * (size_t)w.max_mtiles + sizeof(int)); /* 2 x 1 units, count */
     w.sorted = o; o = align_up(o + sizeof(int32_t) * (size_t)TK);
-    w.ppos = o; if (xp) o = align_up(o + sizeof(int32_t) * (size_t)TK); /* each pair's sorted position, for the copy */
+    w.ppos = o; o = align_up(o + sizeof(int32_t) * (size_t)TK); /* each pair's sorted position: the copy, the combine */
     w.xp = o; if (xp) o = align_up(o + es * (size_t)(TK * D));
     w.h = o; o = align_up(o + es * (size_t)(TK * I));
     w.y = o; o = align_up(o + es * (size_t)(TK * D));
@@ -726,7 +731,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
     int *gntl = (int *)(gtiles + w.max_mtiles);
     int2 *units = (int2 *)(ws + w.units);
     int *nunits = (int *)(units + w.max_mtiles);
-    int32_t *sorted = (int32_t *)(ws + w.sorted);
+    int32_t *sorted = (int32_t *)(ws + w.sorted), *ppos = (int32_t *)(ws + w.ppos);
     void *xp = im->sm90 && !gather ? ws + w.xp : NULL, *h = ws + w.h, *y = ws + w.y;
     moe_status st = MOE_OK;
     moe_cuda_dev_guard g;
@@ -744,7 +749,6 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, bm, off, tiles, ntl);
         MOE_CUDA_CK(cudaGetLastError());
         if (blk) {
-            int32_t *ppos = xp ? (int32_t *)(ws + w.ppos) : NULL;
             k_place_blk<<<nblk, RT_THREADS, sizeof(int) * (size_t)E, s>>>(a->ids, (int)TK, (int)E, off, cursor, sorted,
                                                                           ppos);
             MOE_CUDA_CK(cudaGetLastError());
@@ -753,7 +757,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                                                                       (uint4 *)xp);
         } else {
             k_scatter<<<(unsigned)((TK + 7) / 8), 256, 0, s>>>(a->ids, (int)TK, (int)E, (int)K, (int)D, off, cursor,
-                                                               sorted, (const uint4 *)a->x, (uint4 *)xp);
+                                                               sorted, ppos, (const uint4 *)a->x, (uint4 *)xp);
         }
         MOE_CUDA_CK(cudaGetLastError());
 
@@ -835,10 +839,10 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         int64_t nthreads = T * (D / 8);
         unsigned nb = (unsigned)((nthreads + 255) / 256);
         if (d->act_type == MOE_TYPE_BF16)
-            k_combine<__nv_bfloat16><<<nb, 256, 0, s>>>(a->ids, (const uint4 *)y, (int)T, (int)K, (int)E, (int)D,
+            k_combine<__nv_bfloat16><<<nb, 256, 0, s>>>(ppos, (const uint4 *)y, (int)T, (int)K, (int)D,
                                                         (uint4 *)a->out);
         else
-            k_combine<__half><<<nb, 256, 0, s>>>(a->ids, (const uint4 *)y, (int)T, (int)K, (int)E, (int)D,
+            k_combine<__half><<<nb, 256, 0, s>>>(ppos, (const uint4 *)y, (int)T, (int)K, (int)D,
                                                  (uint4 *)a->out);
         MOE_CUDA_CK(cudaGetLastError());
     }
