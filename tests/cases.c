@@ -57,6 +57,10 @@ const moe_case moe_cases[] = {
     {"many_experts",            64, 8192,  32,  16,  2, SW,                  SEP, 0, BF16, BF16, ROUTE_RANDOM, 0, 0},
     /* D = 472: GEMM 2 in n-tiles of 240 on sm90 (moe__cuda_sm90_bn2), the second partial */
     {"narrow_n_tiles",         150,   8, 472, 200,  2, SW,                  SEP, 1, BF16, BF16, ROUTE_RANDOM, 0, 0},
+    /* the same n-tiles of 240 with whole 64-row halves of M tiles (sm90: their TMA-stored epilogue, boxes
+     * of 40 columns clipped at D and I) and a half of 8 rows; an ungated layer's two passes likewise */
+    {"narrow_tiles_full_rows", 200,   8, 472, 200,  2, SW,                  SEP, 1, BF16, BF16, ROUTE_ALL_SAME, 0, 0},
+    {"ungated_full_rows",      150,   4, 256, 320,  2, MOE_ACT_GELU,        SEP, 1, BF16, BF16, ROUTE_ALL_SAME, 0, 0},
     {"odd_D_I",                 13,   5,  67,  33,  2, SW,                  SEP, 1, F32, F32, ROUTE_RANDOM, 0, 0},
     {"odd_D_I_bf16",            13,   5,  72,  40,  2, MOE_ACT_GEGLU_ERF,   SEP, 0, BF16, BF16, ROUTE_RANDOM, 0, 0},
     {"T_not_tile_multiple",    131,  16, 256, 128,  4, SW,                  SEP, 0, BF16, BF16, ROUTE_RANDOM, 0, 0},

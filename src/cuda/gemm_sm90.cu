@@ -92,8 +92,8 @@ extern "C" const moe_cuda_driver *moe__cuda_driver(void) {
     return state > 0 ? &d : NULL;
 }
 
-static int encode(CUtensorMap *tm, const void *data, int dtype, int rank, const cuuint64_t *dims,
-                  const cuuint64_t *strides, const cuuint32_t *box, char *why, size_t n) {
+static int encode_sw(CUtensorMap *tm, const void *data, int dtype, int rank, const cuuint64_t *dims,
+                     const cuuint64_t *strides, const cuuint32_t *box, CUtensorMapSwizzle sw, char *why, size_t n) {
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) {
         snprintf(why, n, "cuTensorMapEncodeTiled is not available from the driver");
@@ -102,12 +102,17 @@ static int encode(CUtensorMap *tm, const void *data, int dtype, int rank, const 
     cuuint32_t es[3] = {1, 1, 1};
     CUresult r = fn(tm, dtype == MOE_TYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                     (cuuint32_t)rank, (void *)data, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                    CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                    sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
         snprintf(why, n, "cuTensorMapEncodeTiled failed (CUresult %d)", (int)r);
         return -1;
     }
     return 0;
+}
+/* the operands' maps: 128B swizzle, as the wgmma descriptors read them */
+static int encode(CUtensorMap *tm, const void *data, int dtype, int rank, const cuuint64_t *dims,
+                  const cuuint64_t *strides, const cuuint32_t *box, char *why, size_t n) {
+    return encode_sw(tm, data, dtype, rank, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B, why, n);
 }
 
 extern "C" int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtype, int64_t E, int64_t N, int64_t C,
@@ -194,8 +199,9 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const
 
 /* tm[0], A: [TK, C] rows in expert order; with CN = 2 each CTA of a pair loads
  * half of the BM rows. tm[1], the output (h [TK, I] or y [TK, D], rows in
- * expert order) in boxes of 64 x 64 for the TMA stores of BM 128's n-tiles of
- * 256. Made per call: the workspace moves. */
+ * expert order) in the boxes of BM 128's staged epilogue: 64 rows of 64 columns
+ * (128B swizzle) for n-tiles of 256, of 40 (unswizzled) for 240. Made per call:
+ * the workspace moves. */
 static int tmap_a_out(const moe_cuda_gemm *g, CUtensorMap *tm, char *why, size_t n) {
     cuuint64_t dims[2] = {(cuuint64_t)g->C, (cuuint64_t)g->TK};
     cuuint64_t strides[1] = {(cuuint64_t)g->C * 2};
@@ -206,8 +212,9 @@ static int tmap_a_out(const moe_cuda_gemm *g, CUtensorMap *tm, char *why, size_t
         return -1;
     cuuint64_t odims[2] = {(cuuint64_t)g->N, (cuuint64_t)g->TK};
     cuuint64_t ostrides[1] = {(cuuint64_t)g->N * 2};
-    cuuint32_t obox[2] = {64, 64};
-    return encode(&tm[1], g->out, g->dtype, 2, odims, ostrides, obox, why, n);
+    cuuint32_t obox[2] = {g->bn == 240 ? 40u : 64u, 64};
+    return encode_sw(&tm[1], g->out, g->dtype, 2, odims, ostrides, obox,
+                     g->bn == 240 ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B, why, n);
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,

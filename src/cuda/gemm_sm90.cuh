@@ -28,16 +28,14 @@
 #define BK 64
 #define SM90_STAGES(bm) ((bm) == 64 ? 5 : 4)
 #define SM90_STAGE_BYTES(bm, bn) (((bm) + (bn)) * BK * 2)
-/* BM 128's epilogue staging: each consumer warpgroup's 64 rows of 128 output
- * columns. n-tiles of 256: two TMA boxes of 64 rows x 64 columns (128 bytes,
- * the 128B swizzle) a warpgroup, 32 KB, stored by TMA (the barriers and GEMM
- * 1's gather table after them); n-tiles of 240 (passes of 120 columns, which no
- * box of the 128B swizzle covers): a row every SM90_SPITCH bytes, stored row by
- * row, the 16 bytes of padding putting the 8 rows of a warp's store in
- * different banks and holding the barriers and the table (gemm_sm90_body) */
-#define SM90_SPITCH 272
-#define SM90_STAGING_BYTES (2 * 64 * SM90_SPITCH)
-#define SM90_TSTAGE 8192 /* one 64 x 64 box */
+/* BM 128's epilogue staging, stored by TMA: each consumer warpgroup's 64 rows
+ * of one pass's output columns (128 with n-tiles of 256, 120 with 240) as TMA
+ * boxes of 64 rows: 64 columns (128-byte rows, the 128B swizzle) or 40 columns
+ * (80-byte rows, unswizzled: a warp's 8 rows still fall in different banks).
+ * SM90_WG_STAGE bytes a warpgroup; GEMM 1's gather table and the barriers after
+ * both (gemm_sm90_body). */
+#define SM90_WG_STAGE 16384
+#define SM90_STAGING_BYTES (2 * SM90_WG_STAGE + 1024)
 /* the ring, 1024 for its alignment, then BM 128: the staging (barriers and
  * table in its padding: 232448 bytes, the most a block may have); BM 64: the
  * barriers and GEMM 1's gather table (x row per A row) */
@@ -55,9 +53,6 @@
 #endif
 /* BM 128's staged epilogue: the warps of a consumer warpgroup that hand its 64
  * rows to the bulk-copy engine (2: 32 rows each, 4: 16 each) */
-#ifndef MOE_SM90_COPY_WARPS
-#define MOE_SM90_COPY_WARPS 4
-#endif
 
 #ifdef MOE_SM90A
 /* the empty barriers are released by consumers of other CTAs of the cluster */
@@ -125,13 +120,7 @@ static __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src,
 static __device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
-/* bulk copy (async proxy) of n bytes (a multiple of 16, both ends 16-byte
- * aligned) from shared to global memory, in this thread's current bulk group */
-static __device__ __forceinline__ void bulk_store(void *dst, uint32_t src, uint32_t n) {
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(n)
-                 : "memory");
-}
-/* TMA store of the 2D box at src (shared memory, 128B-swizzled) to columns c0..,
+/* TMA store of the 2D box at src (shared memory, laid out as tm says) to columns c0..,
  * rows c1.. of the tensor tm describes (clipped at its bounds), in this
  * thread's current bulk group */
 static __device__ __forceinline__ void tma_store_2d(const CUtensorMap *tm, uint32_t src, int c0, int c1) {
@@ -140,7 +129,7 @@ static __device__ __forceinline__ void tma_store_2d(const CUtensorMap *tm, uint3
                  : "memory");
 }
 static __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-/* this thread's bulk copies have read their shared-memory sources */
+/* this thread's bulk stores have read their shared-memory sources */
 static __device__ __forceinline__ void bulk_wait_read() {
     asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 }
@@ -203,20 +192,14 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     extern __shared__ unsigned char smem_raw[];
     uint32_t sbase = smem_u32(smem_raw);
     sbase = (sbase + 1023) & ~1023u;
-    /* BM 128 stages its epilogue through shared memory (below): with n-tiles
-     * of 256 in TMA boxes (TSTORE), the barriers and the gather table after
-     * them; with 240 in rows, the 16 bytes after staged row r holding barrier r
-     * (its first 8) and gather-table entry r (its last 4). BM 64 (5 stages: no
-     * room for the staging) keeps both after the ring. */
-    constexpr bool STAGED = BMT == 128, TSTORE = STAGED && BNT == 256 && !MOE_SM90_DIRECT_EPILOGUE;
-    const uint32_t stg0 = sbase + STAGES * STAGE_BYTES;
-    const uint32_t meta = stg0 + (TSTORE ? 4 * SM90_TSTAGE : 0); /* barriers, then the table (not STAGED/TSTORE) */
+    /* BM 128 stages its epilogue through shared memory (below), then the
+     * barriers and GEMM 1's gather table; BM 64 (5 stages: no room for the
+     * staging) has only those after the ring. */
+    constexpr bool STAGED = BMT == 128 && !MOE_SM90_DIRECT_EPILOGUE;
+    const uint32_t stg0 = sbase + STAGES * STAGE_BYTES, meta = stg0 + (STAGED ? 2 * SM90_WG_STAGE : 0);
     /* full[s] = bar(s), empty[s] = bar(STAGES + s) */
-    auto bar = [&](int i) -> uint32_t { return STAGED && !TSTORE ? stg0 + i * SM90_SPITCH + 256 : meta + 8 * i; };
-    auto tab = [&](int i) -> int * {
-        const uint32_t a = STAGED && !TSTORE ? stg0 + i * SM90_SPITCH + 268 : meta + 16 * STAGES + 4 * i;
-        return (int *)(smem_raw + (a - smem_u32(smem_raw)));
-    };
+    auto bar = [&](int i) -> uint32_t { return meta + 8 * i; };
+    auto tab = [&](int i) -> int * { return (int *)(smem_raw + (meta + 16 * STAGES + 4 * i - smem_u32(smem_raw))); };
     const int wg = threadIdx.x / 128;
     /* Cluster of CM x CN CTAs (rank = rm + CM * rn): CTAs with the same rm
      * work on the same 128 A rows and split the A load, each multicasting its
@@ -428,7 +411,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             int pr0 = 0, pr1 = 0;
             float wt0 = 0.f, wt1 = 0.f;
             const int kw = kblocks > 4 ? 3 : kblocks - 1;
-            if (STAGED && MODE == 2 && !MOE_SM90_DIRECT_EPILOGUE) {
+            if (STAGED && MODE == 2) {
                 const int fm = m0 + cw * 64 + w4 * 16 + (lane >> 2);
                 if (fm < rows) pr0 = g.sorted_pair[rbase + fm];
                 if (fm + 8 < rows) pr1 = g.sorted_pair[rbase + fm + 8];
@@ -461,7 +444,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                         wgmma_m64k16<BH, T>(acc, desc_k128(sa + kk * 32), desc_k128(sg + kk * 32), 1);
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-                if (STAGED && MODE == 2 && !MOE_SM90_DIRECT_EPILOGUE && kb == kw) {
+                if (STAGED && MODE == 2 && kb == kw) {
                     wt0 = g.w[pr0];
                     wt1 = g.w[pr1];
                 }
@@ -493,22 +476,22 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             /* ---- epilogue: straight from the accumulators to global ----
              * (BM 64, where each warpgroup has its own share of the tile's
              * columns; BM 128 for a warpgroup whose 64 rows run past the
-             * expert's, with n-tiles of 256). Every group is computed and only
+             * expert's). Every group is computed and only
              * its store is conditional: a branch per group kept the compiler
              * from interleaving them. The output row is the sorted row, of h
              * (GEMM 1) or of y (GEMM 2: the combine finds a pair's row through
              * ppos). */
-            auto direct = [&](int b0, int nb) {
+            auto direct = [&]() {
 #pragma unroll
                 for (int hh = 0; hh < 2; hh++) {
                     const int m = m0 + (BMT == 128 ? cw * 64 : 0) + w4 * 16 + (lane >> 2) + hh * 8;
                     if (m >= rows) continue;
                     const int srow = rbase + m;
                     float wt = 1.f;
-                    if (MODE == 2) wt = STAGED && !MOE_SM90_DIRECT_EPILOGUE ? (hh ? wt1 : wt0) : g.w[g.sorted_pair[srow]];
+                    if (MODE == 2) wt = STAGED ? (hh ? wt1 : wt0) : g.w[g.sorted_pair[srow]];
                     T *orow = (T *)g.out + (int64_t)srow * GN;
 #pragma unroll
-                    for (int b = b0; b < b0 + nb; b++) {
+                    for (int b = 0; b < OG; b++) {
                         const int col = n0 + cb + b * 8 + qc;
                         const uint32_t v = outv(b, hh, wt);
                         if (!COL_OUT(col)) *(uint32_t *)(orow + col) = v;
@@ -517,90 +500,55 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             };
             constexpr int NP = OG > 16 ? 2 : 1, PG = OG / NP;
             const int t128 = threadIdx.x & 127;
-            if (TSTORE) {
+            if (STAGED && m0 + cw * 64 + 64 <= rows) {
                 /* ---- epilogue: through shared memory, stored by TMA ----
-                 * The warpgroup writes its 64 rows' outputs (bf16/f16, 128
-                 * columns a pass) into two 64 x 64 boxes (16-byte chunk c of row
-                 * r at c ^ (r % 8): a warp's 8 rows fall in different banks),
-                 * and one thread hands them to TMA (async proxy); the warpgroup
-                 * goes on to its next tile without waiting for the stores. The
-                 * next pass or tile writes the staging only after those stores
-                 * read it. Stored from the accumulators, GEMM 2's epilogue was a
-                 * third of its time on qwen3 T = 16384 (NOTES.md, session 13); a
-                 * bulk copy a row, as with n-tiles of 240 below, issues 64 copies
-                 * one after another per pass (their operands are warp-uniform:
-                 * session 14). A warpgroup whose rows run past the expert's
-                 * stores directly (a box would write the next expert's rows). */
-                if (m0 + cw * 64 + 64 <= rows) {
-                    const uint32_t stg = stg0 + cw * (2 * SM90_TSTAGE);
-#pragma unroll
-                    for (int ps = 0; ps < NP; ps++) {
-                        if (t128 == 0) bulk_wait_read();
-                        asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-#pragma unroll
-                        for (int hh = 0; hh < 2; hh++) {
-                            const int r = w4 * 16 + (lane >> 2) + hh * 8;
-#pragma unroll
-                            for (int j = 0; j < PG; j++) {
-                                const uint32_t a = stg + (j >> 3) * SM90_TSTAGE + r * 128 + (((j & 7) ^ (r & 7)) << 4) + qc * 2;
-                                asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(a), "r"(outv(ps * PG + j, hh, hh ? wt1 : wt0))
-                                             : "memory");
-                            }
-                        }
-                        fence_proxy_async_smem(); /* the generic-proxy writes, before the async-proxy reads */
-                        asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-                        if (t128 == 0) {
-#pragma unroll
-                            for (int bx = 0; bx < PG / 8; bx++)
-                                tma_store_2d(&tmO, stg + bx * SM90_TSTAGE, n0 + (ps * PG + 8 * bx) * 8, rbase + m0 + cw * 64);
-                            bulk_commit();
-                        }
-                    }
-                } else {
-                    direct(0, OG);
-                }
-            } else if (STAGED && !MOE_SM90_DIRECT_EPILOGUE) {
-                /* ---- epilogue: through shared memory, stored by bulk copies ----
-                 * As above, in rows of 120 columns (n-tiles of 240): each of 16
-                 * threads of every warp hands one row to the bulk-copy engine. */
-                const uint32_t stg = stg0 + cw * (64 * SM90_SPITCH);
-                /* the row (of its warpgroup's 64) a thread copies out, h's or y's */
-                const int crow = MOE_SM90_COPY_WARPS == 4 ? w4 * 16 + (lane & 15) : (threadIdx.x & 63);
-                const bool copies = MOE_SM90_COPY_WARPS == 4 ? lane < 16 : t128 < 64;
-                const int cm = m0 + cw * 64 + crow;
-                const bool copier = copies && cm < rows;
-                const int64_t orow = rbase + cm;
+                 * The warpgroup writes its 64 rows' outputs (bf16/f16, PG * 8
+                 * columns a pass) into its boxes: BX columns each, 64: 16-byte
+                 * chunk c of row r at c ^ (r % 8), 40: rows 80 bytes apart (a
+                 * warp's 8 rows in different banks either way); one thread hands
+                 * them to TMA (async proxy) and the warpgroup goes on to its next
+                 * tile without waiting for the stores. The next pass or tile
+                 * writes the staging only after those stores read it. Stored
+                 * from the accumulators, GEMM 2's epilogue was a third of its
+                 * time on qwen3 T = 16384 (NOTES.md, session 13); a bulk copy a
+                 * row, 64 a pass issued one after another (their operands are
+                 * warp-uniform), was 15% of its warps' time (session 14). */
+                constexpr int BX = BNT == 256 ? 64 : 40, NBX = PG * 8 / BX, BXB = 64 * BX * 2;
+                static_assert(NBX * BX == PG * 8 && NBX * BXB <= SM90_WG_STAGE, "a pass is whole boxes");
+                const uint32_t stg = stg0 + cw * SM90_WG_STAGE;
 #pragma unroll
                 for (int ps = 0; ps < NP; ps++) {
-                    if (copies) bulk_wait_read();
+                    if (t128 == 0) bulk_wait_read();
                     asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
 #pragma unroll
                     for (int hh = 0; hh < 2; hh++) {
                         const int r = w4 * 16 + (lane >> 2) + hh * 8;
 #pragma unroll
                         for (int j = 0; j < PG; j++) {
-                            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(stg + r * SM90_SPITCH + j * 16 + qc * 2),
-                                         "r"(outv(ps * PG + j, hh, hh ? wt1 : wt0))
+                            const uint32_t a = BX == 64 ? stg + (j >> 3) * BXB + r * 128 + (((j & 7) ^ (r & 7)) << 4) + qc * 2
+                                                        : stg + (j / 5) * BXB + r * 80 + (j % 5) * 16 + qc * 2;
+                            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(a), "r"(outv(ps * PG + j, hh, hh ? wt1 : wt0))
                                          : "memory");
                         }
                     }
                     fence_proxy_async_smem(); /* the generic-proxy writes, before the async-proxy reads */
                     asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-                    const int col = n0 + ps * PG * 8, ncol = GN - col < PG * 8 ? GN - col : PG * 8;
-                    if (copier && ncol > 0) {
-                        bulk_store((T *)g.out + orow * GN + col, stg + crow * SM90_SPITCH, (uint32_t)ncol * 2);
+                    if (t128 == 0) {
+#pragma unroll
+                        for (int bx = 0; bx < NBX; bx++)
+                            tma_store_2d(&tmO, stg + bx * BXB, n0 + ps * PG * 8 + bx * BX, rbase + m0 + cw * 64);
                         bulk_commit();
                     }
                 }
             } else {
-                direct(0, OG);
+                /* BM 64, or a warpgroup whose rows run past the expert's (a box
+                 * would write the next expert's rows) */
+                direct();
             }
         }
         /* the stores are done before the block ends (their sources are its
          * shared memory, their results the next kernel's input) */
-        if (TSTORE ? (threadIdx.x & 127) == 0
-                   : STAGED && (MOE_SM90_COPY_WARPS == 4 ? (threadIdx.x & 31) < 16 : (threadIdx.x & 127) < 64))
-            bulk_wait_all();
+        if (STAGED && (threadIdx.x & 127) == 0) bulk_wait_all();
     }
     /* no CTA leaves while a peer may still multicast into it or arrive on it */
     if (CS > 1) cluster_sync();
