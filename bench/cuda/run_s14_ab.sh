@@ -2,7 +2,7 @@
 # Session 14: GPU tests, compute-sanitizer and A/B rounds of this tree's library against
 # another build's (--base-lib), one call:
 #   OUT=out CARRY=dir BASE=dir [TESTS=..] [SAN="tool:test ..."] [PRESETS=..] [TOKENS=..] [AB=n]
-#   [BACKENDS=..] [PROFILES=..] bash bench/cuda/run_s14_ab.sh
+#   [BACKENDS=..] [TBACKENDS=.. TPRESETS=.. TTOKENS=..: a table] [PROFILES=..] bash bench/cuda/run_s14_ab.sh
 # (device; CARRY holds libmoe.so.gz and moe-tests.gz of the build under test, BASE libmoe_base.so.gz)
 OUT=${OUT:-out}; mkdir -p "$OUT" /tmp/b
 for f in ${CARRY}/*.gz ${BASE}/*.gz; do gunzip -c $f > /tmp/b/$(basename $f .gz); done
@@ -25,5 +25,8 @@ done
   --base-lib /tmp/b/libmoe_base.so --backends ${BACKENDS:-cuda-decode} --ab $AB --reps 5 \
   --presets ${PRESETS:-qwen3-30b-a3b,gpt-oss-20b,deepseek-v3} --tokens ${TOKENS:-4096,16384} \
   --out "$OUT/ab.json" 2>&1 | grep -E "^#|AB |failed" | cut -c1-200
+[ -n "$TBACKENDS" ] && BENCH_BREAKDOWN=1 PYTHONUNBUFFERED=1 timeout ${TT2:-400} python3 bench/cuda/bench_layer.py \
+  --lib /tmp/b/libmoe.so --backends $TBACKENDS --reps 8 --presets ${TPRESETS:-qwen3-30b-a3b,gpt-oss-20b} \
+  --tokens ${TTOKENS:-16384} --out "$OUT/table.json" 2>&1 | grep -E "kernels|^\||^  [a-z]" | cut -c1-250
 [ -n "$PROFILES" ] && AB= BASE= OUT=$OUT CARRY=$CARRY PROFILES="$PROFILES" bash bench/cuda/run_s14.sh
 exit 0
