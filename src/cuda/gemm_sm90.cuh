@@ -279,7 +279,11 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
              * l % 8 of row 4j + l / 8 of them; chunk c of row r lands at c ^ (r % 8)
              * (the 128B swizzle TMA would apply); rows past the expert's and columns
              * past C are zeros. The tile's x row of each A row is looked up once per
-             * tile into a table (tab(), above; named barrier 1: these 128). */
+             * tile into a table (tab(), above; named barrier 1: these 128), its 8
+             * entries read per k-block before the copies (read between them, each
+             * load waited behind the previous copy: the producer warps spent most of
+             * their time there and the consumers a third of theirs waiting for A;
+             * NOTES.md, session 14). */
             const int tid = threadIdx.x, c = tid & 7, rw = (tid >> 5) * (BMT / 4) + ((tid & 31) >> 3);
             const T *x = (const T *)g.A;
             int stage = 0;
@@ -305,11 +309,14 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                         load_b(sb, kb, n0, e, full, pair);
                     }
                     const int col = kb * BK + 8 * c;
+                    int xr[BMT / 16]; /* the table's entries first, then the copies */
+#pragma unroll
+                    for (int j = 0; j < BMT / 16; j++) xr[j] = *tab(rw + 4 * j);
 #pragma unroll
                     for (int j = 0; j < BMT / 16; j++) {
-                        const int r = rw + 4 * j, xr = *tab(r);
-                        const bool ok = xr >= 0 && col < GC;
-                        cp_async16(sa + r * 128 + ((c ^ (r & 7)) << 4), ok ? (const void *)(x + (int64_t)xr * GC + col) : g.A,
+                        const int r = rw + 4 * j;
+                        const bool ok = xr[j] >= 0 && col < GC;
+                        cp_async16(sa + r * 128 + ((c ^ (r & 7)) << 4), ok ? (const void *)(x + (int64_t)xr[j] * GC + col) : g.A,
                                    ok ? 16u : 0u);
                     }
                     cp_async_arrive(full);
