@@ -28,8 +28,10 @@
  *
  * Tile shapes (gemm_sm90.cuh; which one a forward uses: moe__cuda_sm90_bm in
  * layer.cu, whose comment records where the rule was measured):
- *   BM 128 x BN 256 x BK 64, 4 stages (192 KB) and 34 KB to stage the
- *     epilogue's outputs for bulk copies, clusters 1x1 (default), 1x2, 2x1, 2x2;
+ *   BM 128 x BN 256 x BK 64, 4 stages (192 KB) and 32 KB to stage the
+ *     epilogue's outputs in boxes that TMA stores (h and y in sorted rows; the
+ *     combine finds a pair's y row through ppos), clusters 1x1 (default), 1x2,
+ *     2x1, 2x2;
  *   BM 64 x BN 256 x BK 64, 5 stages (200 KB), 1x1 only: for experts with few
  *     rows (an M tile of 128 rows is mostly padding below ~100 rows);
  *   with 1x1 clusters also n-tiles of 240 where that pads N less: GEMM 2

@@ -7,12 +7,14 @@
  *   2. scan   : expert offsets, per-expert M tiles of MOE_CUDA_BM rows and the
  *               per-tile work list (expert, m0); one block looping over E in
  *               chunks, so any E works
- *   3. place  : expert-sorted pair list (pair = t*K + k); with MOE_SM90_GATHER=0
- *               (or clusters) sm90 then copies x's rows into the permuted copy xp
- *               so that TMA can load A tiles; by default its GEMM 1 gathers them
- *   4. GEMM 1 : h = act(x gate^T + bg, x up^T + bu), bf16/f16  (gemm_sm80.cu / gemm_sm90.cu)
- *   5. GEMM 2 : y[pair] = w[pair] * (h down^T + bd), one row per pair, act_type
- *   6. combine: out[t] = sum over k of y[t*K + k], in slot order, f32 sums
+ *   3. place  : expert-sorted pair list (pair = t*K + k) and each pair's sorted
+ *               position ppos; with MOE_SM90_GATHER=0 (or clusters) sm90 then
+ *               copies x's rows into the permuted copy xp so that TMA can load A
+ *               tiles; by default its GEMM 1 gathers them
+ *   4. GEMM 1 : h = act(x gate^T + bg, x up^T + bu), bf16/f16, sorted rows  (gemm_sm80.cu / gemm_sm90.cu)
+ *   5. GEMM 2 : y[r] = w[pair] * (h[r] down^T + bd), sorted rows r (whole tiles
+ *               of them stored by TMA), act_type
+ *   6. combine: out[t] = sum over k of y[ppos[t*K + k]], in slot order, f32 sums
  * No float atomics anywhere: two runs are bitwise equal. The order of pairs
  * inside one expert depends on atomic order, but each output row depends only
  * on its own A row, so results do not.
