@@ -5,10 +5,11 @@
 #   [BACKENDS=..] [TBACKENDS=.. TPRESETS=.. TTOKENS=..: a table] [PROFILES=..] bash bench/cuda/run_s14_ab.sh
 # (device; CARRY holds libmoe.so.gz and moe-tests.gz of the build under test, BASE libmoe_base.so.gz)
 OUT=${OUT:-out}; mkdir -p "$OUT" /tmp/b
-for f in ${CARRY}/*.gz ${BASE}/*.gz; do gunzip -c $f > /tmp/b/$(basename $f .gz); done
+for f in ${CARRY}/*.gz ${BASE:+$BASE/*.gz}; do gunzip -c $f > /tmp/b/$(basename $f .gz); done
 chmod +x /tmp/b/moe-tests
 export MOE_CACHE_DIR=/tmp/moe-jit-cache MOE_TEST_SEED=${MOE_TEST_SEED:-2031}
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+Q=name,driver_version,clocks.max.sm,clocks.sm,power.draw,power.limit,temperature.gpu,clocks_throttle_reasons.active
+nvidia-smi --query-gpu=$Q --format=csv,noheader | tee "$OUT/gpu.txt"
 for t in $TESTS; do
   timeout ${TT:-200} /tmp/b/moe-tests $t >> "$OUT/tests.log" 2>&1
   rc=$?; [ $rc -ge 124 ] && echo "TIMEOUT after ${TT:-200} s: moe-tests $t" | tee -a "$OUT/tests.log"
@@ -29,4 +30,5 @@ done
   --lib /tmp/b/libmoe.so --backends $TBACKENDS --reps 8 --presets ${TPRESETS:-qwen3-30b-a3b,gpt-oss-20b} \
   --tokens ${TTOKENS:-16384} --out "$OUT/table.json" 2>&1 | grep -E "kernels|^\||^  [a-z]" | cut -c1-250
 [ -n "$PROFILES" ] && AB= BASE= OUT=$OUT CARRY=$CARRY PROFILES="$PROFILES" bash bench/cuda/run_s14.sh
+nvidia-smi --query-gpu=$Q --format=csv,noheader | tee -a "$OUT/gpu.txt"
 exit 0
