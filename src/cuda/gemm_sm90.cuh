@@ -36,9 +36,9 @@
  * both (gemm_sm90_body). */
 #define SM90_WG_STAGE 16384
 #define SM90_STAGING_BYTES (2 * SM90_WG_STAGE + 1024)
-/* the ring, 1024 for its alignment, then BM 128: the staging (barriers and
- * table in its padding: 232448 bytes, the most a block may have); BM 64: the
- * barriers and GEMM 1's gather table (x row per A row) */
+/* the ring, 1024 for its alignment, then BM 128: the staging and 1024 bytes for
+ * the barriers and GEMM 1's gather table (231424 bytes; a block may have 232448);
+ * BM 64: only the barriers and the table (x row per A row) */
 #define SM90_SMEM_BYTES(bm)                                                                                            \
     (SM90_STAGES(bm) * SM90_STAGE_BYTES(bm, BN) + 1024 +                                                              \
      ((bm) == 128 ? SM90_STAGING_BYTES : 2 * SM90_STAGES(bm) * 8 + 4 * (bm)))
@@ -51,8 +51,6 @@
 #ifndef MOE_SM90_DIRECT_EPILOGUE
 #define MOE_SM90_DIRECT_EPILOGUE 0 /* 1: BM 128's epilogue as BM 64's (the A/B of NOTES.md, session 13) */
 #endif
-/* BM 128's staged epilogue: the warps of a consumer warpgroup that hand its 64
- * rows to the bulk-copy engine (2: 32 rows each, 4: 16 each) */
 
 #ifdef MOE_SM90A
 /* the empty barriers are released by consumers of other CTAs of the cluster */
@@ -172,7 +170,7 @@ static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
  * the extern "C" kernels of the cuda-jit program): tmA, tmB0, tmB1, tmO and g
  * are the kernel's parameters (the maps __grid_constant__), passed by
  * reference so that TMA reads the descriptors where they are. tmO: the output
- * (h or y, boxes of 64 x 64), which BM 128's n-tiles of 256 store through. */
+ * (h or y, sorted rows) in the boxes BM 128's staged epilogue stores. */
 template <int ACT, typename T, int CM, int CN, int BMT, int BNT>
 static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, const CUtensorMap &tmB0,
                                                       const CUtensorMap &tmB1, const CUtensorMap &tmO,
@@ -483,11 +481,10 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             /* ---- epilogue: straight from the accumulators to global ----
              * (BM 64, where each warpgroup has its own share of the tile's
              * columns; BM 128 for a warpgroup whose 64 rows run past the
-             * expert's). Every group is computed and only
-             * its store is conditional: a branch per group kept the compiler
-             * from interleaving them. The output row is the sorted row, of h
-             * (GEMM 1) or of y (GEMM 2: the combine finds a pair's row through
-             * ppos). */
+             * expert's). Every group is computed and only its store is
+             * conditional: a branch per group kept the compiler from
+             * interleaving them. The output row is the sorted row, of h (GEMM
+             * 1) or of y (GEMM 2: the combine finds a pair's row through ppos). */
             auto direct = [&]() {
 #pragma unroll
                 for (int hh = 0; hh < 2; hh++) {
