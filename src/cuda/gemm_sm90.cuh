@@ -365,7 +365,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
         constexpr int NGRP = NACC / 4, NG = NGRP / 2;
         const int qc = (lane & 3) * 2, cb = BMT == 128 ? 0 : cw * (GATED ? NOUT / 2 : BH);
         float acc[NACC];
-        int stage = 0;
+        int stage = 0, sbuf = 0; /* sbuf: the staging buffer the next box goes to */
         uint32_t phase = 0;
         for (int u = cid; u < total; u += ncl) {
             int mu, nu, mt;
@@ -502,45 +502,46 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     }
                 }
             };
-            constexpr int NP = OG > 16 ? 2 : 1, PG = OG / NP;
             const int t128 = threadIdx.x & 127;
             if (STAGED && m0 + cw * 64 + 64 <= rows) {
                 /* ---- epilogue: through shared memory, stored by TMA ----
-                 * The warpgroup writes its 64 rows' outputs (bf16/f16, PG * 8
-                 * columns a pass) into its boxes: BX columns each, 64: 16-byte
-                 * chunk c of row r at c ^ (r % 8), 40: rows 80 bytes apart (a
-                 * warp's 8 rows in different banks either way); one thread hands
-                 * them to TMA (async proxy) and the warpgroup goes on to its next
-                 * tile without waiting for the stores. The next pass or tile
-                 * writes the staging only after those stores read it. Stored
-                 * from the accumulators, GEMM 2's epilogue was a third of its
-                 * time on qwen3 T = 16384 (NOTES.md, session 13); a bulk copy a
-                 * row, 64 a pass issued one after another (their operands are
+                 * The warpgroup writes its 64 rows' outputs (bf16/f16) a box
+                 * of BX columns at a time (64: 16-byte chunk c of row r at
+                 * c ^ (r % 8); 40: rows 80 bytes apart; a warp's 8 rows in
+                 * different banks either way), into two buffers in turn, and
+                 * one thread hands each box to TMA (async proxy); the
+                 * warpgroup goes on without waiting for the stores. Before a
+                 * box's barrier that thread waits until the previous box's
+                 * store has read its buffer, so the next box may overwrite it:
+                 * one barrier a box, and the wait has a box's time to pass
+                 * (with one buffer it waited for the store just issued, 3.6%
+                 * of GEMM 2's samples; session 14). Stored from the
+                 * accumulators, GEMM 2's epilogue was a third of its time on
+                 * qwen3 T = 16384 (NOTES.md, session 13); a bulk copy a row, 64
+                 * a pass issued one after another (their operands are
                  * warp-uniform), was 15% of its warps' time (session 14). */
-                constexpr int BX = BNT == 256 ? 64 : 40, NBX = PG * 8 / BX, BXB = 64 * BX * 2;
-                static_assert(NBX * BX == PG * 8 && NBX * BXB <= SM90_WG_STAGE, "a pass is whole boxes");
-                const uint32_t stg = stg0 + cw * SM90_WG_STAGE;
+                constexpr int BX = BNT == 256 ? 64 : 40, PB = BX / 8, NB = OG / PB, BXB = 64 * BX * 2;
+                static_assert(NB * PB == OG && 2 * BXB <= SM90_WG_STAGE, "the outputs are whole boxes");
 #pragma unroll
-                for (int ps = 0; ps < NP; ps++) {
-                    if (t128 == 0) bulk_wait_read();
-                    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+                for (int bx = 0; bx < NB; bx++) {
+                    const uint32_t buf = stg0 + cw * SM90_WG_STAGE + (sbuf & 1) * BXB;
+                    sbuf ^= 1;
 #pragma unroll
                     for (int hh = 0; hh < 2; hh++) {
                         const int r = w4 * 16 + (lane >> 2) + hh * 8;
 #pragma unroll
-                        for (int j = 0; j < PG; j++) {
-                            const uint32_t a = BX == 64 ? stg + (j >> 3) * BXB + r * 128 + (((j & 7) ^ (r & 7)) << 4) + qc * 2
-                                                        : stg + (j / 5) * BXB + r * 80 + (j % 5) * 16 + qc * 2;
-                            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(a), "r"(outv(ps * PG + j, hh, hh ? wt1 : wt0))
+                        for (int j = 0; j < PB; j++) {
+                            const uint32_t a = BX == 64 ? buf + r * 128 + ((j ^ (r & 7)) << 4) + qc * 2
+                                                        : buf + r * 80 + j * 16 + qc * 2;
+                            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(a), "r"(outv(bx * PB + j, hh, hh ? wt1 : wt0))
                                          : "memory");
                         }
                     }
                     fence_proxy_async_smem(); /* the generic-proxy writes, before the async-proxy reads */
+                    if (t128 == 0) bulk_wait_read();
                     asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
                     if (t128 == 0) {
-#pragma unroll
-                        for (int bx = 0; bx < NBX; bx++)
-                            tma_store_2d(&tmO, stg + bx * BXB, n0 + ps * PG * 8 + bx * BX, rbase + m0 + cw * 64);
+                        tma_store_2d(&tmO, buf, n0 + bx * BX, rbase + m0 + cw * 64);
                         bulk_commit();
                     }
                 }
