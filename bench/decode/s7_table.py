@@ -14,7 +14,7 @@ for v in vs:
         continue
     for l in lines:
         r = json.loads(l)
-        if r["variant"] not in ("stream", "kdec"):
+        if r["variant"] not in ("stream", "kdec", "default"):
             continue
         key = (r["preset"], r["wtype"], r["T"], r["variant"])
         rows.setdefault(key, {})[v] = (r["median_us"], r["pct_read_bw"])
