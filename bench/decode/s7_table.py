@@ -1,4 +1,4 @@
-"""Table of bench_decode's "stream" rows for the variants of run_s7.sh, side by
+"""Table of bench_decode's "stream", "kdec" and "default" rows for the variants of run_s7.sh, side by
 side, with each variant's time over the first's:  s7_table.py OUT "name:bin[:env] ..." """
 import collections
 import json
