@@ -146,6 +146,15 @@ static moe_ctx *cuda_ctx(void) {
     return ctx;
 }
 
+static int cuda_ctx_available(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        return 0;
+    }
+    return 1;
+}
+
 static void run_table(const char *backend) {
     moe_ctx *ctx = cuda_ctx();
     if (!ctx) SKIP("no CUDA device");
@@ -376,6 +385,62 @@ TEST(cuda_quant_stream_int8_mma) {
     if (!moe_test_failed()) stream_case("cuda-quant", MOE_TYPE_MXFP4, MOE_TYPE_BF16, 24, 4, 2048, 2048, 4);
 }
 TEST(cuda_decode_stream_chunks) { stream_chunks("cuda-decode", MOE_TYPE_BF16, MOE_TYPE_BF16); }
+
+/* cuda-quant's int8 tensor-core kernels (src/cuda/decode_qmma.cu), forced at
+ * every T (no streaming kernels, no prefill path) with each pass size
+ * (MOE_QG_NT: 8, 16 or 32 tokens; an expert with more pairs takes several
+ * passes), and the mma kernels they replace (MOE_QUANT_I8=0) on the same
+ * table. The layer must say which runs, so a case cannot pass on the other. */
+static void i8_env(const char *nt, const char *i8) {
+    setenv("MOE_DECODE_STREAM", "0", 1);
+    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+    if (nt) setenv("MOE_QG_NT", nt, 1);
+    if (i8) setenv("MOE_QUANT_I8", i8, 1);
+}
+static void i8_unenv(void) {
+    unsetenv("MOE_DECODE_STREAM");
+    unsetenv("MOE_QUANT_PREFILL_T");
+    unsetenv("MOE_QG_NT");
+    unsetenv("MOE_QUANT_I8");
+}
+static void i8_check_desc(moe_type wt, const char *i8, int want) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) return;
+    char desc[2048] = "";
+    i8_env(NULL, i8);
+    CHECK(zero_quant_describe(ctx, wt, 16, 8, 512, 256, 2, desc, sizeof desc));
+    i8_unenv();
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    if (major >= 8)
+        CHECK_MSG((strstr(desc, "int8 tensor-core kernels") != NULL) == want, "%s MOE_QUANT_I8=%s: %s",
+                  moe_type_name(wt), i8 ? i8 : "(unset)", desc);
+    moe_ctx_free(ctx);
+}
+static void run_table_i8(const char *nt, const char *i8) {
+    if (!cuda_ctx_available()) SKIP("no CUDA device");
+    i8_check_desc(MOE_TYPE_Q8_0, i8, !(i8 && i8[0] == '0'));
+    if (moe_test_failed()) return;
+    i8_env(nt, i8);
+    setenv("MOE_DECODE_MAX_T", "-1", 1);
+    run_table("cuda-quant");
+    unsetenv("MOE_DECODE_MAX_T");
+    i8_unenv();
+}
+TEST(cuda_quant_cases_i8) { run_table_i8(NULL, NULL); }
+TEST(cuda_quant_cases_i8_nt1) { run_table_i8("1", NULL); }
+TEST(cuda_quant_cases_i8_nt4) { run_table_i8("4", NULL); }
+TEST(cuda_quant_cases_kdec) { run_table_i8(NULL, "0"); }
+TEST(cuda_quant_sweep_T_i8) {
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4};
+    static const char *nts[] = {"1", "2", "4"};
+    for (int i = 0; i < 3 && !moe_test_failed(); i++) i8_check_desc(q[i], NULL, 1);
+    for (int m = 0; m < 3 && !moe_test_failed(); m++) {
+        i8_env(nts[m], NULL);
+        sweep("cuda-quant", q, 3, m == 1 ? MOE_TYPE_F16 : MOE_TYPE_BF16);
+        i8_unenv();
+    }
+}
 /* Phase 1's run-time split (MOE_SV_DYN: 1 from T = 2, the default; 2 at
  * every T; 0 never, the grid planned per (pair group, row tile)): the layer
  * says which it runs, and the case table (random routing, the routing edge

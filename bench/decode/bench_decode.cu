@@ -10,14 +10,16 @@
  *   nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Iinclude bench/decode/bench_decode.cu \
  *        build-gpu/libmoe_internal.a -lcuda -o build-gpu/bench_decode
  *   build-gpu/bench_decode [--json FILE] [--dense [--default]] [--quant] [--cross] [--only PRESET[,PRESET]] [--tokens T]
- *                          [--qtypes q4_K,q8_0,...] [--qtokens 1,2,4,8,16] [--dtokens 1,2,...] [--ctokens 4,8,...] [--no-kdec]
+ *                          [--qtypes q4_K,q8_0,...] [--qtokens 1,2,4,8,16] [--dtokens 1,2,...] [--ctokens 4,8,...] [--no-kdec] [--no-i8]
  * --quant runs qwen3-30b-a3b and gpt-oss-20b, or with --only any preset (the K-quants
  * where D and I are multiples of 256), the types of --qtypes (default Q4_K, Q6_K, Q8_0, MXFP4;
  * Q4_0, Q5_K, Q3_K, Q2_K where named), at the
  * T of --qtokens (default 1, 2, 4, 8, 16).
  * --dense runs T = 1, 2, 4, 8, 16, 32, 64 (or those of --dtokens) with the streaming
  * kernels ("stream") and the mma kernels ("kdec"); --no-kdec (dense and quant) skips
- * the mma kernels.
+ * the mma kernels. --quant adds, for Q8_0, Q4_K and MXFP4, cuda-quant's int8 tensor-core
+ * kernels at every T ("i8", no prefill path; --no-i8 skips them); "kdec" there is k_dec
+ * (MOE_QUANT_I8=0).
  * --cross times the grouped GEMM backends (and, past 64, the decode kernels) at T = 4 .. 512 (or those
  * of --ctokens).
  * --default adds, for --dense and --quant, the layer a user gets without variables ("default":
@@ -295,7 +297,7 @@ static void report(const preset &P, moe_type wt, const char *variant, moe_layer 
 }
 
 int main(int argc, char **argv) {
-    int dense = 0, quant = 0, cross = 0, prefill = 0, dense_default = 0, no_kdec = 0;
+    int dense = 0, quant = 0, cross = 0, prefill = 0, dense_default = 0, no_kdec = 0, no_i8 = 0;
     const char *json = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
@@ -309,6 +311,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--dtokens") && i + 1 < argc) dtokens = argv[++i];
         else if (!strcmp(argv[i], "--ctokens") && i + 1 < argc) ctokens = argv[++i];
         else if (!strcmp(argv[i], "--no-kdec")) no_kdec = 1;
+        else if (!strcmp(argv[i], "--no-i8")) no_i8 = 1;
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) only_T = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--routings") && i + 1 < argc) g_routings = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
@@ -463,8 +466,22 @@ int main(int argc, char **argv) {
                 setenv("MOE_DECODE_STREAM", "1", 1);
                 moe_layer *L = make_layer(ctx, *P, t, s, "cuda-quant");
                 setenv("MOE_DECODE_STREAM", "0", 1);
+                setenv("MOE_QUANT_I8", "0", 1); /* k_dec, where the int8 kernels would take the layer */
                 moe_layer *Lk = no_kdec ? NULL : make_layer(ctx, *P, t, s, "cuda-quant");
+                unsetenv("MOE_QUANT_I8");
+                /* the int8 tensor-core kernels (decode_qmma.cu) at every T: no prefill path */
+                setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+                moe_layer *Li = no_i8 ? NULL : make_layer(ctx, *P, t, s, "cuda-quant");
+                unsetenv("MOE_QUANT_PREFILL_T");
                 unsetenv("MOE_DECODE_STREAM");
+                if (Li) {
+                    char desc[2048];
+                    moe_layer_describe(Li, 16, desc, sizeof desc);
+                    if (!strstr(desc, "int8 tensor-core kernels")) {
+                        moe_layer_free(Li); /* the format has none: k_dec again */
+                        Li = NULL;
+                    }
+                }
                 /* --default: the layer a user gets (streaming or mma kernels by pairs an
                  * expert, the dequantising prefill path above its threshold) */
                 moe_layer *Ld = dense_default ? make_layer(ctx, *P, t, s, "cuda-quant") : NULL;
@@ -480,12 +497,18 @@ int main(int argc, char **argv) {
                             tm = time_fwd(Lk, *P, T, 30, &touched);
                             report(*P, t, "kdec", Lk, T, tm, touched, s.expert_bytes);
                         }
+                        if (Li) {
+                            srand(2000 + (int)T);
+                            tm = time_fwd(Li, *P, T, 30, &touched);
+                            report(*P, t, "i8", Li, T, tm, touched, s.expert_bytes);
+                        }
                         if (Ld) {
                             srand(2000 + (int)T);
                             tm = time_fwd(Ld, *P, T, 30, &touched);
                             report(*P, t, "default", Ld, T, tm, touched, s.expert_bytes);
                         }
                     }
+                moe_layer_free(Li);
                 moe_layer_free(Ld);
                 moe_layer_free(Lk);
                 moe_layer_free(L);

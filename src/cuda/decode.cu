@@ -180,6 +180,9 @@ typedef struct dec_impl {
     int64_t qp_group;            /* ... dequantising this many experts at a time */
     void *qp_dummy;              /* its weights' address until a forward points them at the workspace */
     char qp_why[200];            /* why there is no prefill path, for describe */
+    int qg;                      /* cuda-quant: the int8 tensor-core kernels (decode_qmma.cu) replace k_dec */
+    int qg_nt;                   /* MOE_QG_NT: token tiles of 8 a pass (0: by pairs an expert) */
+    char qg_why[120];            /* why they do not, for describe */
 } dec_impl;
 
 static int fmt_of(moe_type t) {
@@ -451,6 +454,36 @@ static void qp_init(moe_layer *L, dec_impl *im) {
 
 static void sv_init(moe_layer *L, dec_impl *im);
 
+/* The int8 tensor-core kernels (decode_qmma.cu) take cuda-quant's forwards
+ * between the streaming kernels and the prefill path where both formats have
+ * them and the device has the shared memory; MOE_QUANT_I8=0 keeps k_dec. */
+static void qg_init(moe_layer *L, dec_impl *im) {
+    const char *env = getenv("MOE_QUANT_I8");
+    const char *nt = getenv("MOE_QG_NT");
+    im->qg_nt = nt && (atoi(nt) == 1 || atoi(nt) == 2 || atoi(nt) == 4) ? atoi(nt) : 0;
+    if (env && env[0] == '0') {
+        snprintf(im->qg_why, sizeof im->qg_why, "MOE_QUANT_I8=0");
+        return;
+    }
+    if (!moe__qg_fmt_ok(im->fmt1) || !moe__qg_fmt_ok(im->fmt2)) {
+        snprintf(im->qg_why, sizeof im->qg_why, "weights %s/%s: they take Q8_0, Q4_K and MXFP4",
+                 moe_type_name(L->up.type), moe_type_name(L->down.type));
+        return;
+    }
+    if (im->cc_major < 8) {
+        snprintf(im->qg_why, sizeof im->qg_why, "sm_%d0: they need sm_80 (int8 mma.sync)", im->cc_major);
+        return;
+    }
+    cudaError_t e = moe__qg_prepare(im->fmt1);
+    if (e == cudaSuccess && im->fmt2 != im->fmt1) e = moe__qg_prepare(im->fmt2);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(im->qg_why, sizeof im->qg_why, "shared memory of the device: %s", cudaGetErrorString(e));
+        return;
+    }
+    im->qg = 1;
+}
+
 static moe_status dec_init_common(moe_layer *L, int quant) {
     dec_impl *im = (dec_impl *)calloc(1, sizeof *im);
     if (!im) return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY, "out of memory");
@@ -503,6 +536,7 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
         if (im->max_t != INT64_MAX) im->gemm = make_gemm_layer(L, im);
     }
     if (quant) qp_init(L, im);
+    if (quant) qg_init(L, im);
     sv_init(L, im);
     const char *sv_env = getenv("MOE_DECODE_STREAM");
     if (!im->sv && sv_env && sv_env[0] == '1')
@@ -560,8 +594,18 @@ static int pick_nt(int64_t TK, int64_t E) {
     return TK > 6 * act ? 4 : 1;
 }
 
+/* Token tiles of 8 a pass of the int8 kernels: 1 where experts average up
+ * to 4 pairs, 2 up to 12, else 4 (an expert with more takes several passes);
+ * MOE_QG_NT overrides. */
+static int qg_pick_nt(const dec_impl *im, int64_t TK, int64_t E) {
+    if (im->qg_nt) return im->qg_nt;
+    const int64_t act = TK < E ? TK : E;
+    return TK > 12 * act ? 4 : TK > 4 * act ? 2 : 1;
+}
+
 typedef struct {
     size_t hdr, act_e, act_off, sorted, counters, h, y, total;
+    size_t xq, xd, xs, hq, hd, hs; /* the int8 kernels: x and h as int8 blocks of 32, scales, sums */
     int64_t TK, maxA;
     int ncnt;
 } dws;
@@ -588,8 +632,17 @@ static dws dws_plan(const moe_layer *L, const dec_impl *im, int64_t Tc) {
     w.act_off = o; o = al256(o + sizeof(int) * (size_t)(w.maxA + 1));
     w.sorted = o; o = al256(o + sizeof(int) * (size_t)w.TK);
     w.counters = o; o = al256(o + sizeof(unsigned) * (size_t)w.ncnt);
-    w.h = o; o = al256(o + 2 * (size_t)(w.TK * d->I));
+    w.h = o; o = al256(o + (im->qg ? 4 : 2) * (size_t)(w.TK * d->I));
     w.y = o; o = al256(o + 4 * (size_t)(w.TK * d->D));
+    w.xq = w.xd = w.xs = w.hq = w.hd = w.hs = 0;
+    if (im->qg) {
+        w.xq = o; o = al256(o + (size_t)(Tc * d->D));
+        w.xd = o; o = al256(o + 4 * (size_t)(Tc * (d->D / 32)));
+        w.xs = o; o = al256(o + 4 * (size_t)(Tc * (d->D / 32)));
+        w.hq = o; o = al256(o + (size_t)(w.TK * d->I));
+        w.hd = o; o = al256(o + 4 * (size_t)(w.TK * (d->I / 32)));
+        w.hs = o; o = al256(o + 4 * (size_t)(w.TK * (d->I / 32)));
+    }
     w.total = o;
     return w;
 }
@@ -1247,16 +1300,33 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
             a1.row_bytes = bytes_of(&im->up, D);
             a1.N = (int)I; a1.C = (int)D; a1.n_chunks = nch1; a1.KS = ks1; a1.RW = 8 / ks1;
             a1.xb = x; a1.ldb = D; a1.xmode = xmode_of(d->act_type, im->fmt1);
-            dim3 g1((unsigned)moe__cdiv(I, 16 * a1.RW), (unsigned)w.maxA);
-            MOE_CUDA_CK(launch_phase(im->fmt1, ph1, nt, &a1, g1, s));
-
-            /* phase 2 */
             moe_dec_args a2 = a;
             set_weight(&a2, 0, &im->down);
             if (im->down_bias.data) set_bias(&a2, 0, &im->down_bias);
             a2.row_bytes = bytes_of(&im->down, I);
             a2.N = (int)D; a2.C = (int)I; a2.n_chunks = nch2; a2.KS = ks2; a2.RW = 8 / ks2;
             a2.xb = ws + w.h; a2.ldb = I; a2.xmode = 0;
+            if (im->qg) {
+                /* x -> int8 blocks, phase 1 (h f32), h -> int8 blocks, phase 2 */
+                const int nq = qg_pick_nt(im, w.TK, E), ux = (int)(D / 32), uh = (int)(I / 32);
+                float *xd = (float *)(ws + w.xd), *xs = (float *)(ws + w.xs);
+                float *hd = (float *)(ws + w.hd), *hs = (float *)(ws + w.hs);
+                MOE_CUDA_CK(moe__qg_quant(x, d->act_type, (int)Tn, (int)D, (int8_t *)(ws + w.xq), xd, xs, ux, im->fmt1,
+                                          im->pdl, s));
+                a1.xb = ws + w.xq;
+                dim3 q1((unsigned)moe__cdiv(I, L->gated ? 64 : 128), (unsigned)w.maxA);
+                MOE_CUDA_CK(moe__qg_launch(im->fmt1, ph1, nq, &a1, xd, xs, ux, q1, s));
+                MOE_CUDA_CK(moe__qg_quant(ws + w.h, MOE_TYPE_F32, (int)w.TK, (int)I, (int8_t *)(ws + w.hq), hd, hs, uh,
+                                          im->fmt2, im->pdl, s));
+                a2.xb = ws + w.hq;
+                dim3 q2((unsigned)moe__cdiv(D, 128), (unsigned)w.maxA);
+                MOE_CUDA_CK(moe__qg_launch(im->fmt2, MOE_DEC_DOWN, nq, &a2, hd, hs, uh, q2, s));
+                continue;
+            }
+            dim3 g1((unsigned)moe__cdiv(I, 16 * a1.RW), (unsigned)w.maxA);
+            MOE_CUDA_CK(launch_phase(im->fmt1, ph1, nt, &a1, g1, s));
+
+            /* phase 2 */
             dim3 g2((unsigned)moe__cdiv(D, 16 * a2.RW), (unsigned)w.maxA);
             MOE_CUDA_CK(launch_phase(im->fmt2, MOE_DEC_DOWN, nt, &a2, g2, s));
         }
@@ -1347,16 +1417,30 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     }
     int64_t Tc = T < im->chunk_t ? T : im->chunk_t;
     int64_t TK = Tc * d->K;
-    snprintf(buf, n,
-             "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): route (1 block, bitonic), "
-             "gate/up (%s) and down kernels with weights decoded to %s in registers + mma.sync m16n8k16, "
-             "%d token tiles of 8 per pass, %s, deterministic slot-order combine%s%s",
-             L->backend->name, (long long)T, T > im->chunk_t ? " (in chunks of tokens)" : "",
-             moe_type_name(L->up.type), moe_type_name(L->down.type), moe_act_name(d->act),
-             moe_type_name(d->act_type), im->device, im->cc_major, im->sm_count, L->gated ? "fused" : "up only",
-             im->fmt1 == MOE_DF_F16 ? "f16" : "bf16", pick_nt(TK, d->E),
-             im->pdl ? "programmatic dependent launch" : "plain launches", up,
-             im->quant ? ", no repacking (GGUF blocks read in place)" : "");
+    if (im->qg) {
+        snprintf(buf, n,
+                 "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): route (1 block, bitonic), "
+                 "x quantised to int8 blocks of 32, gate/up (%s, row tiles of %d) and down (row tiles of 128) "
+                 "int8 tensor-core kernels (mma.sync m16n8k32, 4 warps, weight rows and activation blocks through a "
+                 "cp.async ring), h quantised between them, %d token tiles of 8 per pass, %s, deterministic "
+                 "slot-order combine%s, no repacking (GGUF blocks read in place)",
+                 L->backend->name, (long long)T, T > im->chunk_t ? " (in chunks of tokens)" : "",
+                 moe_type_name(L->up.type), moe_type_name(L->down.type), moe_act_name(d->act),
+                 moe_type_name(d->act_type), im->device, im->cc_major, im->sm_count, L->gated ? "fused" : "up only",
+                 L->gated ? 64 : 128, qg_pick_nt(im, TK, d->E),
+                 im->pdl ? "programmatic dependent launch" : "plain launches", up);
+    } else {
+        snprintf(buf, n,
+                 "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): route (1 block, bitonic), "
+                 "gate/up (%s) and down kernels with weights decoded to %s in registers + mma.sync m16n8k16, "
+                 "%d token tiles of 8 per pass, %s, deterministic slot-order combine%s%s",
+                 L->backend->name, (long long)T, T > im->chunk_t ? " (in chunks of tokens)" : "",
+                 moe_type_name(L->up.type), moe_type_name(L->down.type), moe_act_name(d->act),
+                 moe_type_name(d->act_type), im->device, im->cc_major, im->sm_count, L->gated ? "fused" : "up only",
+                 im->fmt1 == MOE_DF_F16 ? "f16" : "bf16", pick_nt(TK, d->E),
+                 im->pdl ? "programmatic dependent launch" : "plain launches", up,
+                 im->quant ? ", no repacking (GGUF blocks read in place)" : "");
+    }
     if (im->sv_why[0] && n > strlen(buf) + 40)
         snprintf(buf + strlen(buf), n - strlen(buf), "; streaming kernels: %s", im->sv_why);
     if (im->quant && im->qp && n > strlen(buf) + 40)

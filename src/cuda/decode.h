@@ -80,6 +80,23 @@ cudaError_t moe__dec_launch_dense(int fmt, int ph, int nt, const moe_dec_args *a
 cudaError_t moe__dec_launch_qlegacy(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s);
 cudaError_t moe__dec_launch_qk(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s);
 
+/* decode_qmma.cu: cuda-quant's int8 tensor-core kernels for groups of tokens
+ * (formats with moe__qg_fmt_ok: Q8_0, Q4_K, MXFP4). moe__qg_prepare sets the
+ * shared memory of a format's instances on the current device (an error when
+ * the device has too little); moe__qg_quant quantises R rows of C elements
+ * (type MOE_TYPE_*) into int8 blocks of 32: q [R, C], d and d * sum(q) [R, ldx]
+ * (MXFP4 layers: q in nibble order); moe__qg_launch runs phase ph (MOE_DEC_*)
+ * on grid (row tiles: 64 rows gated, else 128; active expert slots), a->xb the
+ * codes of x (phases 1) or h (phase 2), xd / xs their scales and sums, NT token
+ * tiles of 8 a pass (1, 2 or 4); phase 1 writes a->h as f32. */
+int moe__qg_fmt_ok(int fmt);
+size_t moe__qg_smem(int fmt, int nt);
+cudaError_t moe__qg_prepare(int fmt);
+cudaError_t moe__qg_quant(const void *src, int type, int R, int C, int8_t *q, float *d, float *s, int ldx, int fmt,
+                          int pdl, cudaStream_t st);
+cudaError_t moe__qg_launch(int fmt, int ph, int nt, const moe_dec_args *a, const float *xd, const float *xs, int ldx,
+                           dim3 grid, cudaStream_t s);
+
 /* dequant.cu: the GGUF blocks of weight w ([E, N, C], byte strides se, sn) as
  * bf16 (out_f16 = 0) or f16 rows dst [E, N, C], contiguous, for the experts
  * with used[e] != 0 (used NULL: all); and used[] from the ids of a forward. */

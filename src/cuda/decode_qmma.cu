@@ -1,0 +1,510 @@
+/*
+ * cuda-quant's int8 tensor-core kernels for groups of tokens (the "i8"
+ * kernels: Q8_0, Q4_K, MXFP4 rows), launched by src/cuda/decode.cu between
+ * the streaming kernels (few pairs an expert) and the dequantising prefill
+ * path. One forward of Tc tokens:
+ *   route      k_route (decode.cu): active experts, pairs sorted by expert
+ *   quantise   x [Tc, D] -> int8 blocks of 32 (ggml's Q8_1 rounding,
+ *              moe_qx_quantize32): q [Tc, D], d and d * sum(q) per block
+ *   phase 1    grid (I row tiles of 64, active experts): h [TK, I] f32 =
+ *              act(gate x + bg, up x + bu)
+ *   quantise   h [TK, I] -> int8 blocks as x
+ *   phase 2    grid (D row tiles of 128, active experts): y [TK, D] f32 =
+ *              w * (down h + bd); the last block of each row tile sums the
+ *              K slots of every token in slot order into out (no float atomics)
+ *
+ * A block is 4 warps. Its 128 weight rows (phase 1: 64 of gate and the same
+ * 64 of up) stream through a ring of cp.async stages, each 4 (Q8_0) or 8
+ * (Q4_K: one super-block; MXFP4) blocks of 32 of every row plus the tokens'
+ * activation blocks of the same columns; every thread copies, every warp
+ * computes (no producer warp). Warp w owns two 16-row tiles: mma.m16n8k32
+ * s8 with the weights as A (int8 codes as GGUF stores them: Q8_0's bytes,
+ * Q4_K's nibbles, MXFP4's doubled e2m1 values in nibble order) and 8 tokens
+ * as B, one block of 32 a k step; the int32 result times the row's and the
+ * token's scales (minus Q4_K's min times the token's block sum) into f32.
+ * A pass takes up to 8 NT pairs of one expert; an expert with more takes
+ * several passes over its rows.
+ */
+#include "decode_kernels.h"
+#include "qdot.cuh"
+
+#define QG_THREADS 128
+#define QG_ROWS 128  /* weight rows a stage */
+#define QG_CHUNKS 10 /* 16-byte copies a row a stage at most (<= 144 bytes at any 16-byte offset) */
+#define QG_PITCH 176 /* bytes between staged rows: 160 + 16, = 16 mod 32 (fragment loads without bank conflicts) */
+
+/* KU blocks of 32 a stage, BPU bytes a block of 32 (Q4_K: 144 / 8), MIN: element = sc q - mn. */
+template <int F> struct qg_fmt;
+template <> struct qg_fmt<MOE_DF_Q8_0> { enum { KU = 4, BPU = 34, MIN = 0, NIB = 0 }; };
+template <> struct qg_fmt<MOE_DF_Q4_K> { enum { KU = 8, BPU = 18, MIN = 1, NIB = 0 }; };
+template <> struct qg_fmt<MOE_DF_MXFP4> { enum { KU = 8, BPU = 17, MIN = 0, NIB = 1 }; };
+
+/* ring depth by token tiles: 4 stages up to 16 tokens, 3 for 32 (two blocks an SM) */
+template <int NT> struct qg_ns { enum { V = NT <= 2 ? 4 : 3 }; };
+
+/* bytes of one stage: weight rows, their offsets, the tokens' codes (pitch
+ * 32 KU + 16: = 16 mod 32), scales and sums ([KU][8 NT] floats each) */
+static __host__ __device__ __forceinline__ int qg_xpitch(int KU) { return 32 * KU + 16; }
+static __host__ __device__ __forceinline__ int qg_stage_bytes(int KU, int MIN, int NT) {
+    const int b = QG_ROWS * QG_PITCH + QG_ROWS + 8 * NT * qg_xpitch(KU) + 4 * KU * 8 * NT * (1 + MIN);
+    return (b + 127) & ~127;
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define QG_ON 1
+#endif
+
+#ifdef QG_ON
+static __device__ __forceinline__ uint32_t qg_smem(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+/* 16 bytes (n of them read, the rest zero-filled) and 4 bytes (0 or 4) */
+static __device__ __forceinline__ void qg_cp16(uint32_t dst, const void *src, int n) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
+static __device__ __forceinline__ void qg_cp4(uint32_t dst, const void *src, int n) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
+static __device__ __forceinline__ void qg_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void qg_wait(void) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+static __device__ __forceinline__ void qg_mma(int c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                              uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%10, %10, %10, %10};\n"
+                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+}
+/* the word holding bytes p .. p + 3 of shared memory, p at any alignment */
+static __device__ __forceinline__ uint32_t qg_ldu(const uint8_t *p) {
+    const uintptr_t q = (uintptr_t)p;
+    const uint32_t *w = (const uint32_t *)(q & ~(uintptr_t)3);
+    return __funnelshift_r(w[0], w[1], 8 * (unsigned)(q & 3));
+}
+
+/* The A fragment words of lane quad t for block of 32 u of a staged row
+ * (row: its first byte in the stage): lo = k positions 4t..4t+3, hi =
+ * 16+4t..19+4t (MXFP4: the positions of moe__mxfp4_nib8_t's nibble order,
+ * which the activations share), and the block's scale. Q4_K: sc and mn come
+ * from the super-block header (qg_q4k_hdr). */
+template <int F> struct qg_row;
+template <> struct qg_row<MOE_DF_Q8_0> {
+    float d;
+    __device__ __forceinline__ void frag(const uint8_t *row, int u, int t, uint32_t &lo, uint32_t &hi) {
+        const uint8_t *p = row + 34 * u;
+        d = __half2float(*(const __half *)p);
+        lo = qg_ldu(p + 2 + 4 * t);
+        hi = qg_ldu(p + 18 + 4 * t);
+    }
+};
+template <> struct qg_row<MOE_DF_MXFP4> {
+    float d;
+    __device__ __forceinline__ void frag(const uint8_t *row, int u, int t, uint32_t &lo, uint32_t &hi,
+                                         const moe__mxfp4_tab &tab) {
+        const uint8_t *p = row + 17 * u;
+        d = __uint_as_float(moe__e8m0_half_bits(*p));
+        moe__mxfp4_nib8_t(qg_ldu(p + 1 + 4 * t), &tab, &lo, &hi);
+    }
+};
+template <> struct qg_row<MOE_DF_Q4_K> {
+    uint32_t h[4]; /* d | dmin << 16, scales[12] */
+    __device__ __forceinline__ void hdr(const uint8_t *row) {
+        const uint32_t *w = (const uint32_t *)row; /* Q4_K rows are 16-byte aligned (moe__dec_align) */
+        h[0] = w[0]; h[1] = w[1]; h[2] = w[2]; h[3] = w[3];
+    }
+    __device__ __forceinline__ void frag(const uint8_t *row, int u, int t, uint32_t &lo, uint32_t &hi, float &sc,
+                                         float &mn) {
+        const uint32_t *q = (const uint32_t *)(row + 16 + 32 * (u >> 1) + 4 * t);
+        const int sh = 4 * (u & 1);
+        lo = (q[0] >> sh) & 0x0F0F0F0Fu;
+        hi = (q[4] >> sh) & 0x0F0F0F0Fu;
+        moe_qunit w;
+        moe__q4k_unit_scales(h, u, &w);
+        sc = w.sc[0];
+        mn = w.mn[0];
+    }
+};
+
+/*
+ * grid (row tiles, active expert slots), 128 threads, dynamic shared memory
+ * NS stages of qg_stage_bytes. PH: MOE_DEC_GATE_UP, MOE_DEC_UP, MOE_DEC_DOWN.
+ * a.xb: the int8 codes of the B rows ([rows, C]); xd / xs: their scales and
+ * d * sums ([rows, ldx] floats); a.h: phase 1's f32 output.
+ */
+template <int F, int PH, int NT>
+__global__ void __launch_bounds__(QG_THREADS, 2) k_qg(const moe_dec_args a, const float *xd_g, const float *xs_g,
+                                                      int ldx) {
+    typedef qg_fmt<F> FM;
+    constexpr int KU = FM::KU, BPU = FM::BPU, MIN = FM::MIN, NS = qg_ns<NT>::V, TOK = 8 * NT;
+    constexpr bool GATED = PH == MOE_DEC_GATE_UP;
+    constexpr int XP = 32 * KU + 16;
+    extern __shared__ __align__(128) uint8_t sm[];
+    __shared__ int s_xr[TOK];
+    __shared__ int s_last;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int SB = qg_stage_bytes(KU, MIN, NT);
+
+    dk_grid_wait();
+    dk_grid_launch_dependents();
+    const int n_active = *a.n_active;
+    const int j = blockIdx.y;
+    if (j >= n_active) return;
+    const int e = a.act_e[j], p0 = a.act_off[j], p1 = a.act_off[j + 1];
+    const int rows_blk = GATED ? QG_ROWS / 2 : QG_ROWS;
+    const int row_base = blockIdx.x * rows_blk;
+    const int U = a.C / 32, nst = (U + KU - 1) / KU;
+
+    /* the rows this thread copies: stage row r = idx / QG_CHUNKS, chunk c */
+    const uint8_t *src_row[QG_CHUNKS];
+#pragma unroll
+    for (int i = 0; i < QG_CHUNKS; i++) {
+        const int idx = tid + QG_THREADS * i, r = idx / QG_CHUNKS;
+        const bool second = GATED && r >= QG_ROWS / 2;
+        const int row = row_base + (second ? r - QG_ROWS / 2 : r);
+        src_row[i] = nullptr;
+        if (row < a.N)
+            src_row[i] = second ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row * a.w1_sn
+                                : a.w0 + (int64_t)e * a.w0_se + (int64_t)row * a.w0_sn;
+    }
+    /* warp w's two tiles: gate and up rows 16w.. (phase 1, gated), else rows 32w, 32w + 16 */
+    const int R0 = GATED ? 16 * warp : 32 * warp, R1 = GATED ? QG_ROWS / 2 + 16 * warp : 32 * warp + 16;
+    moe__mxfp4_tab tab;
+    if (F == MOE_DF_MXFP4) tab = moe__mxfp4_tab_make();
+
+    for (int pp = p0; pp < p1; pp += TOK) {
+        const int m = min(TOK, p1 - pp);
+        if (tid < TOK) {
+            int r = -1;
+            if (tid < m) {
+                const int pair = a.sorted[pp + tid];
+                r = PH == MOE_DEC_DOWN ? pair : pair / a.K;
+            }
+            s_xr[tid] = r;
+        }
+        __syncthreads();
+
+        auto load_stage = [&](int s, int slot) {
+            uint8_t *st = sm + slot * SB;
+            const int u0 = s * KU, nu = min(KU, U - u0), bytes = nu * BPU;
+#pragma unroll
+            for (int i = 0; i < QG_CHUNKS; i++) {
+                const int idx = tid + QG_THREADS * i, r = idx / QG_CHUNKS, c = idx - r * QG_CHUNKS;
+                if (!src_row[i]) continue;
+                const uint8_t *p = src_row[i] + (int64_t)u0 * BPU;
+                const int off = (int)((uintptr_t)p & 15);
+                const int n = (off + bytes + 15) >> 4;
+                if (c == 0) st[QG_ROWS * QG_PITCH + r] = (uint8_t)off;
+                if (c < n) qg_cp16(qg_smem(st + r * QG_PITCH + 16 * c), p - off + 16 * c, 16);
+            }
+            const int8_t *xq = (const int8_t *)a.xb;
+            uint8_t *sx = st + QG_ROWS * QG_PITCH + QG_ROWS;
+            for (int idx = tid; idx < TOK * 2 * KU; idx += QG_THREADS) {
+                const int n = idx / (2 * KU), c = idx - n * (2 * KU), xr = s_xr[n];
+                const bool ok = xr >= 0 && c < 2 * nu;
+                qg_cp16(qg_smem(sx + n * XP + 16 * c), ok ? xq + (int64_t)xr * a.C + 32 * u0 + 16 * c : xq, ok ? 16 : 0);
+            }
+            float *sd = (float *)(sx + TOK * XP);
+            for (int idx = tid; idx < TOK * KU * (1 + MIN); idx += QG_THREADS) {
+                const int which = idx / (TOK * KU), rem = idx - which * (TOK * KU), u = rem / TOK, n = rem - u * TOK;
+                const int xr = s_xr[n];
+                const bool ok = xr >= 0 && u < nu;
+                const float *src = which ? xs_g : xd_g;
+                qg_cp4(qg_smem(sd + which * TOK * KU + u * TOK + n), ok ? src + (int64_t)xr * ldx + u0 + u : src,
+                       ok ? 4 : 0);
+            }
+        };
+
+        float acc[NT][2][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int q = 0; q < 4; q++) acc[nt][i][q] = 0.f;
+
+#pragma unroll
+        for (int s = 0; s < NS - 1; s++) {
+            if (s < nst) load_stage(s, s);
+            qg_commit();
+        }
+        for (int s = 0; s < nst; s++) {
+            qg_wait<NS - 2>();
+            __syncthreads();
+            if (s + NS - 1 < nst) load_stage(s + NS - 1, (s + NS - 1) % NS);
+            qg_commit();
+
+            const uint8_t *st = sm + (s % NS) * SB;
+            const uint8_t *offs = st + QG_ROWS * QG_PITCH;
+            const uint8_t *sx = offs + QG_ROWS;
+            const float *sd = (const float *)(sx + TOK * XP);
+            const int nu = min(KU, U - s * KU);
+            const uint8_t *rw[4];
+            {
+                const int rr[4] = {R0 + g, R0 + g + 8, R1 + g, R1 + g + 8};
+#pragma unroll
+                for (int q = 0; q < 4; q++) rw[q] = st + rr[q] * QG_PITCH + offs[rr[q]];
+            }
+            qg_row<F> W[4];
+            if constexpr (F == MOE_DF_Q4_K) {
+#pragma unroll
+                for (int q = 0; q < 4; q++) W[q].hdr(rw[q]);
+            }
+#pragma unroll
+            for (int u = 0; u < KU; u++) {
+                if (u >= nu) break;
+                uint32_t b0[NT], b1[NT];
+                float2 xd[NT], xs[NT];
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    const uint8_t *xp = sx + (nt * 8 + g) * XP + 32 * u;
+                    if (FM::NIB) { /* positions 8t..8t+7 of the nibble order (qg_row<MXFP4>) */
+                        const uint2 v = *(const uint2 *)(xp + 8 * t);
+                        b0[nt] = v.x;
+                        b1[nt] = v.y;
+                    } else {
+                        b0[nt] = *(const uint32_t *)(xp + 4 * t);
+                        b1[nt] = *(const uint32_t *)(xp + 16 + 4 * t);
+                    }
+                    xd[nt] = *(const float2 *)(sd + u * TOK + nt * 8 + 2 * t);
+                    if (MIN) xs[nt] = *(const float2 *)(sd + TOK * KU + u * TOK + nt * 8 + 2 * t);
+                }
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    uint32_t A[4];
+                    float da, db, ma = 0.f, mb = 0.f;
+                    if constexpr (F == MOE_DF_Q8_0) {
+                        W[2 * i].frag(rw[2 * i], u, t, A[0], A[2]);
+                        W[2 * i + 1].frag(rw[2 * i + 1], u, t, A[1], A[3]);
+                        da = W[2 * i].d;
+                        db = W[2 * i + 1].d;
+                    } else if constexpr (F == MOE_DF_MXFP4) {
+                        W[2 * i].frag(rw[2 * i], u, t, A[0], A[2], tab);
+                        W[2 * i + 1].frag(rw[2 * i + 1], u, t, A[1], A[3], tab);
+                        da = W[2 * i].d;
+                        db = W[2 * i + 1].d;
+                    } else {
+                        W[2 * i].frag(rw[2 * i], u, t, A[0], A[2], da, ma);
+                        W[2 * i + 1].frag(rw[2 * i + 1], u, t, A[1], A[3], db, mb);
+                    }
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++) {
+                        int c[4];
+                        qg_mma(c, A[0], A[1], A[2], A[3], b0[nt], b1[nt]);
+                        acc[nt][i][0] += dq_i2f(c[0]) * (da * xd[nt].x);
+                        acc[nt][i][1] += dq_i2f(c[1]) * (da * xd[nt].y);
+                        acc[nt][i][2] += dq_i2f(c[2]) * (db * xd[nt].x);
+                        acc[nt][i][3] += dq_i2f(c[3]) * (db * xd[nt].y);
+                        if (MIN) {
+                            acc[nt][i][0] -= ma * xs[nt].x;
+                            acc[nt][i][1] -= ma * xs[nt].y;
+                            acc[nt][i][2] -= mb * xs[nt].x;
+                            acc[nt][i][3] -= mb * xs[nt].y;
+                        }
+                    }
+                }
+            }
+        }
+        qg_wait<0>();
+
+        /* epilogue: lane holds rows (tile i) g and g + 8, tokens nt * 8 + 2t, + 1 */
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int ci = nt * 8 + 2 * t + (q & 1);
+                if (ci >= m) continue;
+                const int pair = a.sorted[pp + ci];
+                if (GATED) {
+                    const int row = row_base + 16 * warp + g + (q >> 1) * 8;
+                    if (row >= a.N) continue;
+                    float gv = acc[nt][0][q], uv = acc[nt][1][q];
+                    if (a.b0) gv += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
+                    if (a.b1) uv += dk_bias(a.b1, a.b1_type, (int64_t)e * a.b1_se + (int64_t)row * a.b1_sn);
+                    ((float *)a.h)[(int64_t)pair * a.N + row] = dk_act(a.act, gv, uv, a.alpha, a.limit);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < 2; i++) {
+                        const int row = row_base + 32 * warp + 16 * i + g + (q >> 1) * 8;
+                        if (row >= a.N) continue;
+                        float v = acc[nt][i][q];
+                        if (a.b0) v += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
+                        if (PH == MOE_DEC_DOWN) a.y[(int64_t)pair * a.N + row] = a.w[pair] * v;
+                        else ((float *)a.h)[(int64_t)pair * a.N + row] = dk_act(a.act, 0.f, v, a.alpha, a.limit);
+                    }
+                }
+            }
+        __syncthreads(); /* the next pass refills the ring and s_xr */
+    }
+
+    if (PH == MOE_DEC_DOWN) {
+        /* the last expert block of this row tile sums the slots of every token */
+        __syncthreads();
+        if (tid == 0) {
+            __threadfence();
+            const unsigned prev = atomicAdd(a.counters + blockIdx.x, 1u);
+            s_last = prev == (unsigned)(n_active - 1);
+        }
+        __syncthreads();
+        if (s_last) {
+            __threadfence();
+            for (int idx = tid; idx < a.T * QG_ROWS; idx += QG_THREADS) {
+                const int tt = idx / QG_ROWS, n = row_base + (idx - tt * QG_ROWS);
+                if (n >= a.N) continue;
+                float s = 0.f;
+                for (int k = 0; k < a.K; k++) {
+                    const int id = a.ids[(int64_t)tt * a.K + k];
+                    if ((unsigned)id >= (unsigned)a.E) continue;
+                    s += __ldcg(a.y + ((int64_t)tt * a.K + k) * a.N + n);
+                }
+                dk_store_out(a.out, a.out_type, (int64_t)tt * a.N + n, s);
+            }
+            if (tid == 0) a.counters[blockIdx.x] = 0;
+        }
+    }
+}
+#else
+template <int F, int PH, int NT>
+__global__ void k_qg(const moe_dec_args, const float *, const float *, int) {}
+#endif
+
+/* rows [R, C] of type `type` (MOE_TYPE_*) -> int8 blocks of 32: q [R, C],
+ * d [R, ldx], d * sum(q) [R, ldx] (moe_qx_quantize32); nib: q in MXFP4's
+ * nibble order (moe_qx_nib_order). One thread a block of 32. */
+static __global__ void __launch_bounds__(256) k_qg_quant(const void *src, int type, int R, int C, int8_t *q,
+                                                         float *d, float *s, int ldx, int nib, int pdl) {
+    if (pdl) {
+        dk_grid_wait();
+        dk_grid_launch_dependents();
+    }
+    const int U = C / 32;
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)R * U) return;
+    const int64_t r = i / U, u = i - r * U;
+    float f[32];
+    const int64_t base = r * C + 32 * u;
+    if (type == MOE_TYPE_F32) {
+        const float4 *p = (const float4 *)((const float *)src + base);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const float4 v = p[k];
+            f[4 * k] = v.x; f[4 * k + 1] = v.y; f[4 * k + 2] = v.z; f[4 * k + 3] = v.w;
+        }
+    } else {
+        const uint4 *p = (const uint4 *)((const uint16_t *)src + base);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const uint4 v = p[k];
+            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int h = 0; h < 4; h++) {
+                const unsigned short lo = (unsigned short)(w[h] & 0xffffu), hi = (unsigned short)(w[h] >> 16);
+                if (type == MOE_TYPE_BF16) {
+                    f[8 * k + 2 * h] = __bfloat162float(__ushort_as_bfloat16(lo));
+                    f[8 * k + 2 * h + 1] = __bfloat162float(__ushort_as_bfloat16(hi));
+                } else {
+                    f[8 * k + 2 * h] = __half2float(__ushort_as_half(lo));
+                    f[8 * k + 2 * h + 1] = __half2float(__ushort_as_half(hi));
+                }
+            }
+        }
+    }
+    int32_t qq[8];
+    float dd;
+    int s16[2];
+    moe_qx_quantize32(f, qq, &dd, s16);
+    if (nib) moe_qx_nib_order(qq);
+    uint4 *dst = (uint4 *)(q + base);
+    dst[0] = make_uint4((uint32_t)qq[0], (uint32_t)qq[1], (uint32_t)qq[2], (uint32_t)qq[3]);
+    dst[1] = make_uint4((uint32_t)qq[4], (uint32_t)qq[5], (uint32_t)qq[6], (uint32_t)qq[7]);
+    d[r * ldx + u] = dd;
+    s[r * ldx + u] = dd * (float)(s16[0] + s16[1]);
+}
+
+int moe__qg_fmt_ok(int fmt) { return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q4_K || fmt == MOE_DF_MXFP4; }
+
+size_t moe__qg_smem(int fmt, int nt) {
+    const int ns = nt <= 2 ? 4 : 3;
+    switch (fmt) {
+    case MOE_DF_Q8_0: return (size_t)ns * qg_stage_bytes(4, 0, nt);
+    case MOE_DF_Q4_K: return (size_t)ns * qg_stage_bytes(8, 1, nt);
+    case MOE_DF_MXFP4: return (size_t)ns * qg_stage_bytes(8, 0, nt);
+    }
+    return 0;
+}
+
+cudaError_t moe__qg_quant(const void *src, int type, int R, int C, int8_t *q, float *d, float *s, int ldx, int fmt,
+                          int pdl, cudaStream_t st) {
+    const int64_t n = (int64_t)R * (C / 32);
+    if (n == 0) return cudaSuccess;
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at;
+    dk_launch_config(&cfg, &at, dim3((unsigned)((n + 255) / 256)), 256, 0, st, pdl);
+    return cudaLaunchKernelEx(&cfg, k_qg_quant, src, type, R, C, q, d, s, ldx, (int)(fmt == MOE_DF_MXFP4), pdl);
+}
+
+template <int F, int PH, int NT>
+static cudaError_t qg_launch_one(const moe_dec_args *a, const float *xd, const float *xs, int ldx, dim3 grid,
+                                 cudaStream_t s) {
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at;
+    dk_launch_config(&cfg, &at, grid, QG_THREADS, moe__qg_smem(F, NT), s, a->pdl);
+    return cudaLaunchKernelEx(&cfg, k_qg<F, PH, NT>, *a, xd, xs, ldx);
+}
+
+/* the dynamic shared memory of every instance of format F on the current device */
+template <int F> static cudaError_t qg_prep_fmt(int optin) {
+    void *fns[] = {(void *)k_qg<F, MOE_DEC_GATE_UP, 1>, (void *)k_qg<F, MOE_DEC_GATE_UP, 2>,
+                   (void *)k_qg<F, MOE_DEC_GATE_UP, 4>, (void *)k_qg<F, MOE_DEC_UP, 1>,
+                   (void *)k_qg<F, MOE_DEC_UP, 2>,      (void *)k_qg<F, MOE_DEC_UP, 4>,
+                   (void *)k_qg<F, MOE_DEC_DOWN, 1>,    (void *)k_qg<F, MOE_DEC_DOWN, 2>,
+                   (void *)k_qg<F, MOE_DEC_DOWN, 4>};
+    const int nts[] = {1, 2, 4, 1, 2, 4, 1, 2, 4};
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < 9 && e == cudaSuccess; i++) {
+        const int need = (int)moe__qg_smem(F, nts[i]);
+        cudaFuncAttributes fa;
+        e = cudaFuncGetAttributes(&fa, fns[i]);
+        if (e != cudaSuccess) break;
+        if (need + (int)fa.sharedSizeBytes > optin) return cudaErrorInvalidConfiguration;
+        e = cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, need);
+    }
+    return e;
+}
+
+cudaError_t moe__qg_prepare(int fmt) {
+    int dev = 0, optin = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e != cudaSuccess) return e;
+    switch (fmt) {
+    case MOE_DF_Q8_0: return qg_prep_fmt<MOE_DF_Q8_0>(optin);
+    case MOE_DF_Q4_K: return qg_prep_fmt<MOE_DF_Q4_K>(optin);
+    case MOE_DF_MXFP4: return qg_prep_fmt<MOE_DF_MXFP4>(optin);
+    }
+    return cudaErrorInvalidValue;
+}
+
+template <int F, int NT>
+static cudaError_t qg_launch_ph(int ph, const moe_dec_args *a, const float *xd, const float *xs, int ldx, dim3 grid,
+                                cudaStream_t s) {
+    if (ph == MOE_DEC_GATE_UP) return qg_launch_one<F, MOE_DEC_GATE_UP, NT>(a, xd, xs, ldx, grid, s);
+    if (ph == MOE_DEC_UP) return qg_launch_one<F, MOE_DEC_UP, NT>(a, xd, xs, ldx, grid, s);
+    return qg_launch_one<F, MOE_DEC_DOWN, NT>(a, xd, xs, ldx, grid, s);
+}
+
+template <int F>
+static cudaError_t qg_launch_fmt(int ph, int nt, const moe_dec_args *a, const float *xd, const float *xs, int ldx,
+                                 dim3 grid, cudaStream_t s) {
+    if (nt <= 1) return qg_launch_ph<F, 1>(ph, a, xd, xs, ldx, grid, s);
+    if (nt == 2) return qg_launch_ph<F, 2>(ph, a, xd, xs, ldx, grid, s);
+    return qg_launch_ph<F, 4>(ph, a, xd, xs, ldx, grid, s);
+}
+
+cudaError_t moe__qg_launch(int fmt, int ph, int nt, const moe_dec_args *a, const float *xd, const float *xs, int ldx,
+                           dim3 grid, cudaStream_t s) {
+    switch (fmt) {
+    case MOE_DF_Q8_0: return qg_launch_fmt<MOE_DF_Q8_0>(ph, nt, a, xd, xs, ldx, grid, s);
+    case MOE_DF_Q4_K: return qg_launch_fmt<MOE_DF_Q4_K>(ph, nt, a, xd, xs, ldx, grid, s);
+    case MOE_DF_MXFP4: return qg_launch_fmt<MOE_DF_MXFP4>(ph, nt, a, xd, xs, ldx, grid, s);
+    }
+    return cudaErrorInvalidValue;
+}
