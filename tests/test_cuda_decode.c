@@ -431,6 +431,27 @@ TEST(cuda_quant_cases_i8) { run_table_i8(NULL, NULL); }
 TEST(cuda_quant_cases_i8_nt1) { run_table_i8("1", NULL); }
 TEST(cuda_quant_cases_i8_nt4) { run_table_i8("4", NULL); }
 TEST(cuda_quant_cases_kdec) { run_table_i8(NULL, "0"); }
+/* Row tiles cut by N (phase 1: I = 96 of 64-row tiles, phase 2: D = 352 of
+ * 128), a last stage of fewer blocks of 32 (11 and 3 a row), several passes
+ * an expert (T = 40, K = 2, E = 4: ~20 pairs an expert, 8 a pass). */
+TEST(cuda_quant_i8_ragged) {
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_MXFP4};
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    i8_env("1", NULL);
+    for (int i = 0; i < 2 && !moe_test_failed(); i++)
+        for (int v = 0; v < 2 && !moe_test_failed(); v++) {
+            moe_case c = {"i8-ragged", 40, 4, 352, 96, 2, v ? MOE_ACT_SWIGLU_OAI : MOE_ACT_SWIGLU,
+                          v ? MOE_GATE_UP_INTERLEAVED : MOE_GATE_UP_SEPARATE, v, q[i], MOE_TYPE_BF16, ROUTE_RANDOM,
+                          0, 0};
+            char msg[1024];
+            moe_case_result r = moe_case_run(&c, ctx, "cuda-quant", moe_test_seed() + 31u * (unsigned)(2 * i + v),
+                                             NULL, msg, sizeof msg);
+            CHECK_MSG(r == MOE_CASE_PASS, "%s variant %d: %s", moe_type_name(q[i]), v, msg);
+        }
+    i8_unenv();
+    moe_ctx_free(ctx);
+}
 TEST(cuda_quant_sweep_T_i8) {
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4};
     static const char *nts[] = {"1", "2", "4"};

@@ -188,7 +188,10 @@ __global__ void __launch_bounds__(QG_THREADS, 2) k_qg(const moe_dec_args a, cons
 #pragma unroll
             for (int i = 0; i < QG_CHUNKS; i++) {
                 const int idx = tid + QG_THREADS * i, r = idx / QG_CHUNKS, c = idx - r * QG_CHUNKS;
-                if (!src_row[i]) continue;
+                if (!src_row[i]) { /* a row past N: its (unused) fragments read at offset 0, aligned */
+                    if (c == 0) st[QG_ROWS * QG_PITCH + r] = 0;
+                    continue;
+                }
                 const uint8_t *p = src_row[i] + (int64_t)u0 * BPU;
                 const int off = (int)((uintptr_t)p & 15);
                 const int n = (off + bytes + 15) >> 4;
