@@ -7,7 +7,8 @@
 # lines last (everything in OUT).
 OUT=${OUT:-bench/decode/out}; mkdir -p "$OUT"
 C=${CARRY:-build-devbin/carry}; mkdir -p /tmp/b
-for f in $C/*.gz; do gunzip -c $f > /tmp/b/$(basename $f .gz); chmod +x /tmp/b/$(basename $f .gz); done
+for f in $C/*.gz; do [ -e "$f" ] && { gunzip -c $f > /tmp/b/$(basename $f .gz); chmod +x /tmp/b/$(basename $f .gz); }; done
+for f in $C/*.xz; do [ -e "$f" ] && { xz -dc $f > /tmp/b/$(basename $f .xz); chmod +x /tmp/b/$(basename $f .xz); }; done
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv; } > "$OUT/gpu.txt" 2>&1
 export MOE_TEST_SEED=${MOE_TEST_SEED:-12345}
 for t in $TESTS; do timeout ${TEST_TIMEOUT:-300} /tmp/b/moe-tests $t > "$OUT/tests_$t.log" 2>&1 & done
@@ -19,6 +20,12 @@ wait
 [ -n "$TESTS" ] && { echo "== tests"; cat "$OUT"/tests_*.log | grep -E "^FAIL|FAILED|passed, |fail|cases passed" | head -40; }
 [ -n "$SAN" ] && { echo "== sanitizer"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, " "$OUT"/san_*.log | head -20; }
 [ -n "$QARGS" ] || exit 0
-timeout ${BENCH_TIMEOUT:-400} /tmp/b/bench_decode --quant $QARGS --json "$OUT/quant.jsonl" > "$OUT/bench.log" 2>&1
-echo "== bench (rc $?)"
-grep -E "^(GPU|[a-z0-9-]+ +[a-z0-9_]+ +(stream|kdec|i8|default) )" "$OUT/bench.log" | sed -E 's/ +\(.*//' | head -120
+# VARIANTS: name:binary (binary new = bench_decode, else bench_decode_NAME); the first
+# runs every row, the others only their i8 rows (--no-kdec, MOE_DECODE_STREAM rows kept)
+for spec in ${VARIANTS:-new:new}; do
+  IFS=: read -r v bin <<< "$spec"
+  b=/tmp/b/bench_decode; [ "$bin" = new ] || b=/tmp/b/bench_decode_$bin
+  timeout ${BENCH_TIMEOUT:-400} $b --quant $QARGS --json "$OUT/quant_$v.jsonl" > "$OUT/bench_$v.log" 2>&1
+  echo "== bench $v (rc $?)"
+  grep -E "^(GPU|[a-z0-9-]+ +[a-z0-9_]+ +(stream|kdec|i8|default) )" "$OUT/bench_$v.log" | sed -E 's/ +\(.*//' | head -${ROWS:-120}
+done

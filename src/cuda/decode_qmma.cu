@@ -39,8 +39,14 @@ template <> struct qg_fmt<MOE_DF_Q8_0> { enum { KU = 4, BPU = 34, MIN = 0, NIB =
 template <> struct qg_fmt<MOE_DF_Q4_K> { enum { KU = 8, BPU = 18, MIN = 1, NIB = 0 }; };
 template <> struct qg_fmt<MOE_DF_MXFP4> { enum { KU = 8, BPU = 17, MIN = 0, NIB = 1 }; };
 
-/* ring depth by token tiles: 4 stages up to 16 tokens, 3 for 32 (two blocks an SM) */
-template <int NT> struct qg_ns { enum { V = NT <= 2 ? 4 : 3 }; };
+/* Blocks an SM the kernels are built for (a lab knob: -DMOE_QG_BPS=3 builds
+ * them for three, with rings of 3 stages) and the ring depth by token tiles:
+ * 4 stages up to 16 tokens, 3 for 32. */
+#ifndef MOE_QG_BPS
+#define MOE_QG_BPS 2
+#endif
+static __host__ __device__ constexpr int qg_ns_of(int nt) { return MOE_QG_BPS >= 3 || nt > 2 ? 3 : 4; }
+template <int NT> struct qg_ns { enum { V = qg_ns_of(NT) }; };
 
 /* bytes of one stage: weight rows, their offsets, the tokens' codes (pitch
  * 32 KU + 16: = 16 mod 32), scales and sums ([KU][8 NT] floats each) */
@@ -88,35 +94,54 @@ static __device__ __forceinline__ uint32_t qg_ldu(const uint8_t *p) {
  * from the super-block header (qg_q4k_hdr). */
 template <int F> struct qg_row;
 template <> struct qg_row<MOE_DF_Q8_0> {
+    /* block u's codes for lane t start at p = row + 2 + 4t + 34u; 34u = 2u mod 4,
+     * so the aligned words and the funnel shift depend on u's parity only:
+     * words from b0 + 68 (u / 2) (even u) or b1 + 32 + 68 (u / 2) (odd), shift s0 or s1 */
+    const uint8_t *R, *b0, *b1;
+    uint32_t s0, s1;
     float d;
-    __device__ __forceinline__ void frag(const uint8_t *row, int u, int t, uint32_t &lo, uint32_t &hi) {
-        const uint8_t *p = row + 34 * u;
-        d = __half2float(*(const __half *)p);
-        lo = qg_ldu(p + 2 + 4 * t);
-        hi = qg_ldu(p + 18 + 4 * t);
+    __device__ __forceinline__ void prep(const uint8_t *row, int t) {
+        R = row;
+        const uintptr_t p0 = (uintptr_t)(row + 2 + 4 * t), p1 = p0 + 2;
+        b0 = (const uint8_t *)(p0 & ~(uintptr_t)3);
+        b1 = (const uint8_t *)(p1 & ~(uintptr_t)3);
+        s0 = 8 * (uint32_t)(p0 & 3);
+        s1 = 8 * (uint32_t)(p1 & 3);
+    }
+    __device__ __forceinline__ void frag(int u, uint32_t &lo, uint32_t &hi) {
+        d = __half2float(*(const __half *)(R + 34 * u));
+        const bool odd = u & 1;
+        const uint32_t *w = (const uint32_t *)((odd ? b1 + 32 : b0) + 68 * (u >> 1));
+        const uint32_t s = odd ? s1 : s0;
+        lo = __funnelshift_r(w[0], w[1], s);
+        hi = __funnelshift_r(w[4], w[5], s);
     }
 };
 template <> struct qg_row<MOE_DF_MXFP4> {
+    const uint8_t *R, *A;
     float d;
-    __device__ __forceinline__ void frag(const uint8_t *row, int u, int t, uint32_t &lo, uint32_t &hi,
-                                         const moe__mxfp4_tab &tab) {
-        const uint8_t *p = row + 17 * u;
-        d = __uint_as_float(moe__e8m0_half_bits(*p));
-        moe__mxfp4_nib8_t(qg_ldu(p + 1 + 4 * t), &tab, &lo, &hi);
+    __device__ __forceinline__ void prep(const uint8_t *row, int t) {
+        R = row;
+        A = row + 1 + 4 * t;
+    }
+    __device__ __forceinline__ void frag(int u, uint32_t &lo, uint32_t &hi, const moe__mxfp4_tab &tab) {
+        d = __uint_as_float(moe__e8m0_half_bits(R[17 * u]));
+        moe__mxfp4_nib8_t(qg_ldu(A + 17 * u), &tab, &lo, &hi);
     }
 };
 template <> struct qg_row<MOE_DF_Q4_K> {
-    uint32_t h[4]; /* d | dmin << 16, scales[12] */
-    __device__ __forceinline__ void hdr(const uint8_t *row) {
-        const uint32_t *w = (const uint32_t *)row; /* Q4_K rows are 16-byte aligned (moe__dec_align) */
+    const uint8_t *Q; /* lane t's first code word: row + 16 + 4t (Q4_K rows are 16-byte aligned, moe__dec_align) */
+    uint32_t h[4];    /* d | dmin << 16, scales[12] */
+    __device__ __forceinline__ void prep(const uint8_t *row, int t) {
+        const uint32_t *w = (const uint32_t *)row;
         h[0] = w[0]; h[1] = w[1]; h[2] = w[2]; h[3] = w[3];
+        Q = row + 16 + 4 * t;
     }
-    __device__ __forceinline__ void frag(const uint8_t *row, int u, int t, uint32_t &lo, uint32_t &hi, float &sc,
-                                         float &mn) {
-        const uint32_t *q = (const uint32_t *)(row + 16 + 32 * (u >> 1) + 4 * t);
-        const int sh = 4 * (u & 1);
-        lo = (q[0] >> sh) & 0x0F0F0F0Fu;
-        hi = (q[4] >> sh) & 0x0F0F0F0Fu;
+    __device__ __forceinline__ void frag(int u, uint32_t &lo, uint32_t &hi, float &sc, float &mn) {
+        const uint32_t *q = (const uint32_t *)(Q + 32 * (u >> 1));
+        const int s = 4 * (u & 1);
+        lo = (q[0] >> s) & 0x0F0F0F0Fu;
+        hi = (q[4] >> s) & 0x0F0F0F0Fu;
         moe_qunit w;
         moe__q4k_unit_scales(h, u, &w);
         sc = w.sc[0];
@@ -131,7 +156,7 @@ template <> struct qg_row<MOE_DF_Q4_K> {
  * d * sums ([rows, ldx] floats); a.h: phase 1's f32 output.
  */
 template <int F, int PH, int NT>
-__global__ void __launch_bounds__(QG_THREADS, 2) k_qg(const moe_dec_args a, const float *xd_g, const float *xs_g,
+__global__ void __launch_bounds__(QG_THREADS, MOE_QG_BPS) k_qg(const moe_dec_args a, const float *xd_g, const float *xs_g,
                                                       int ldx) {
     typedef qg_fmt<F> FM;
     constexpr int KU = FM::KU, BPU = FM::BPU, MIN = FM::MIN, NS = qg_ns<NT>::V, TOK = 8 * NT;
@@ -153,16 +178,18 @@ __global__ void __launch_bounds__(QG_THREADS, 2) k_qg(const moe_dec_args a, cons
     const int row_base = blockIdx.x * rows_blk;
     const int U = a.C / 32, nst = (U + KU - 1) / KU;
 
-    /* the rows this thread copies: stage row r = idx / QG_CHUNKS, chunk c */
-    const uint8_t *src_row[QG_CHUNKS];
+    /* the copies of this thread: stage rows ra = tid / 2 and 64 + tid / 2, chunks
+     * 2i + (tid & 1), i < 5 (a lane pair reads 32 contiguous bytes of a row) */
+    const int cr = tid >> 1, cc = tid & 1;
+    const uint8_t *src_row[2];
 #pragma unroll
-    for (int i = 0; i < QG_CHUNKS; i++) {
-        const int idx = tid + QG_THREADS * i, r = idx / QG_CHUNKS;
-        const bool second = GATED && r >= QG_ROWS / 2;
-        const int row = row_base + (second ? r - QG_ROWS / 2 : r);
-        src_row[i] = nullptr;
+    for (int h = 0; h < 2; h++) {
+        const int r = cr + (QG_ROWS / 2) * h;
+        const bool second = GATED && h == 1;
+        const int row = row_base + (GATED ? cr : r);
+        src_row[h] = nullptr;
         if (row < a.N)
-            src_row[i] = second ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row * a.w1_sn
+            src_row[h] = second ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row * a.w1_sn
                                 : a.w0 + (int64_t)e * a.w0_se + (int64_t)row * a.w0_sn;
     }
     /* warp w's two tiles: gate and up rows 16w.. (phase 1, gated), else rows 32w, 32w + 16 */
@@ -184,35 +211,39 @@ __global__ void __launch_bounds__(QG_THREADS, 2) k_qg(const moe_dec_args a, cons
 
         auto load_stage = [&](int s, int slot) {
             uint8_t *st = sm + slot * SB;
+            const uint32_t st_s = qg_smem(st);
             const int u0 = s * KU, nu = min(KU, U - u0), bytes = nu * BPU;
 #pragma unroll
-            for (int i = 0; i < QG_CHUNKS; i++) {
-                const int idx = tid + QG_THREADS * i, r = idx / QG_CHUNKS, c = idx - r * QG_CHUNKS;
-                if (!src_row[i]) { /* a row past N: its (unused) fragments read at offset 0, aligned */
-                    if (c == 0) st[QG_ROWS * QG_PITCH + r] = 0;
+            for (int h = 0; h < 2; h++) {
+                const int r = cr + (QG_ROWS / 2) * h;
+                if (!src_row[h]) { /* a row past N: its (unused) fragments read at offset 0, aligned */
+                    if (cc == 0) st[QG_ROWS * QG_PITCH + r] = 0;
                     continue;
                 }
-                const uint8_t *p = src_row[i] + (int64_t)u0 * BPU;
-                const int off = (int)((uintptr_t)p & 15);
-                const int n = (off + bytes + 15) >> 4;
-                if (c == 0) st[QG_ROWS * QG_PITCH + r] = (uint8_t)off;
-                if (c < n) qg_cp16(qg_smem(st + r * QG_PITCH + 16 * c), p - off + 16 * c, 16);
+                const uint8_t *p = src_row[h] + (int64_t)u0 * BPU;
+                const int off = (int)((uintptr_t)p & 15), n16 = off + bytes; /* copy while 16 c < n16 */
+                const uint8_t *pa = p - off + 16 * cc;
+                const uint32_t d = st_s + r * QG_PITCH + 16 * cc;
+                if (cc == 0) st[QG_ROWS * QG_PITCH + r] = (uint8_t)off;
+#pragma unroll
+                for (int i = 0; i < QG_CHUNKS / 2; i++)
+                    if (32 * i + 16 * cc < n16) qg_cp16(d + 32 * i, pa + 32 * i, 16);
             }
+            /* the tokens' codes (2 KU chunks a token) and scales / sums (TOK and KU powers of two) */
+            const uint32_t sx = st_s + QG_ROWS * QG_PITCH + QG_ROWS;
             const int8_t *xq = (const int8_t *)a.xb;
-            uint8_t *sx = st + QG_ROWS * QG_PITCH + QG_ROWS;
+#pragma unroll
             for (int idx = tid; idx < TOK * 2 * KU; idx += QG_THREADS) {
-                const int n = idx / (2 * KU), c = idx - n * (2 * KU), xr = s_xr[n];
+                const int n = idx / (2 * KU), c = idx % (2 * KU), xr = s_xr[n];
                 const bool ok = xr >= 0 && c < 2 * nu;
-                qg_cp16(qg_smem(sx + n * XP + 16 * c), ok ? xq + (int64_t)xr * a.C + 32 * u0 + 16 * c : xq, ok ? 16 : 0);
+                qg_cp16(sx + n * XP + 16 * c, ok ? xq + (int64_t)xr * a.C + 32 * u0 + 16 * c : xq, ok ? 16 : 0);
             }
-            float *sd = (float *)(sx + TOK * XP);
+#pragma unroll
             for (int idx = tid; idx < TOK * KU * (1 + MIN); idx += QG_THREADS) {
-                const int which = idx / (TOK * KU), rem = idx - which * (TOK * KU), u = rem / TOK, n = rem - u * TOK;
-                const int xr = s_xr[n];
+                const int which = idx / (TOK * KU), u = (idx / TOK) % KU, n = idx % TOK, xr = s_xr[n];
                 const bool ok = xr >= 0 && u < nu;
                 const float *src = which ? xs_g : xd_g;
-                qg_cp4(qg_smem(sd + which * TOK * KU + u * TOK + n), ok ? src + (int64_t)xr * ldx + u0 + u : src,
-                       ok ? 4 : 0);
+                qg_cp4(sx + TOK * XP + 4 * idx, ok ? src + (int64_t)xr * ldx + u0 + u : src, ok ? 4 : 0);
             }
         };
 
@@ -247,13 +278,9 @@ __global__ void __launch_bounds__(QG_THREADS, 2) k_qg(const moe_dec_args a, cons
                 for (int q = 0; q < 4; q++) rw[q] = st + rr[q] * QG_PITCH + offs[rr[q]];
             }
             qg_row<F> W[4];
-            if constexpr (F == MOE_DF_Q4_K) {
 #pragma unroll
-                for (int q = 0; q < 4; q++) W[q].hdr(rw[q]);
-            }
-#pragma unroll
-            for (int u = 0; u < KU; u++) {
-                if (u >= nu) break;
+            for (int q = 0; q < 4; q++) W[q].prep(rw[q], t);
+            auto unit = [&](int u) {
                 uint32_t b0[NT], b1[NT];
                 float2 xd[NT], xs[NT];
 #pragma unroll
@@ -275,18 +302,18 @@ __global__ void __launch_bounds__(QG_THREADS, 2) k_qg(const moe_dec_args a, cons
                     uint32_t A[4];
                     float da, db, ma = 0.f, mb = 0.f;
                     if constexpr (F == MOE_DF_Q8_0) {
-                        W[2 * i].frag(rw[2 * i], u, t, A[0], A[2]);
-                        W[2 * i + 1].frag(rw[2 * i + 1], u, t, A[1], A[3]);
+                        W[2 * i].frag(u, A[0], A[2]);
+                        W[2 * i + 1].frag(u, A[1], A[3]);
                         da = W[2 * i].d;
                         db = W[2 * i + 1].d;
                     } else if constexpr (F == MOE_DF_MXFP4) {
-                        W[2 * i].frag(rw[2 * i], u, t, A[0], A[2], tab);
-                        W[2 * i + 1].frag(rw[2 * i + 1], u, t, A[1], A[3], tab);
+                        W[2 * i].frag(u, A[0], A[2], tab);
+                        W[2 * i + 1].frag(u, A[1], A[3], tab);
                         da = W[2 * i].d;
                         db = W[2 * i + 1].d;
                     } else {
-                        W[2 * i].frag(rw[2 * i], u, t, A[0], A[2], da, ma);
-                        W[2 * i + 1].frag(rw[2 * i + 1], u, t, A[1], A[3], db, mb);
+                        W[2 * i].frag(u, A[0], A[2], da, ma);
+                        W[2 * i + 1].frag(u, A[1], A[3], db, mb);
                     }
 #pragma unroll
                     for (int nt = 0; nt < NT; nt++) {
@@ -304,6 +331,12 @@ __global__ void __launch_bounds__(QG_THREADS, 2) k_qg(const moe_dec_args a, cons
                         }
                     }
                 }
+            };
+            if (nu == KU) { /* every stage but maybe the last: the blocks' offsets are constants */
+#pragma unroll
+                for (int u = 0; u < KU; u++) unit(u);
+            } else {
+                for (int u = 0; u < nu; u++) unit(u);
             }
         }
         qg_wait<0>();
@@ -425,7 +458,7 @@ static __global__ void __launch_bounds__(256) k_qg_quant(const void *src, int ty
 int moe__qg_fmt_ok(int fmt) { return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q4_K || fmt == MOE_DF_MXFP4; }
 
 size_t moe__qg_smem(int fmt, int nt) {
-    const int ns = nt <= 2 ? 4 : 3;
+    const int ns = qg_ns_of(nt);
     switch (fmt) {
     case MOE_DF_Q8_0: return (size_t)ns * qg_stage_bytes(4, 0, nt);
     case MOE_DF_Q4_K: return (size_t)ns * qg_stage_bytes(8, 1, nt);
