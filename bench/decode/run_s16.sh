@@ -21,7 +21,7 @@ wait
 [ -n "$SAN" ] && { echo "== sanitizer"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, " "$OUT"/san_*.log | head -20; }
 [ -n "$QARGS" ] || exit 0
 # VARIANTS: name:binary (binary new = bench_decode, else bench_decode_NAME); the first
-# runs every row, the others only their i8 rows (--no-kdec, MOE_DECODE_STREAM rows kept)
+# runs bench_decode --quant QARGS (its rows: stream, kdec unless --no-kdec, i8, default)
 for spec in ${VARIANTS:-new:new}; do
   IFS=: read -r v bin <<< "$spec"
   b=/tmp/b/bench_decode; [ "$bin" = new ] || b=/tmp/b/bench_decode_$bin
