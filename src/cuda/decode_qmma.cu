@@ -178,18 +178,20 @@ __global__ void __launch_bounds__(QG_THREADS, MOE_QG_BPS) k_qg(const moe_dec_arg
     const int row_base = blockIdx.x * rows_blk;
     const int U = a.C / 32, nst = (U + KU - 1) / KU;
 
-    /* the copies of this thread: stage rows ra = tid / 2 and 64 + tid / 2, chunks
-     * 2i + (tid & 1), i < 5 (a lane pair reads 32 contiguous bytes of a row) */
-    const int cr = tid >> 1, cc = tid & 1;
-    const uint8_t *src_row[2];
+    /* the copies of this thread: stage rows r_k = 16 k + 4 warp + lane / 8 (k < 8),
+     * chunks lane % 8 and 8 + lane % 8 (< QG_CHUNKS): 8 lanes read 128 contiguous
+     * bytes of a row, so that an L2 request carries whole lines (lane pairs on 16
+     * rows, one sector each, left the L2 at 88% of its request rate: run 4) */
+    const int cj = lane & 7, crr = 4 * warp + (lane >> 3);
+    const uint8_t *src_row[8];
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int r = cr + (QG_ROWS / 2) * h;
-        const bool second = GATED && h == 1;
-        const int row = row_base + (GATED ? cr : r);
-        src_row[h] = nullptr;
+    for (int k = 0; k < 8; k++) {
+        const int r = 16 * k + crr;
+        const bool second = GATED && r >= QG_ROWS / 2;
+        const int row = row_base + (second ? r - QG_ROWS / 2 : r);
+        src_row[k] = nullptr;
         if (row < a.N)
-            src_row[h] = second ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row * a.w1_sn
+            src_row[k] = second ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row * a.w1_sn
                                 : a.w0 + (int64_t)e * a.w0_se + (int64_t)row * a.w0_sn;
     }
     /* warp w's two tiles: gate and up rows 16w.. (phase 1, gated), else rows 32w, 32w + 16 */
@@ -214,20 +216,19 @@ __global__ void __launch_bounds__(QG_THREADS, MOE_QG_BPS) k_qg(const moe_dec_arg
             const uint32_t st_s = qg_smem(st);
             const int u0 = s * KU, nu = min(KU, U - u0), bytes = nu * BPU;
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int r = cr + (QG_ROWS / 2) * h;
-                if (!src_row[h]) { /* a row past N: its (unused) fragments read at offset 0, aligned */
-                    if (cc == 0) st[QG_ROWS * QG_PITCH + r] = 0;
+            for (int k = 0; k < 8; k++) {
+                const int r = 16 * k + crr;
+                if (!src_row[k]) { /* a row past N: its (unused) fragments read at offset 0, aligned */
+                    if (cj == 0) st[QG_ROWS * QG_PITCH + r] = 0;
                     continue;
                 }
-                const uint8_t *p = src_row[h] + (int64_t)u0 * BPU;
+                const uint8_t *p = src_row[k] + (int64_t)u0 * BPU;
                 const int off = (int)((uintptr_t)p & 15), n16 = off + bytes; /* copy while 16 c < n16 */
-                const uint8_t *pa = p - off + 16 * cc;
-                const uint32_t d = st_s + r * QG_PITCH + 16 * cc;
-                if (cc == 0) st[QG_ROWS * QG_PITCH + r] = (uint8_t)off;
-#pragma unroll
-                for (int i = 0; i < QG_CHUNKS / 2; i++)
-                    if (32 * i + 16 * cc < n16) qg_cp16(d + 32 * i, pa + 32 * i, 16);
+                const uint8_t *pa = p - off + 16 * cj;
+                const uint32_t d = st_s + r * QG_PITCH + 16 * cj;
+                if (cj == 0) st[QG_ROWS * QG_PITCH + r] = (uint8_t)off;
+                if (16 * cj < n16) qg_cp16(d, pa, 16);
+                if (cj + 8 < QG_CHUNKS && 16 * (cj + 8) < n16) qg_cp16(d + 128, pa + 128, 16);
             }
             /* the tokens' codes (2 KU chunks a token) and scales / sums (TOK and KU powers of two) */
             const uint32_t sx = st_s + QG_ROWS * QG_PITCH + QG_ROWS;
