@@ -712,11 +712,14 @@ TEST(cuda_quant_graph_capture) { graph_capture_case("cuda-quant", MOE_TYPE_Q8_0,
  * deepseek-v3's (bench/decode/s10 runs 29-33); Q4_K 4 (s12 run 9), Q5_K and Q8_0 8
  * everywhere (s13 run 12: Q5_K at 2 lost 2x at 4 pairs an expert). */
 TEST(decode_stream_pairs_presets) {
-    static const struct { const char *name; int64_t D, I; int fmt; int64_t want; } p[] = {
-        {"gpt-oss-20b MXFP4", 2880, 2880, MOE_DF_MXFP4, 16}, {"qwen3 MXFP4", 2048, 768, MOE_DF_MXFP4, 16},
-        {"mixtral MXFP4", 4096, 14336, MOE_DF_MXFP4, 8},     {"deepseek-v3 MXFP4", 7168, 2048, MOE_DF_MXFP4, 8},
-        {"qwen3 Q4_K", 2048, 768, MOE_DF_Q4_K, 4},           {"gpt-oss-20b Q8_0", 2880, 2880, MOE_DF_Q8_0, 8},
-        {"qwen3 Q5_K", 2048, 768, MOE_DF_Q5_K, 8},           {"mixtral Q5_K", 4096, 14336, MOE_DF_Q5_K, 8},
+    /* want_qg: with the int8 kernels (Q8_0, Q4_K, MXFP4): 3 on experts of 40 MB or
+     * more, at most 5 from 10 MB, unchanged below (moe__dec_stream_pairs_qg) */
+    static const struct { const char *name; int64_t D, I; int fmt; int64_t want, want_qg; } p[] = {
+        {"gpt-oss-20b MXFP4", 2880, 2880, MOE_DF_MXFP4, 16, 5}, {"qwen3 MXFP4", 2048, 768, MOE_DF_MXFP4, 16, 16},
+        {"mixtral MXFP4", 4096, 14336, MOE_DF_MXFP4, 8, 3},     {"deepseek-v3 MXFP4", 7168, 2048, MOE_DF_MXFP4, 8, 5},
+        {"qwen3 Q4_K", 2048, 768, MOE_DF_Q4_K, 4, 4},           {"gpt-oss-20b Q8_0", 2880, 2880, MOE_DF_Q8_0, 8, 5},
+        {"qwen3 Q5_K", 2048, 768, MOE_DF_Q5_K, 8, 8},           {"mixtral Q5_K", 4096, 14336, MOE_DF_Q5_K, 8, 8},
+        {"mixtral Q8_0", 4096, 14336, MOE_DF_Q8_0, 8, 3},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         const moe_type t = p[i].fmt == MOE_DF_MXFP4  ? MOE_TYPE_MXFP4
@@ -729,6 +732,10 @@ TEST(decode_stream_pairs_presets) {
         const int64_t got = moe__dec_stream_pairs(p[i].fmt, eb);
         CHECK_MSG(got == p[i].want, "%s (%.1f MB an expert): streams to %lld pairs, expected %lld", p[i].name, eb / 1e6,
                   (long long)got, (long long)p[i].want);
+        const int i8 = p[i].fmt != MOE_DF_Q5_K, want_qg = (int)p[i].want_qg;
+        const int64_t got_qg = moe__dec_stream_pairs_qg(p[i].fmt, eb, i8);
+        CHECK_MSG(got_qg == want_qg, "%s with the int8 kernels: streams to %lld pairs, expected %lld", p[i].name,
+                  (long long)got_qg, (long long)want_qg);
     }
 }
 

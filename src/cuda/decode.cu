@@ -378,6 +378,11 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
  * each group's GEMMs running before the next group overwrites them. */
 #define QP_SCRATCH_MB 2048
 static int64_t qp_pairs(int fmt) { return fmt == MOE_DF_Q8_0 ? 8 : 16; }
+/* With the int8 kernels (decode_qmma.cu), experts of 10 MB or more stay on
+ * them up to 32 pairs an expert (H200, bench/decode/s16: mixtral Q8_0 T = 64 /
+ * 128 (16 / 32 pairs) 905 / 1753 us against 2270 on the prefill path,
+ * gpt-oss-20b Q8_0 T = 128 (16) 800 against 1304). */
+static int64_t qp_pairs_qg(int fmt, double eb, int qg) { return qg && eb >= 10e6 ? 32 : qp_pairs(fmt); }
 
 /* bytes of the dequantised gate, up and down of ne experts */
 static void qp_sizes(const moe_layer *L, int64_t ne, size_t sz[3]) {
@@ -396,7 +401,7 @@ static void qp_init(moe_layer *L, dec_impl *im) {
         return;
     }
     const char *mt = getenv("MOE_QUANT_PREFILL_T");
-    int64_t min_t = mt && *mt ? strtoll(mt, NULL, 10) : qp_pairs(im->fmt1) * d->E / d->K;
+    int64_t min_t = mt && *mt ? strtoll(mt, NULL, 10) : qp_pairs_qg(im->fmt1, expert_bytes(L), im->qg) * d->E / d->K;
     if (min_t < 0) {
         snprintf(im->qp_why, sizeof im->qp_why, "MOE_QUANT_PREFILL_T=%s", mt);
         return;
@@ -535,8 +540,8 @@ static moe_status dec_init_common(moe_layer *L, int quant) {
         im->gemm_min_t = mt && *mt ? INT64_MAX : moe__dec_gemm_min_t(d->E, d->K, expert_bytes(L), im->max_t);
         if (im->max_t != INT64_MAX) im->gemm = make_gemm_layer(L, im);
     }
+    if (quant) qg_init(L, im); /* before qp_init and sv_init: their thresholds depend on it */
     if (quant) qp_init(L, im);
-    if (quant) qg_init(L, im);
     sv_init(L, im);
     const char *sv_env = getenv("MOE_DECODE_STREAM");
     if (!im->sv && sv_env && sv_env[0] == '1')
@@ -1101,7 +1106,7 @@ static void sv_init(moe_layer *L, dec_impl *im) {
      * expert) 1.18x slower; qwen3 Q4_K T = 64 1.08x slower (bench/decode/s7).
      * Session 12's decoders moved Q4_K to 4, session 13's measurement Q5_K to 8
      * (moe__dec_stream_pairs). */
-    const int64_t ppe = moe__dec_stream_pairs(im->fmt1, expert_bytes(L));
+    const int64_t ppe = moe__dec_stream_pairs_qg(im->fmt1, expert_bytes(L), im->qg);
     /* dense: T = 1, and T = 2-3 where rows of I are long (I >= 2048): on gpt-oss
      * (I = 2880) the streaming kernels beat the mma kernels by 2-6% at T = 2-3 on an
      * H200 and 2-10% on an H100, while on qwen3 (I = 768) the mma kernels win by

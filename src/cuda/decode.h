@@ -164,6 +164,24 @@ static inline int64_t moe__dec_stream_pairs(int fmt, double expert_bytes) {
     return 8;
 }
 
+/* The same with cuda-quant's int8 tensor-core kernels (decode_qmma.cu) taking
+ * the layer's formats (qg): they stream each expert's rows once for up to 32
+ * tokens where the streaming kernels make a pass per 8 (or a dp4a pass per
+ * token), and take over from 4 pairs an expert on large experts. Measured on an
+ * H200 (bench/decode/s16 runs 3 and 5): mixtral's 47-93 MB experts Q8_0 T = 16
+ * (4 pairs) 614 vs 797 us, Q4_K 458 vs 568, MXFP4 even, while at T = 8 (2
+ * pairs) the streaming kernels lead (Q8_0 424 vs 556); gpt-oss-20b's 13-26 MB
+ * experts from 8 pairs (Q8_0 T = 64 530 vs 697 us, MXFP4 493 vs 622; at 4
+ * pairs the streaming kernels lead or tie, Q8_0 423 vs 460); qwen3's 2.5-5 MB
+ * experts stay on the streaming kernels (Q8_0 T = 128, 8 pairs: 427 vs 547). */
+static inline int64_t moe__dec_stream_pairs_qg(int fmt, double expert_bytes, int qg) {
+    const int64_t p = moe__dec_stream_pairs(fmt, expert_bytes);
+    if (!qg) return p;
+    if (expert_bytes >= 40e6) return p < 3 ? p : 3;
+    if (expert_bytes >= 10e6) return p < 5 ? p : 5;
+    return p;
+}
+
 /* Expert columns a streaming launch plans its grid for (rows a block = the
  * layer's rows x columns / (SMs x blocks an SM)), from the routing model of a
  * router: each of T tokens picks K distinct experts of E uniformly, so expert

@@ -183,17 +183,12 @@ __global__ void __launch_bounds__(QG_THREADS, MOE_QG_BPS) k_qg(const moe_dec_arg
      * bytes of a row, so that an L2 request carries whole lines (lane pairs on 16
      * rows, one sector each, left the L2 at 88% of its request rate: run 4) */
     const int cj = lane & 7, crr = 4 * warp + (lane >> 3);
-    const uint8_t *src_row[8];
-#pragma unroll
-    for (int k = 0; k < 8; k++) {
-        const int r = 16 * k + crr;
-        const bool second = GATED && r >= QG_ROWS / 2;
-        const int row = row_base + (second ? r - QG_ROWS / 2 : r);
-        src_row[k] = nullptr;
-        if (row < a.N)
-            src_row[k] = second ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row * a.w1_sn
-                                : a.w0 + (int64_t)e * a.w0_se + (int64_t)row * a.w0_sn;
-    }
+    /* row r_k of the stage is row row0 + 16 (k % KH) of tensor k / KH (gated: gate, up) */
+    constexpr int KH = GATED ? 4 : 8;
+    const int row0 = row_base + crr;
+    const uint8_t *src0 = a.w0 + (int64_t)e * a.w0_se + (int64_t)row0 * a.w0_sn;
+    const uint8_t *src1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row0 * a.w1_sn : src0;
+    const int64_t step0 = 16 * a.w0_sn, step1 = GATED ? 16 * a.w1_sn : step0;
     /* warp w's two tiles: gate and up rows 16w.. (phase 1, gated), else rows 32w, 32w + 16 */
     const int R0 = GATED ? 16 * warp : 32 * warp, R1 = GATED ? QG_ROWS / 2 + 16 * warp : 32 * warp + 16;
     moe__mxfp4_tab tab;
@@ -218,11 +213,11 @@ __global__ void __launch_bounds__(QG_THREADS, MOE_QG_BPS) k_qg(const moe_dec_arg
 #pragma unroll
             for (int k = 0; k < 8; k++) {
                 const int r = 16 * k + crr;
-                if (!src_row[k]) { /* a row past N: its (unused) fragments read at offset 0, aligned */
+                if (row0 + 16 * (k % KH) >= a.N) { /* a row past N: its (unused) fragments read at offset 0, aligned */
                     if (cj == 0) st[QG_ROWS * QG_PITCH + r] = 0;
                     continue;
                 }
-                const uint8_t *p = src_row[k] + (int64_t)u0 * BPU;
+                const uint8_t *p = (k < KH ? src0 + (k % KH) * step0 : src1 + (k % KH) * step1) + (int64_t)u0 * BPU;
                 const int off = (int)((uintptr_t)p & 15), n16 = off + bytes; /* copy while 16 c < n16 */
                 const uint8_t *pa = p - off + 16 * cj;
                 const uint32_t d = st_s + r * QG_PITCH + 16 * cj;
@@ -256,7 +251,7 @@ __global__ void __launch_bounds__(QG_THREADS, MOE_QG_BPS) k_qg(const moe_dec_arg
 #pragma unroll
                 for (int q = 0; q < 4; q++) acc[nt][i][q] = 0.f;
 
-#pragma unroll
+#pragma unroll 1
         for (int s = 0; s < NS - 1; s++) {
             if (s < nst) load_stage(s, s);
             qg_commit();
