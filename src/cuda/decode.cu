@@ -379,10 +379,11 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
 #define QP_SCRATCH_MB 2048
 static int64_t qp_pairs(int fmt) { return fmt == MOE_DF_Q8_0 ? 8 : 16; }
 /* With the int8 kernels (decode_qmma.cu), experts of 10 MB or more stay on
- * them up to 32 pairs an expert (H200, bench/decode/s16: mixtral Q8_0 T = 64 /
- * 128 (16 / 32 pairs) 905 / 1753 us against 2270 on the prefill path,
- * gpt-oss-20b Q8_0 T = 128 (16) 800 against 1304). */
-static int64_t qp_pairs_qg(int fmt, double eb, int qg) { return qg && eb >= 10e6 ? 32 : qp_pairs(fmt); }
+ * them up to 32 pairs an expert, smaller ones up to 16 (H200, bench/decode/s16
+ * run 6: mixtral Q8_0 T = 64 / 128 (16 / 32 pairs) 885 / 1537 us against 2270
+ * on the prefill path, at T = 256 (64 pairs) 2483 against 2334; gpt-oss-20b
+ * Q8_0 T = 128 (16) 721 against 1304; qwen3 Q8_0 T = 256 (16) 900 against 970). */
+static int64_t qp_pairs_qg(int fmt, double eb, int qg) { return !qg ? qp_pairs(fmt) : eb >= 10e6 ? 32 : 16; }
 
 /* bytes of the dequantised gate, up and down of ne experts */
 static void qp_sizes(const moe_layer *L, int64_t ne, size_t sz[3]) {

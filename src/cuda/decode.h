@@ -167,19 +167,22 @@ static inline int64_t moe__dec_stream_pairs(int fmt, double expert_bytes) {
 /* The same with cuda-quant's int8 tensor-core kernels (decode_qmma.cu) taking
  * the layer's formats (qg): they stream each expert's rows once for up to 32
  * tokens where the streaming kernels make a pass per 8 (or a dp4a pass per
- * token), and take over from 4 pairs an expert on large experts. Measured on an
- * H200 (bench/decode/s16 runs 3 and 5): mixtral's 47-93 MB experts Q8_0 T = 16
- * (4 pairs) 614 vs 797 us, Q4_K 458 vs 568, MXFP4 even, while at T = 8 (2
- * pairs) the streaming kernels lead (Q8_0 424 vs 556); gpt-oss-20b's 13-26 MB
- * experts from 8 pairs (Q8_0 T = 64 530 vs 697 us, MXFP4 493 vs 622; at 4
- * pairs the streaming kernels lead or tie, Q8_0 423 vs 460); qwen3's 2.5-5 MB
- * experts stay on the streaming kernels (Q8_0 T = 128, 8 pairs: 427 vs 547). */
+ * token), and take over from 4 pairs an expert on experts of 10 MB or more.
+ * Measured on an H200 (bench/decode/s16 runs 3-6), int8 against streaming
+ * kernels: mixtral's 47-93 MB experts at 4 pairs (T = 16) Q8_0 579 vs 797
+ * us, Q4_K 425 vs 570, MXFP4 501 vs 600, at 2 pairs (T = 8) 1.2-1.4x slower;
+ * deepseek-v3's 23-47 MB experts at 4 pairs (T = 128) Q4_K 3340 vs 3757, Q8_0
+ * 4643 vs 4905, MXFP4 3879 vs 3748 (the one loss), at 8 pairs 1.5-2x faster;
+ * gpt-oss-20b's 13-26 MB experts at 4 pairs (T = 32) MXFP4 344 vs 394, Q8_0 431
+ * vs 423, at 8 pairs 1.3x faster. Below 10 MB (qwen3's 2.5-5 MB experts) the
+ * streaming kernels lead up to 8 pairs (Q8_0 T = 128 432 vs 578, Q4_K 477 vs
+ * 514), so Q4_K streams to 8 there too; at 16 pairs (T = 256) the int8 kernels
+ * lead (Q4_K 884 vs 970). */
 static inline int64_t moe__dec_stream_pairs_qg(int fmt, double expert_bytes, int qg) {
     const int64_t p = moe__dec_stream_pairs(fmt, expert_bytes);
     if (!qg) return p;
-    if (expert_bytes >= 40e6) return p < 3 ? p : 3;
-    if (expert_bytes >= 10e6) return p < 5 ? p : 5;
-    return p;
+    if (expert_bytes >= 10e6) return p < 3 ? p : 3;
+    return fmt == MOE_DF_Q4_K && p < 8 ? 8 : p;
 }
 
 /* Expert columns a streaming launch plans its grid for (rows a block = the
