@@ -430,10 +430,17 @@ static void run_table_i8(const char *nt, const char *i8) {
 TEST(cuda_quant_cases_i8) { run_table_i8(NULL, NULL); }
 TEST(cuda_quant_cases_i8_nt1) { run_table_i8("1", NULL); }
 TEST(cuda_quant_cases_i8_nt4) { run_table_i8("4", NULL); }
+/* the instances for two blocks an SM (the table's layers, D <= 3072, take three) */
+TEST(cuda_quant_cases_i8_bps2) {
+    setenv("MOE_QG_BPS", "2", 1);
+    run_table_i8(NULL, NULL);
+    unsetenv("MOE_QG_BPS");
+}
 TEST(cuda_quant_cases_kdec) { run_table_i8(NULL, "0"); }
 /* Row tiles cut by N (phase 1: I = 96 of 64-row tiles, phase 2: D = 352 of
  * 128), a last stage of fewer blocks of 32 (11 and 3 a row), several passes
- * an expert (T = 40, K = 2, E = 4: ~20 pairs an expert, 8 a pass). */
+ * an expert (T = 40, K = 2, E = 4: ~20 pairs an expert, 8 a pass), the
+ * instances for three and for two blocks an SM. */
 TEST(cuda_quant_i8_ragged) {
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_MXFP4};
     moe_ctx *ctx = cuda_ctx();
@@ -441,6 +448,7 @@ TEST(cuda_quant_i8_ragged) {
     i8_env("1", NULL);
     for (int i = 0; i < 2 && !moe_test_failed(); i++)
         for (int v = 0; v < 2 && !moe_test_failed(); v++) {
+            setenv("MOE_QG_BPS", v ? "2" : "3", 1); /* both instance sets */
             moe_case c = {"i8-ragged", 40, 4, 352, 96, 2, v ? MOE_ACT_SWIGLU_OAI : MOE_ACT_SWIGLU,
                           v ? MOE_GATE_UP_INTERLEAVED : MOE_GATE_UP_SEPARATE, v, q[i], MOE_TYPE_BF16, ROUTE_RANDOM,
                           0, 0};
@@ -449,6 +457,7 @@ TEST(cuda_quant_i8_ragged) {
                                              NULL, msg, sizeof msg);
             CHECK_MSG(r == MOE_CASE_PASS, "%s variant %d: %s", moe_type_name(q[i]), v, msg);
         }
+    unsetenv("MOE_QG_BPS");
     i8_unenv();
     moe_ctx_free(ctx);
 }

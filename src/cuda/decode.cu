@@ -182,6 +182,7 @@ typedef struct dec_impl {
     char qp_why[200];            /* why there is no prefill path, for describe */
     int qg;                      /* cuda-quant: the int8 tensor-core kernels (decode_qmma.cu) replace k_dec */
     int qg_nt;                   /* MOE_QG_NT: token tiles of 8 a pass (0: by pairs an expert) */
+    int qg_bps;                  /* their instances for 2 or 3 blocks an SM (qg_init; MOE_QG_BPS) */
     char qg_why[120];            /* why they do not, for describe */
 } dec_impl;
 
@@ -487,6 +488,12 @@ static void qg_init(moe_layer *L, dec_impl *im) {
         snprintf(im->qg_why, sizeof im->qg_why, "shared memory of the device: %s", cudaGetErrorString(e));
         return;
     }
+    /* three blocks an SM (rings of 3 stages) where D <= 3072, else two (rings
+     * of 4): H200, bench/decode/s16 run 7: gpt-oss-20b (D = 2880) Q8_0 T = 16 /
+     * 32 / 64 303 / 357 / 460 us against 375 / 431 / 533, MXFP4 0.88-0.99x;
+     * mixtral (D = 4096) 1.00-1.05x slower. MOE_QG_BPS=2/3 overrides. */
+    const char *bps = getenv("MOE_QG_BPS");
+    im->qg_bps = bps && (bps[0] == '2' || bps[0] == '3') ? bps[0] - '0' : L->desc.D <= 3072 ? 3 : 2;
     im->qg = 1;
 }
 
@@ -1321,12 +1328,12 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
                                           im->pdl, s));
                 a1.xb = ws + w.xq;
                 dim3 q1((unsigned)moe__cdiv(I, L->gated ? 64 : 128), (unsigned)w.maxA);
-                MOE_CUDA_CK(moe__qg_launch(im->fmt1, ph1, nq, &a1, xd, xs, ux, q1, s));
+                MOE_CUDA_CK(moe__qg_launch(im->fmt1, ph1, nq, im->qg_bps, &a1, xd, xs, ux, q1, s));
                 MOE_CUDA_CK(moe__qg_quant(ws + w.h, MOE_TYPE_F32, (int)w.TK, (int)I, (int8_t *)(ws + w.hq), hd, hs, uh,
                                           im->fmt2, im->pdl, s));
                 a2.xb = ws + w.hq;
                 dim3 q2((unsigned)moe__cdiv(D, 128), (unsigned)w.maxA);
-                MOE_CUDA_CK(moe__qg_launch(im->fmt2, MOE_DEC_DOWN, nq, &a2, hd, hs, uh, q2, s));
+                MOE_CUDA_CK(moe__qg_launch(im->fmt2, MOE_DEC_DOWN, nq, im->qg_bps, &a2, hd, hs, uh, q2, s));
                 continue;
             }
             dim3 g1((unsigned)moe__cdiv(I, 16 * a1.RW), (unsigned)w.maxA);
@@ -1428,12 +1435,13 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                  "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): route (1 block, bitonic), "
                  "x quantised to int8 blocks of 32, gate/up (%s, row tiles of %d) and down (row tiles of 128) "
                  "int8 tensor-core kernels (mma.sync m16n8k32, 4 warps, weight rows and activation blocks through a "
-                 "cp.async ring), h quantised between them, %d token tiles of 8 per pass, %s, deterministic "
+                 "cp.async ring, %d blocks an SM), h quantised between them, %d token tiles of 8 per pass, %s, "
+                 "deterministic "
                  "slot-order combine%s, no repacking (GGUF blocks read in place)",
                  L->backend->name, (long long)T, T > im->chunk_t ? " (in chunks of tokens)" : "",
                  moe_type_name(L->up.type), moe_type_name(L->down.type), moe_act_name(d->act),
                  moe_type_name(d->act_type), im->device, im->cc_major, im->sm_count, L->gated ? "fused" : "up only",
-                 L->gated ? 64 : 128, qg_pick_nt(im, TK, d->E),
+                 L->gated ? 64 : 128, im->qg_bps, qg_pick_nt(im, TK, d->E),
                  im->pdl ? "programmatic dependent launch" : "plain launches", up);
     } else {
         snprintf(buf, n,

@@ -88,14 +88,15 @@ cudaError_t moe__dec_launch_qk(int fmt, int ph, int nt, const moe_dec_args *a, d
  * (MXFP4 layers: q in nibble order); moe__qg_launch runs phase ph (MOE_DEC_*)
  * on grid (row tiles: 64 rows gated, else 128; active expert slots), a->xb the
  * codes of x (phases 1) or h (phase 2), xd / xs their scales and sums, NT token
- * tiles of 8 a pass (1, 2 or 4); phase 1 writes a->h as f32. */
+ * tiles of 8 a pass (1, 2 or 4), the instances built for bps (2 or 3) blocks
+ * an SM; phase 1 writes a->h as f32. */
 int moe__qg_fmt_ok(int fmt);
-size_t moe__qg_smem(int fmt, int nt);
+size_t moe__qg_smem(int fmt, int nt, int bps);
 cudaError_t moe__qg_prepare(int fmt);
 cudaError_t moe__qg_quant(const void *src, int type, int R, int C, int8_t *q, float *d, float *s, int ldx, int fmt,
                           int pdl, cudaStream_t st);
-cudaError_t moe__qg_launch(int fmt, int ph, int nt, const moe_dec_args *a, const float *xd, const float *xs, int ldx,
-                           dim3 grid, cudaStream_t s);
+cudaError_t moe__qg_launch(int fmt, int ph, int nt, int bps, const moe_dec_args *a, const float *xd, const float *xs,
+                           int ldx, dim3 grid, cudaStream_t s);
 
 /* dequant.cu: the GGUF blocks of weight w ([E, N, C], byte strides se, sn) as
  * bf16 (out_f16 = 0) or f16 rows dst [E, N, C], contiguous, for the experts

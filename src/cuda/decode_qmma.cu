@@ -23,7 +23,8 @@
  * as B, one block of 32 a k step; the int32 result times the row's and the
  * token's scales (minus Q4_K's min times the token's block sum) into f32.
  * A pass takes up to 8 NT pairs of one expert; an expert with more takes
- * several passes over its rows.
+ * several passes over its rows. Each kernel has instances for two and for
+ * three blocks an SM (BPS: rings of 4 or 3 stages, 255 or 168 registers).
  */
 #include "decode_kernels.h"
 #include "qdot.cuh"
@@ -39,14 +40,10 @@ template <> struct qg_fmt<MOE_DF_Q8_0> { enum { KU = 4, BPU = 34, MIN = 0, NIB =
 template <> struct qg_fmt<MOE_DF_Q4_K> { enum { KU = 8, BPU = 18, MIN = 1, NIB = 0 }; };
 template <> struct qg_fmt<MOE_DF_MXFP4> { enum { KU = 8, BPU = 17, MIN = 0, NIB = 1 }; };
 
-/* Blocks an SM the kernels are built for (a lab knob: -DMOE_QG_BPS=3 builds
- * them for three, with rings of 3 stages) and the ring depth by token tiles:
- * 4 stages up to 16 tokens, 3 for 32. */
-#ifndef MOE_QG_BPS
-#define MOE_QG_BPS 2
-#endif
-static __host__ __device__ constexpr int qg_ns_of(int nt) { return MOE_QG_BPS >= 3 || nt > 2 ? 3 : 4; }
-template <int NT> struct qg_ns { enum { V = qg_ns_of(NT) }; };
+/* The ring depth of the instances built for BPS blocks an SM (2 or 3, by
+ * layer: moe__qg_launch's bps): 4 stages up to 16 tokens at two blocks an SM,
+ * else 3. */
+static __host__ __device__ constexpr int qg_ns_of(int nt, int bps) { return bps >= 3 || nt > 2 ? 3 : 4; }
 
 /* bytes of one stage: weight rows, their offsets, the tokens' codes (pitch
  * 32 KU + 16: = 16 mod 32), scales and sums ([KU][8 NT] floats each) */
@@ -155,11 +152,11 @@ template <> struct qg_row<MOE_DF_Q4_K> {
  * a.xb: the int8 codes of the B rows ([rows, C]); xd / xs: their scales and
  * d * sums ([rows, ldx] floats); a.h: phase 1's f32 output.
  */
-template <int F, int PH, int NT>
-__global__ void __launch_bounds__(QG_THREADS, MOE_QG_BPS) k_qg(const moe_dec_args a, const float *xd_g, const float *xs_g,
+template <int F, int PH, int NT, int BPS>
+__global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, const float *xd_g, const float *xs_g,
                                                       int ldx) {
     typedef qg_fmt<F> FM;
-    constexpr int KU = FM::KU, BPU = FM::BPU, MIN = FM::MIN, NS = qg_ns<NT>::V, TOK = 8 * NT;
+    constexpr int KU = FM::KU, BPU = FM::BPU, MIN = FM::MIN, NS = qg_ns_of(NT, BPS), TOK = 8 * NT;
     constexpr bool GATED = PH == MOE_DEC_GATE_UP;
     constexpr int XP = 32 * KU + 16;
     extern __shared__ __align__(128) uint8_t sm[];
@@ -394,7 +391,7 @@ __global__ void __launch_bounds__(QG_THREADS, MOE_QG_BPS) k_qg(const moe_dec_arg
     }
 }
 #else
-template <int F, int PH, int NT>
+template <int F, int PH, int NT, int BPS>
 __global__ void k_qg(const moe_dec_args, const float *, const float *, int) {}
 #endif
 
@@ -453,8 +450,8 @@ static __global__ void __launch_bounds__(256) k_qg_quant(const void *src, int ty
 
 int moe__qg_fmt_ok(int fmt) { return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q4_K || fmt == MOE_DF_MXFP4; }
 
-size_t moe__qg_smem(int fmt, int nt) {
-    const int ns = qg_ns_of(nt);
+size_t moe__qg_smem(int fmt, int nt, int bps) {
+    const int ns = qg_ns_of(nt, bps);
     switch (fmt) {
     case MOE_DF_Q8_0: return (size_t)ns * qg_stage_bytes(4, 0, nt);
     case MOE_DF_Q4_K: return (size_t)ns * qg_stage_bytes(8, 1, nt);
@@ -473,26 +470,26 @@ cudaError_t moe__qg_quant(const void *src, int type, int R, int C, int8_t *q, fl
     return cudaLaunchKernelEx(&cfg, k_qg_quant, src, type, R, C, q, d, s, ldx, (int)(fmt == MOE_DF_MXFP4), pdl);
 }
 
-template <int F, int PH, int NT>
+template <int F, int PH, int NT, int BPS>
 static cudaError_t qg_launch_one(const moe_dec_args *a, const float *xd, const float *xs, int ldx, dim3 grid,
                                  cudaStream_t s) {
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at;
-    dk_launch_config(&cfg, &at, grid, QG_THREADS, moe__qg_smem(F, NT), s, a->pdl);
-    return cudaLaunchKernelEx(&cfg, k_qg<F, PH, NT>, *a, xd, xs, ldx);
+    dk_launch_config(&cfg, &at, grid, QG_THREADS, moe__qg_smem(F, NT, BPS), s, a->pdl);
+    return cudaLaunchKernelEx(&cfg, k_qg<F, PH, NT, BPS>, *a, xd, xs, ldx);
 }
 
 /* the dynamic shared memory of every instance of format F on the current device */
-template <int F> static cudaError_t qg_prep_fmt(int optin) {
-    void *fns[] = {(void *)k_qg<F, MOE_DEC_GATE_UP, 1>, (void *)k_qg<F, MOE_DEC_GATE_UP, 2>,
-                   (void *)k_qg<F, MOE_DEC_GATE_UP, 4>, (void *)k_qg<F, MOE_DEC_UP, 1>,
-                   (void *)k_qg<F, MOE_DEC_UP, 2>,      (void *)k_qg<F, MOE_DEC_UP, 4>,
-                   (void *)k_qg<F, MOE_DEC_DOWN, 1>,    (void *)k_qg<F, MOE_DEC_DOWN, 2>,
-                   (void *)k_qg<F, MOE_DEC_DOWN, 4>};
+template <int F, int BPS> static cudaError_t qg_prep_fmt(int optin) {
+    void *fns[] = {(void *)k_qg<F, MOE_DEC_GATE_UP, 1, BPS>, (void *)k_qg<F, MOE_DEC_GATE_UP, 2, BPS>,
+                   (void *)k_qg<F, MOE_DEC_GATE_UP, 4, BPS>, (void *)k_qg<F, MOE_DEC_UP, 1, BPS>,
+                   (void *)k_qg<F, MOE_DEC_UP, 2, BPS>,      (void *)k_qg<F, MOE_DEC_UP, 4, BPS>,
+                   (void *)k_qg<F, MOE_DEC_DOWN, 1, BPS>,    (void *)k_qg<F, MOE_DEC_DOWN, 2, BPS>,
+                   (void *)k_qg<F, MOE_DEC_DOWN, 4, BPS>};
     const int nts[] = {1, 2, 4, 1, 2, 4, 1, 2, 4};
     cudaError_t e = cudaSuccess;
     for (int i = 0; i < 9 && e == cudaSuccess; i++) {
-        const int need = (int)moe__qg_smem(F, nts[i]);
+        const int need = (int)moe__qg_smem(F, nts[i], BPS);
         cudaFuncAttributes fa;
         e = cudaFuncGetAttributes(&fa, fns[i]);
         if (e != cudaSuccess) break;
@@ -508,35 +505,48 @@ cudaError_t moe__qg_prepare(int fmt) {
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     if (e != cudaSuccess) return e;
     switch (fmt) {
-    case MOE_DF_Q8_0: return qg_prep_fmt<MOE_DF_Q8_0>(optin);
-    case MOE_DF_Q4_K: return qg_prep_fmt<MOE_DF_Q4_K>(optin);
-    case MOE_DF_MXFP4: return qg_prep_fmt<MOE_DF_MXFP4>(optin);
+    case MOE_DF_Q8_0:
+        e = qg_prep_fmt<MOE_DF_Q8_0, 2>(optin);
+        return e == cudaSuccess ? qg_prep_fmt<MOE_DF_Q8_0, 3>(optin) : e;
+    case MOE_DF_Q4_K:
+        e = qg_prep_fmt<MOE_DF_Q4_K, 2>(optin);
+        return e == cudaSuccess ? qg_prep_fmt<MOE_DF_Q4_K, 3>(optin) : e;
+    case MOE_DF_MXFP4:
+        e = qg_prep_fmt<MOE_DF_MXFP4, 2>(optin);
+        return e == cudaSuccess ? qg_prep_fmt<MOE_DF_MXFP4, 3>(optin) : e;
     }
     return cudaErrorInvalidValue;
 }
 
-template <int F, int NT>
+template <int F, int NT, int BPS>
 static cudaError_t qg_launch_ph(int ph, const moe_dec_args *a, const float *xd, const float *xs, int ldx, dim3 grid,
                                 cudaStream_t s) {
-    if (ph == MOE_DEC_GATE_UP) return qg_launch_one<F, MOE_DEC_GATE_UP, NT>(a, xd, xs, ldx, grid, s);
-    if (ph == MOE_DEC_UP) return qg_launch_one<F, MOE_DEC_UP, NT>(a, xd, xs, ldx, grid, s);
-    return qg_launch_one<F, MOE_DEC_DOWN, NT>(a, xd, xs, ldx, grid, s);
+    if (ph == MOE_DEC_GATE_UP) return qg_launch_one<F, MOE_DEC_GATE_UP, NT, BPS>(a, xd, xs, ldx, grid, s);
+    if (ph == MOE_DEC_UP) return qg_launch_one<F, MOE_DEC_UP, NT, BPS>(a, xd, xs, ldx, grid, s);
+    return qg_launch_one<F, MOE_DEC_DOWN, NT, BPS>(a, xd, xs, ldx, grid, s);
+}
+
+template <int F, int BPS>
+static cudaError_t qg_launch_nt(int ph, int nt, const moe_dec_args *a, const float *xd, const float *xs, int ldx,
+                                dim3 grid, cudaStream_t s) {
+    if (nt <= 1) return qg_launch_ph<F, 1, BPS>(ph, a, xd, xs, ldx, grid, s);
+    if (nt == 2) return qg_launch_ph<F, 2, BPS>(ph, a, xd, xs, ldx, grid, s);
+    return qg_launch_ph<F, 4, BPS>(ph, a, xd, xs, ldx, grid, s);
 }
 
 template <int F>
-static cudaError_t qg_launch_fmt(int ph, int nt, const moe_dec_args *a, const float *xd, const float *xs, int ldx,
-                                 dim3 grid, cudaStream_t s) {
-    if (nt <= 1) return qg_launch_ph<F, 1>(ph, a, xd, xs, ldx, grid, s);
-    if (nt == 2) return qg_launch_ph<F, 2>(ph, a, xd, xs, ldx, grid, s);
-    return qg_launch_ph<F, 4>(ph, a, xd, xs, ldx, grid, s);
+static cudaError_t qg_launch_fmt(int ph, int nt, int bps, const moe_dec_args *a, const float *xd, const float *xs,
+                                 int ldx, dim3 grid, cudaStream_t s) {
+    return bps >= 3 ? qg_launch_nt<F, 3>(ph, nt, a, xd, xs, ldx, grid, s)
+                    : qg_launch_nt<F, 2>(ph, nt, a, xd, xs, ldx, grid, s);
 }
 
-cudaError_t moe__qg_launch(int fmt, int ph, int nt, const moe_dec_args *a, const float *xd, const float *xs, int ldx,
-                           dim3 grid, cudaStream_t s) {
+cudaError_t moe__qg_launch(int fmt, int ph, int nt, int bps, const moe_dec_args *a, const float *xd, const float *xs,
+                           int ldx, dim3 grid, cudaStream_t s) {
     switch (fmt) {
-    case MOE_DF_Q8_0: return qg_launch_fmt<MOE_DF_Q8_0>(ph, nt, a, xd, xs, ldx, grid, s);
-    case MOE_DF_Q4_K: return qg_launch_fmt<MOE_DF_Q4_K>(ph, nt, a, xd, xs, ldx, grid, s);
-    case MOE_DF_MXFP4: return qg_launch_fmt<MOE_DF_MXFP4>(ph, nt, a, xd, xs, ldx, grid, s);
+    case MOE_DF_Q8_0: return qg_launch_fmt<MOE_DF_Q8_0>(ph, nt, bps, a, xd, xs, ldx, grid, s);
+    case MOE_DF_Q4_K: return qg_launch_fmt<MOE_DF_Q4_K>(ph, nt, bps, a, xd, xs, ldx, grid, s);
+    case MOE_DF_MXFP4: return qg_launch_fmt<MOE_DF_MXFP4>(ph, nt, bps, a, xd, xs, ldx, grid, s);
     }
     return cudaErrorInvalidValue;
 }
