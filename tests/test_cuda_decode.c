@@ -462,12 +462,12 @@ TEST(cuda_quant_i8_ragged) {
     moe_ctx_free(ctx);
 }
 TEST(cuda_quant_sweep_T_i8) {
-    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4};
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q6_K};
     static const char *nts[] = {"1", "2", "4"};
-    for (int i = 0; i < 3 && !moe_test_failed(); i++) i8_check_desc(q[i], NULL, 1);
+    for (int i = 0; i < 4 && !moe_test_failed(); i++) i8_check_desc(q[i], NULL, 1);
     for (int m = 0; m < 3 && !moe_test_failed(); m++) {
         i8_env(nts[m], NULL);
-        sweep("cuda-quant", q, 3, m == 1 ? MOE_TYPE_F16 : MOE_TYPE_BF16);
+        sweep("cuda-quant", q, 4, m == 1 ? MOE_TYPE_F16 : MOE_TYPE_BF16);
         i8_unenv();
     }
 }

@@ -31,25 +31,31 @@
 
 #define QG_THREADS 128
 #define QG_ROWS 128  /* weight rows a stage */
-#define QG_CHUNKS 10 /* 16-byte copies a row a stage at most (<= 144 bytes at any 16-byte offset) */
-#define QG_PITCH 176 /* bytes between staged rows: 160 + 16, = 16 mod 32 (fragment loads without bank conflicts) */
-
-/* KU blocks of 32 a stage, BPU bytes a block of 32 (Q4_K: 144 / 8), MIN: element = sc q - mn. */
+/* Per format: KU blocks of 32 a stage, SBB bytes a stage of a row (BPU a block
+ * of 32 where a stage may end early: the 32-element formats), MIN: element =
+ * sc q - mn, NIB: MXFP4's nibble order; CH 16-byte copies a row a stage at
+ * most (the stage's bytes at any 16-byte offset) and PITCH bytes between
+ * staged rows (16 CH + 16, = 16 mod 32: fragment loads without bank
+ * conflicts). Q6_K: a super-block a stage, its 16-element scales on
+ * m16n8k16 (two a block of 32). */
 template <int F> struct qg_fmt;
-template <> struct qg_fmt<MOE_DF_Q8_0> { enum { KU = 4, BPU = 34, MIN = 0, NIB = 0 }; };
-template <> struct qg_fmt<MOE_DF_Q4_K> { enum { KU = 8, BPU = 18, MIN = 1, NIB = 0 }; };
-template <> struct qg_fmt<MOE_DF_MXFP4> { enum { KU = 8, BPU = 17, MIN = 0, NIB = 1 }; };
+template <> struct qg_fmt<MOE_DF_Q8_0> { enum { KU = 4, BPU = 34, SBB = 136, MIN = 0, NIB = 0, CH = 10, PITCH = 176 }; };
+template <> struct qg_fmt<MOE_DF_Q4_K> { enum { KU = 8, BPU = 18, SBB = 144, MIN = 1, NIB = 0, CH = 10, PITCH = 176 }; };
+template <> struct qg_fmt<MOE_DF_MXFP4> { enum { KU = 8, BPU = 17, SBB = 136, MIN = 0, NIB = 1, CH = 10, PITCH = 176 }; };
+template <> struct qg_fmt<MOE_DF_Q6_K> { enum { KU = 8, BPU = 0, SBB = 210, MIN = 0, NIB = 0, CH = 15, PITCH = 240 }; };
 
 /* The ring depth of the instances built for BPS blocks an SM (2 or 3, by
  * layer: moe__qg_launch's bps): 4 stages up to 16 tokens at two blocks an SM,
- * else 3. */
-static __host__ __device__ constexpr int qg_ns_of(int nt, int bps) { return bps >= 3 || nt > 2 ? 3 : 4; }
+ * else 3; Q6_K (two blocks an SM only) 3, or 2 for 32 tokens. */
+static __host__ __device__ constexpr int qg_ns_of(int f, int nt, int bps) {
+    return f == MOE_DF_Q6_K ? (nt > 2 ? 2 : 3) /* 240-byte rows: two blocks an SM */ : bps >= 3 || nt > 2 ? 3 : 4;
+}
 
 /* bytes of one stage: weight rows, their offsets, the tokens' codes (pitch
  * 32 KU + 16: = 16 mod 32), scales and sums ([KU][8 NT] floats each) */
 static __host__ __device__ __forceinline__ int qg_xpitch(int KU) { return 32 * KU + 16; }
-static __host__ __device__ __forceinline__ int qg_stage_bytes(int KU, int MIN, int NT) {
-    const int b = QG_ROWS * QG_PITCH + QG_ROWS + 8 * NT * qg_xpitch(KU) + 4 * KU * 8 * NT * (1 + MIN);
+static __host__ __device__ __forceinline__ int qg_stage_bytes(int pitch, int KU, int MIN, int NT) {
+    const int b = QG_ROWS * pitch + QG_ROWS + 8 * NT * qg_xpitch(KU) + 4 * KU * 8 * NT * (1 + MIN);
     return (b + 127) & ~127;
 }
 
@@ -76,6 +82,13 @@ static __device__ __forceinline__ void qg_mma(int c[4], uint32_t a0, uint32_t a1
                  "{%10, %10, %10, %10};\n"
                  : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+}
+/* mma.m16n8k16 s8 x s8 -> s32 (Q6_K's 16-element scales) */
+static __device__ __forceinline__ void qg_mma16(int c[4], uint32_t a0, uint32_t a1, uint32_t b0) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+                 "{%7, %7, %7, %7};\n"
+                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(b0), "r"(0));
 }
 /* the word holding bytes p .. p + 3 of shared memory, p at any alignment */
 static __device__ __forceinline__ uint32_t qg_ldu(const uint8_t *p) {
@@ -146,6 +159,38 @@ template <> struct qg_row<MOE_DF_Q4_K> {
     }
 };
 
+template <> struct qg_row<MOE_DF_Q6_K> {
+    /* the super-block (ql[128], qh[64], scales[16], d) starts 2-aligned: its
+     * words from the aligned base b through a funnel shift sh, lane t's at + 4t */
+    const uint32_t *w;
+    uint32_t sh, sc[4];
+    float d;
+    __device__ __forceinline__ uint32_t wd(int off) const { return __funnelshift_r(w[off >> 2], w[(off >> 2) + 1], sh); }
+    __device__ __forceinline__ void prep(const uint8_t *row, int t) {
+        const uintptr_t p = (uintptr_t)row;
+        w = (const uint32_t *)(p & ~(uintptr_t)3);
+        sh = 8 * (uint32_t)(p & 3);
+        d = __half2float(*(const __half *)(row + 208));
+#pragma unroll
+        for (int i = 0; i < 4; i++) sc[i] = wd(192 + 4 * i);
+        w += t; /* lane t's codes */
+    }
+    /* block of 32 u = sub-blocks 2u (lo) and 2u + 1 (hi) of 16: lane t's 4
+     * codes (k 4t..4t+3 of each) as int8 (q - 32), and their scales d sc */
+    __device__ __forceinline__ void frag(int u, uint32_t &lo, uint32_t &hi, float &slo, float &shi) const {
+        const int n = u >> 2, f = u & 3; /* half of 128, field: ql low/high nibbles of bytes 0-31 / 32-63 */
+        const int ql = 64 * n + 32 * (f & 1), qh = 128 + 32 * n, nsh = 4 * (f >> 1), hsh = 2 * f;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint32_t v = ((wd(ql + 16 * h) >> nsh) & 0x0F0F0F0Fu) | (((wd(qh + 16 * h) >> hsh) & 0x03030303u) << 4);
+            const int j = 2 * u + h;
+            const float s = d * (float)(int8_t)(sc[j >> 2] >> (8 * (j & 3)));
+            if (h == 0) { lo = moe__qsub32x4(v); slo = s; }
+            else { hi = moe__qsub32x4(v); shi = s; }
+        }
+    }
+};
+
 /*
  * grid (row tiles, active expert slots), 128 threads, dynamic shared memory
  * NS stages of qg_stage_bytes. PH: MOE_DEC_GATE_UP, MOE_DEC_UP, MOE_DEC_DOWN.
@@ -156,14 +201,15 @@ template <int F, int PH, int NT, int BPS>
 __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, const float *xd_g, const float *xs_g,
                                                       int ldx) {
     typedef qg_fmt<F> FM;
-    constexpr int KU = FM::KU, BPU = FM::BPU, MIN = FM::MIN, NS = qg_ns_of(NT, BPS), TOK = 8 * NT;
+    constexpr int KU = FM::KU, BPU = FM::BPU, SBB = FM::SBB, MIN = FM::MIN, NS = qg_ns_of(F, NT, BPS), TOK = 8 * NT;
+    constexpr int QG_PITCH = FM::PITCH, QG_CHUNKS = FM::CH;
     constexpr bool GATED = PH == MOE_DEC_GATE_UP;
     constexpr int XP = 32 * KU + 16;
     extern __shared__ __align__(128) uint8_t sm[];
     __shared__ int s_xr[TOK];
     __shared__ int s_last;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-    const int SB = qg_stage_bytes(KU, MIN, NT);
+    const int SB = qg_stage_bytes(QG_PITCH, KU, MIN, NT);
 
     dk_grid_wait();
     dk_grid_launch_dependents();
@@ -206,7 +252,7 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
         auto load_stage = [&](int s, int slot) {
             uint8_t *st = sm + slot * SB;
             const uint32_t st_s = qg_smem(st);
-            const int u0 = s * KU, nu = min(KU, U - u0), bytes = nu * BPU;
+            const int u0 = s * KU, nu = min(KU, U - u0), bytes = nu == KU ? SBB : nu * BPU;
 #pragma unroll
             for (int k = 0; k < 8; k++) {
                 const int r = 16 * k + crr;
@@ -214,7 +260,7 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                     if (cj == 0) st[QG_ROWS * QG_PITCH + r] = 0;
                     continue;
                 }
-                const uint8_t *p = (k < KH ? src0 + (k % KH) * step0 : src1 + (k % KH) * step1) + (int64_t)u0 * BPU;
+                const uint8_t *p = (k < KH ? src0 + (k % KH) * step0 : src1 + (k % KH) * step1) + (int64_t)s * SBB;
                 const int off = (int)((uintptr_t)p & 15), n16 = off + bytes; /* copy while 16 c < n16 */
                 const uint8_t *pa = p - off + 16 * cj;
                 const uint32_t d = st_s + r * QG_PITCH + 16 * cj;
@@ -304,6 +350,22 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                         W[2 * i + 1].frag(u, A[1], A[3], tab);
                         da = W[2 * i].d;
                         db = W[2 * i + 1].d;
+                    } else if constexpr (F == MOE_DF_Q6_K) {
+                        /* two m16n8k16 a block of 32: sub-block 2u on b0, 2u + 1 on b1 */
+                        float sa1, sb1;
+                        W[2 * i].frag(u, A[0], A[2], da, sa1);
+                        W[2 * i + 1].frag(u, A[1], A[3], db, sb1);
+#pragma unroll
+                        for (int nt = 0; nt < NT; nt++) {
+                            int c[4], c1[4];
+                            qg_mma16(c, A[0], A[1], b0[nt]);
+                            qg_mma16(c1, A[2], A[3], b1[nt]);
+                            acc[nt][i][0] += (dq_i2f(c[0]) * da + dq_i2f(c1[0]) * sa1) * xd[nt].x;
+                            acc[nt][i][1] += (dq_i2f(c[1]) * da + dq_i2f(c1[1]) * sa1) * xd[nt].y;
+                            acc[nt][i][2] += (dq_i2f(c[2]) * db + dq_i2f(c1[2]) * sb1) * xd[nt].x;
+                            acc[nt][i][3] += (dq_i2f(c[3]) * db + dq_i2f(c1[3]) * sb1) * xd[nt].y;
+                        }
+                        continue;
                     } else {
                         W[2 * i].frag(u, A[0], A[2], da, ma);
                         W[2 * i + 1].frag(u, A[1], A[3], db, mb);
@@ -325,7 +387,9 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                     }
                 }
             };
-            if (nu == KU) { /* every stage but maybe the last: the blocks' offsets are constants */
+            if (F == MOE_DF_Q4_K || F == MOE_DF_Q6_K || nu == KU) {
+                /* every stage but maybe the last of a 32-element format (the K-quants'
+                 * rows are whole super-blocks): the blocks' offsets are constants */
 #pragma unroll
                 for (int u = 0; u < KU; u++) unit(u);
             } else {
@@ -448,14 +512,17 @@ static __global__ void __launch_bounds__(256) k_qg_quant(const void *src, int ty
     s[r * ldx + u] = dd * (float)(s16[0] + s16[1]);
 }
 
-int moe__qg_fmt_ok(int fmt) { return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q4_K || fmt == MOE_DF_MXFP4; }
+int moe__qg_fmt_ok(int fmt) {
+    return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q4_K || fmt == MOE_DF_MXFP4 || fmt == MOE_DF_Q6_K;
+}
 
 size_t moe__qg_smem(int fmt, int nt, int bps) {
-    const int ns = qg_ns_of(nt, bps);
+    const int ns = qg_ns_of(fmt, nt, bps);
     switch (fmt) {
-    case MOE_DF_Q8_0: return (size_t)ns * qg_stage_bytes(4, 0, nt);
-    case MOE_DF_Q4_K: return (size_t)ns * qg_stage_bytes(8, 1, nt);
-    case MOE_DF_MXFP4: return (size_t)ns * qg_stage_bytes(8, 0, nt);
+    case MOE_DF_Q8_0: return (size_t)ns * qg_stage_bytes(176, 4, 0, nt);
+    case MOE_DF_Q4_K: return (size_t)ns * qg_stage_bytes(176, 8, 1, nt);
+    case MOE_DF_MXFP4: return (size_t)ns * qg_stage_bytes(176, 8, 0, nt);
+    case MOE_DF_Q6_K: return (size_t)ns * qg_stage_bytes(240, 8, 0, nt);
     }
     return 0;
 }
@@ -514,6 +581,7 @@ cudaError_t moe__qg_prepare(int fmt) {
     case MOE_DF_MXFP4:
         e = qg_prep_fmt<MOE_DF_MXFP4, 2>(optin);
         return e == cudaSuccess ? qg_prep_fmt<MOE_DF_MXFP4, 3>(optin) : e;
+    case MOE_DF_Q6_K: return qg_prep_fmt<MOE_DF_Q6_K, 2>(optin);
     }
     return cudaErrorInvalidValue;
 }
@@ -537,8 +605,10 @@ static cudaError_t qg_launch_nt(int ph, int nt, const moe_dec_args *a, const flo
 template <int F>
 static cudaError_t qg_launch_fmt(int ph, int nt, int bps, const moe_dec_args *a, const float *xd, const float *xs,
                                  int ldx, dim3 grid, cudaStream_t s) {
-    return bps >= 3 ? qg_launch_nt<F, 3>(ph, nt, a, xd, xs, ldx, grid, s)
-                    : qg_launch_nt<F, 2>(ph, nt, a, xd, xs, ldx, grid, s);
+    if constexpr (F == MOE_DF_Q6_K) return qg_launch_nt<F, 2>(ph, nt, a, xd, xs, ldx, grid, s); /* two only */
+    else
+        return bps >= 3 ? qg_launch_nt<F, 3>(ph, nt, a, xd, xs, ldx, grid, s)
+                        : qg_launch_nt<F, 2>(ph, nt, a, xd, xs, ldx, grid, s);
 }
 
 cudaError_t moe__qg_launch(int fmt, int ph, int nt, int bps, const moe_dec_args *a, const float *xd, const float *xs,
@@ -547,6 +617,7 @@ cudaError_t moe__qg_launch(int fmt, int ph, int nt, int bps, const moe_dec_args 
     case MOE_DF_Q8_0: return qg_launch_fmt<MOE_DF_Q8_0>(ph, nt, bps, a, xd, xs, ldx, grid, s);
     case MOE_DF_Q4_K: return qg_launch_fmt<MOE_DF_Q4_K>(ph, nt, bps, a, xd, xs, ldx, grid, s);
     case MOE_DF_MXFP4: return qg_launch_fmt<MOE_DF_MXFP4>(ph, nt, bps, a, xd, xs, ldx, grid, s);
+    case MOE_DF_Q6_K: return qg_launch_fmt<MOE_DF_Q6_K>(ph, nt, bps, a, xd, xs, ldx, grid, s);
     }
     return cudaErrorInvalidValue;
 }
