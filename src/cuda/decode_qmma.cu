@@ -365,13 +365,12 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                             acc[nt][i][2] += (dq_i2f(c[2]) * db + dq_i2f(c1[2]) * sb1) * xd[nt].x;
                             acc[nt][i][3] += (dq_i2f(c[3]) * db + dq_i2f(c1[3]) * sb1) * xd[nt].y;
                         }
-                        continue;
                     } else {
                         W[2 * i].frag(u, A[0], A[2], da, ma);
                         W[2 * i + 1].frag(u, A[1], A[3], db, mb);
                     }
 #pragma unroll
-                    for (int nt = 0; nt < NT; nt++) {
+                    for (int nt = 0; nt < (F == MOE_DF_Q6_K ? 0 : NT); nt++) {
                         int c[4];
                         qg_mma(c, A[0], A[1], A[2], A[3], b0[nt], b1[nt]);
                         acc[nt][i][0] += dq_i2f(c[0]) * (da * xd[nt].x);
