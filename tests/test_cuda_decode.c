@@ -721,7 +721,7 @@ TEST(cuda_quant_graph_capture) { graph_capture_case("cuda-quant", MOE_TYPE_Q8_0,
  * deepseek-v3's (bench/decode/s10 runs 29-33); Q4_K 4 (s12 run 9), Q5_K and Q8_0 8
  * everywhere (s13 run 12: Q5_K at 2 lost 2x at 4 pairs an expert). */
 TEST(decode_stream_pairs_presets) {
-    /* want_qg: with the int8 kernels (Q8_0, Q4_K, MXFP4): 3 on experts of 10 MB or
+    /* want_qg: with the int8 kernels (Q8_0, Q4_K, Q6_K, MXFP4): 3 on experts of 10 MB or
      * more; below, Q4_K 8, the others unchanged (moe__dec_stream_pairs_qg) */
     static const struct { const char *name; int64_t D, I; int fmt; int64_t want, want_qg; } p[] = {
         {"gpt-oss-20b MXFP4", 2880, 2880, MOE_DF_MXFP4, 16, 3}, {"qwen3 MXFP4", 2048, 768, MOE_DF_MXFP4, 16, 16},

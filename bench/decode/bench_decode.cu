@@ -17,7 +17,7 @@
  * T of --qtokens (default 1, 2, 4, 8, 16).
  * --dense runs T = 1, 2, 4, 8, 16, 32, 64 (or those of --dtokens) with the streaming
  * kernels ("stream") and the mma kernels ("kdec"); --no-kdec (dense and quant) skips
- * the mma kernels. --quant adds, for Q8_0, Q4_K and MXFP4, cuda-quant's int8 tensor-core
+ * the mma kernels. --quant adds, for Q8_0, Q4_K, Q6_K and MXFP4, cuda-quant's int8 tensor-core
  * kernels at every T ("i8", no prefill path; --no-i8 skips them); "kdec" there is k_dec
  * (MOE_QUANT_I8=0).
  * --cross times the grouped GEMM backends (and, past 64, the decode kernels) at T = 4 .. 512 (or those

@@ -1,6 +1,6 @@
 /*
  * cuda-quant's int8 tensor-core kernels for groups of tokens (the "i8"
- * kernels: Q8_0, Q4_K, MXFP4 rows), launched by src/cuda/decode.cu between
+ * kernels: Q8_0, Q4_K, Q6_K, MXFP4 rows), launched by src/cuda/decode.cu between
  * the streaming kernels (few pairs an expert) and the dequantising prefill
  * path. One forward of Tc tokens:
  *   route      k_route (decode.cu): active experts, pairs sorted by expert
@@ -15,16 +15,17 @@
  *
  * A block is 4 warps. Its 128 weight rows (phase 1: 64 of gate and the same
  * 64 of up) stream through a ring of cp.async stages, each 4 (Q8_0) or 8
- * (Q4_K: one super-block; MXFP4) blocks of 32 of every row plus the tokens'
- * activation blocks of the same columns; every thread copies, every warp
- * computes (no producer warp). Warp w owns two 16-row tiles: mma.m16n8k32
+ * (Q4_K, Q6_K: one super-block; MXFP4) blocks of 32 of every row plus the
+ * tokens' activation blocks of the same columns; every thread copies, every
+ * warp computes (no producer warp). Warp w owns two 16-row tiles: mma.m16n8k32
  * s8 with the weights as A (int8 codes as GGUF stores them: Q8_0's bytes,
- * Q4_K's nibbles, MXFP4's doubled e2m1 values in nibble order) and 8 tokens
- * as B, one block of 32 a k step; the int32 result times the row's and the
- * token's scales (minus Q4_K's min times the token's block sum) into f32.
+ * Q4_K's nibbles, MXFP4's doubled e2m1 values in nibble order; Q6_K's 6-bit
+ * codes minus 32 on two m16n8k16, one a 16-element scale) and 8 tokens as B,
+ * one block of 32 a k step; the int32 result times the row's and the token's
+ * scales (minus Q4_K's min times the token's block sum) into f32.
  * A pass takes up to 8 NT pairs of one expert; an expert with more takes
- * several passes over its rows. Each kernel has instances for two and for
- * three blocks an SM (BPS: rings of 4 or 3 stages, 255 or 168 registers).
+ * several passes over its rows. Each kernel has instances for two and (but
+ * Q6_K) three blocks an SM (BPS: rings of 4 or 3 stages, 255 or 168 registers).
  */
 #include "decode_kernels.h"
 #include "qdot.cuh"
