@@ -465,6 +465,23 @@ template <> __device__ __forceinline__ void dk_mma<__half>(float c[4], uint32_t 
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+/* mma.m16n8k32 and m16n8k16 s8 x s8 -> s32 with a zero accumulator in: the
+ * int8 tensor-core consumers of the streaming kernels (decode_stream.cuh) and
+ * the int8 kernels (decode_qmma.cu); sm_80 and later. */
+static __device__ __forceinline__ void dk_mma_s8(int c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                                 uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%10, %10, %10, %10};\n"
+                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+}
+static __device__ __forceinline__ void dk_mma_s8_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b0) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+                 "{%7, %7, %7, %7};\n"
+                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(b0), "r"(0));
+}
+
 /* The A fragment pairs of step s: 8 values of the mma type packed in pairs. */
 template <typename FM, typename MT>
 __device__ __forceinline__ uint4 dk_frag(const typename FM::Raw &r, const typename FM::Dec &dc, int t, int s) {

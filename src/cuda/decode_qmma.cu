@@ -77,20 +77,6 @@ static __device__ __forceinline__ void qg_commit(void) { asm volatile("cp.async.
 template <int N> static __device__ __forceinline__ void qg_wait(void) {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-static __device__ __forceinline__ void qg_mma(int c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                              uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%10, %10, %10, %10};\n"
-                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
-}
-/* mma.m16n8k16 s8 x s8 -> s32 (Q6_K's 16-element scales) */
-static __device__ __forceinline__ void qg_mma16(int c[4], uint32_t a0, uint32_t a1, uint32_t b0) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
-                 "{%7, %7, %7, %7};\n"
-                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-                 : "r"(a0), "r"(a1), "r"(b0), "r"(0));
-}
 /* the word holding bytes p .. p + 3 of shared memory, p at any alignment */
 static __device__ __forceinline__ uint32_t qg_ldu(const uint8_t *p) {
     const uintptr_t q = (uintptr_t)p;
@@ -359,8 +345,8 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
 #pragma unroll
                         for (int nt = 0; nt < NT; nt++) {
                             int c[4], c1[4];
-                            qg_mma16(c, A[0], A[1], b0[nt]);
-                            qg_mma16(c1, A[2], A[3], b1[nt]);
+                            dk_mma_s8_k16(c, A[0], A[1], b0[nt]);
+                            dk_mma_s8_k16(c1, A[2], A[3], b1[nt]);
                             acc[nt][i][0] += (dq_i2f(c[0]) * da + dq_i2f(c1[0]) * sa1) * xd[nt].x;
                             acc[nt][i][1] += (dq_i2f(c[1]) * da + dq_i2f(c1[1]) * sa1) * xd[nt].y;
                             acc[nt][i][2] += (dq_i2f(c[2]) * db + dq_i2f(c1[2]) * sb1) * xd[nt].x;
@@ -373,7 +359,7 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
 #pragma unroll
                     for (int nt = 0; nt < (F == MOE_DF_Q6_K ? 0 : NT); nt++) {
                         int c[4];
-                        qg_mma(c, A[0], A[1], A[2], A[3], b0[nt], b1[nt]);
+                        dk_mma_s8(c, A[0], A[1], A[2], A[3], b0[nt], b1[nt]);
                         acc[nt][i][0] += dq_i2f(c[0]) * (da * xd[nt].x);
                         acc[nt][i][1] += dq_i2f(c[1]) * (da * xd[nt].y);
                         acc[nt][i][2] += dq_i2f(c[2]) * (db * xd[nt].x);

@@ -416,15 +416,6 @@ static __host__ __device__ __forceinline__ int sv_qmma_scratch_bytes(const moe_s
 }
 
 #ifdef SV_ON
-/* mma.m16n8k32 s8 x s8 -> s32 (zero accumulator in). */
-static __device__ __forceinline__ void sv_mma_s8(int c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                                 uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%10, %10, %10, %10};\n"
-                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
-}
-
 /* Unit u of a row of a 32-element format in shared memory: the A fragment
  * words of lane quad t, elements 4t..4t+3 (lo) and 16+4t..19+4t (hi) as
  * int8, and the unit's scale d (the dp4a decoders' sc, qdot.cuh). Q8_0: two
@@ -482,7 +473,7 @@ static __device__ __forceinline__ void sv_qmma_stage(const uint8_t *st, int pitc
             const uint32_t b0 = *(const uint32_t *)xp, b1 = *(const uint32_t *)(xp + 16);
             const float *xd = (const float *)(meta + u * 36 + 8 * t); /* tokens 2t, 2t + 1 */
             int c[4];
-            sv_mma_s8(c, a0, a1, a2, a3, b0, b1);
+            dk_mma_s8(c, a0, a1, a2, a3, b0, b1);
             const float x0 = xd[0], x1 = xd[1];
             f[0] += (float)c[0] * (da * x0);
             f[1] += (float)c[1] * (da * x1);
