@@ -15,8 +15,8 @@ M="--metrics smsp__inst_executed.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_s
 for cs in ${CASES:-mixtral_q80_t16:mixtral-8x7b:q8_0:16}; do
   for b in ${BINS:-bench_decode}; do
   IFS=: read -r cn preset qt T <<< "$cs"
-  MOE_DECODE_STREAM=0 MOE_QUANT_PREFILL_T=-1 timeout 200 ncu --clock-control none $S $M --kernel-name-base demangled -k "regex:k_qg" \
-    --launch-skip ${SKIP:-4} --launch-count ${COUNT:-2} /tmp/b/$b --quant --only $preset --qtypes $qt --qtokens $T \
+  MOE_DECODE_STREAM=0 MOE_QUANT_PREFILL_T=-1 timeout 200 ncu --clock-control none $S $M --kernel-name-base demangled -k "regex:k_qg<" \
+    --launch-skip ${SKIP:-0} --launch-count ${COUNT:-2} /tmp/b/$b --quant --only $preset --qtypes $qt --qtokens $T \
     --no-kdec --reps 1 > "$OUT/ncu_${cn}_$b.txt" 2>&1
   echo "== $cn $b"
   grep -E "k_qg<|lts__|dram__sectors|imma|pipe_lsu|ldgsts|L2 Hit|Mem Busy|Max Bandwidth|Duration|DRAM Throughput|Issued Warp Per|No Eligible|Warp Cycles Per Issued|Grid Size|Registers Per|Achieved Occupancy|Theoretical Occ|Block Limit|smsp__inst_executed.sum|wavefronts_mem_shared|bank_conflicts|dram__bytes|stalled_(long|short|wait|barrier|mio|math|not_sel|selected|no_inst|dispatch|branch|lg)" "$OUT/ncu_${cn}_$b.txt" | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//; s/  */ /g' | head -70
