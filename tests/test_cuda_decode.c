@@ -442,11 +442,11 @@ TEST(cuda_quant_cases_kdec) { run_table_i8(NULL, "0"); }
  * an expert (T = 40, K = 2, E = 4: ~20 pairs an expert, 8 a pass), the
  * instances for three and for two blocks an SM. */
 TEST(cuda_quant_i8_ragged) {
-    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_MXFP4};
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_MXFP4, MOE_TYPE_Q4_0};
     moe_ctx *ctx = cuda_ctx();
     if (!ctx) SKIP("no CUDA device");
     i8_env("1", NULL);
-    for (int i = 0; i < 2 && !moe_test_failed(); i++)
+    for (int i = 0; i < 3 && !moe_test_failed(); i++)
         for (int v = 0; v < 2 && !moe_test_failed(); v++) {
             setenv("MOE_QG_BPS", v ? "2" : "3", 1); /* both instance sets */
             moe_case c = {"i8-ragged", 40, 4, 352, 96, 2, v ? MOE_ACT_SWIGLU_OAI : MOE_ACT_SWIGLU,
@@ -462,12 +462,12 @@ TEST(cuda_quant_i8_ragged) {
     moe_ctx_free(ctx);
 }
 TEST(cuda_quant_sweep_T_i8) {
-    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q6_K};
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q6_K, MOE_TYPE_Q4_0, MOE_TYPE_Q5_K};
     static const char *nts[] = {"1", "2", "4"};
-    for (int i = 0; i < 4 && !moe_test_failed(); i++) i8_check_desc(q[i], NULL, 1);
+    for (int i = 0; i < 6 && !moe_test_failed(); i++) i8_check_desc(q[i], NULL, 1);
     for (int m = 0; m < 3 && !moe_test_failed(); m++) {
         i8_env(nts[m], NULL);
-        sweep("cuda-quant", q, 4, m == 1 ? MOE_TYPE_F16 : MOE_TYPE_BF16);
+        sweep("cuda-quant", q, 6, m == 1 ? MOE_TYPE_F16 : MOE_TYPE_BF16);
         i8_unenv();
     }
 }
@@ -721,13 +721,13 @@ TEST(cuda_quant_graph_capture) { graph_capture_case("cuda-quant", MOE_TYPE_Q8_0,
  * deepseek-v3's (bench/decode/s10 runs 29-33); Q4_K 4 (s12 run 9), Q5_K and Q8_0 8
  * everywhere (s13 run 12: Q5_K at 2 lost 2x at 4 pairs an expert). */
 TEST(decode_stream_pairs_presets) {
-    /* want_qg: with the int8 kernels (Q8_0, Q4_K, Q6_K, MXFP4): 3 on experts of 10 MB or
-     * more; below, Q4_K 8, the others unchanged (moe__dec_stream_pairs_qg) */
+    /* want_qg: with the int8 kernels: 3 on experts of 10 MB or more; below, Q4_K 8,
+     * the others unchanged (moe__dec_stream_pairs_qg) */
     static const struct { const char *name; int64_t D, I; int fmt; int64_t want, want_qg; } p[] = {
         {"gpt-oss-20b MXFP4", 2880, 2880, MOE_DF_MXFP4, 16, 3}, {"qwen3 MXFP4", 2048, 768, MOE_DF_MXFP4, 16, 16},
         {"mixtral MXFP4", 4096, 14336, MOE_DF_MXFP4, 8, 3},     {"deepseek-v3 MXFP4", 7168, 2048, MOE_DF_MXFP4, 8, 3},
         {"qwen3 Q4_K", 2048, 768, MOE_DF_Q4_K, 4, 8},           {"gpt-oss-20b Q8_0", 2880, 2880, MOE_DF_Q8_0, 8, 3},
-        {"qwen3 Q5_K", 2048, 768, MOE_DF_Q5_K, 8, 8},           {"mixtral Q5_K", 4096, 14336, MOE_DF_Q5_K, 8, 8},
+        {"qwen3 Q5_K", 2048, 768, MOE_DF_Q5_K, 8, 8},           {"mixtral Q5_K", 4096, 14336, MOE_DF_Q5_K, 8, 3},
         {"mixtral Q8_0", 4096, 14336, MOE_DF_Q8_0, 8, 3},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
@@ -741,8 +741,8 @@ TEST(decode_stream_pairs_presets) {
         const int64_t got = moe__dec_stream_pairs(p[i].fmt, eb);
         CHECK_MSG(got == p[i].want, "%s (%.1f MB an expert): streams to %lld pairs, expected %lld", p[i].name, eb / 1e6,
                   (long long)got, (long long)p[i].want);
-        const int i8 = p[i].fmt != MOE_DF_Q5_K, want_qg = (int)p[i].want_qg;
-        const int64_t got_qg = moe__dec_stream_pairs_qg(p[i].fmt, eb, i8);
+        const int want_qg = (int)p[i].want_qg;
+        const int64_t got_qg = moe__dec_stream_pairs_qg(p[i].fmt, eb, 1);
         CHECK_MSG(got_qg == want_qg, "%s with the int8 kernels: streams to %lld pairs, expected %lld", p[i].name,
                   (long long)got_qg, (long long)want_qg);
     }

@@ -473,7 +473,7 @@ static void qg_init(moe_layer *L, dec_impl *im) {
         return;
     }
     if (!moe__qg_fmt_ok(im->fmt1) || !moe__qg_fmt_ok(im->fmt2)) {
-        snprintf(im->qg_why, sizeof im->qg_why, "weights %s/%s: they take Q8_0, Q4_K, Q6_K and MXFP4",
+        snprintf(im->qg_why, sizeof im->qg_why, "weights %s/%s: they take Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and MXFP4",
                  moe_type_name(L->up.type), moe_type_name(L->down.type));
         return;
     }

@@ -81,7 +81,7 @@ cudaError_t moe__dec_launch_qlegacy(int fmt, int ph, int nt, const moe_dec_args 
 cudaError_t moe__dec_launch_qk(int fmt, int ph, int nt, const moe_dec_args *a, dim3 grid, cudaStream_t s);
 
 /* decode_qmma.cu: cuda-quant's int8 tensor-core kernels for groups of tokens
- * (formats with moe__qg_fmt_ok: Q8_0, Q4_K, Q6_K, MXFP4). moe__qg_prepare sets the
+ * (formats with moe__qg_fmt_ok: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4). moe__qg_prepare sets the
  * shared memory of a format's instances on the current device (an error when
  * the device has too little); moe__qg_quant quantises R rows of C elements
  * (type MOE_TYPE_*) into int8 blocks of 32: q [R, C], d and d * sum(q) [R, ldx]

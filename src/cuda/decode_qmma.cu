@@ -1,6 +1,6 @@
 /*
  * cuda-quant's int8 tensor-core kernels for groups of tokens (the "i8"
- * kernels: Q8_0, Q4_K, Q6_K, MXFP4 rows), launched by src/cuda/decode.cu between
+ * kernels: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4 rows), launched by src/cuda/decode.cu between
  * the streaming kernels (few pairs an expert) and the dequantising prefill
  * path. One forward of Tc tokens:
  *   route      k_route (decode.cu): active experts, pairs sorted by expert
@@ -44,12 +44,15 @@ template <> struct qg_fmt<MOE_DF_Q8_0> { enum { KU = 4, BPU = 34, SBB = 136, MIN
 template <> struct qg_fmt<MOE_DF_Q4_K> { enum { KU = 8, BPU = 18, SBB = 144, MIN = 1, NIB = 0, CH = 10, PITCH = 176 }; };
 template <> struct qg_fmt<MOE_DF_MXFP4> { enum { KU = 8, BPU = 17, SBB = 136, MIN = 0, NIB = 1, CH = 10, PITCH = 176 }; };
 template <> struct qg_fmt<MOE_DF_Q6_K> { enum { KU = 8, BPU = 0, SBB = 210, MIN = 0, NIB = 0, CH = 15, PITCH = 240 }; };
+template <> struct qg_fmt<MOE_DF_Q4_0> { enum { KU = 8, BPU = 18, SBB = 144, MIN = 0, NIB = 0, CH = 10, PITCH = 176 }; };
+template <> struct qg_fmt<MOE_DF_Q5_K> { enum { KU = 8, BPU = 0, SBB = 176, MIN = 1, NIB = 0, CH = 12, PITCH = 208 }; };
 
 /* The ring depth of the instances built for BPS blocks an SM (2 or 3, by
  * layer: moe__qg_launch's bps): 4 stages up to 16 tokens at two blocks an SM,
  * else 3; Q6_K (two blocks an SM only) 3, or 2 for 32 tokens. */
 static __host__ __device__ constexpr int qg_ns_of(int f, int nt, int bps) {
-    return f == MOE_DF_Q6_K ? (nt > 2 ? 2 : 3) /* 240-byte rows: two blocks an SM */ : bps >= 3 || nt > 2 ? 3 : 4;
+    return f == MOE_DF_Q6_K || f == MOE_DF_Q5_K ? (nt > 2 ? 2 : 3) /* 208-240-byte rows: two blocks an SM */
+                                                : bps >= 3 || nt > 2 ? 3 : 4;
 }
 
 /* bytes of one stage: weight rows, their offsets, the tokens' codes (pitch
@@ -114,6 +117,22 @@ template <> struct qg_row<MOE_DF_Q8_0> {
         hi = __funnelshift_r(w[4], w[5], s);
     }
 };
+template <> struct qg_row<MOE_DF_Q4_0> {
+    /* block u (18 bytes: d, qs[16]): element j < 16 the low nibble of qs[j] - 8,
+     * 16 + j the high one, so one word of qs gives lane t both halves */
+    const uint8_t *R, *A;
+    float d;
+    __device__ __forceinline__ void prep(const uint8_t *row, int t) {
+        R = row;
+        A = row + 2 + 4 * t;
+    }
+    __device__ __forceinline__ void frag(int u, uint32_t &lo, uint32_t &hi) {
+        d = __half2float(*(const __half *)(R + 18 * u));
+        const uint32_t v = qg_ldu(A + 18 * u);
+        lo = moe__qsub8x4(v & 0x0F0F0F0Fu);
+        hi = moe__qsub8x4((v >> 4) & 0x0F0F0F0Fu);
+    }
+};
 template <> struct qg_row<MOE_DF_MXFP4> {
     const uint8_t *R, *A;
     float d;
@@ -146,6 +165,29 @@ template <> struct qg_row<MOE_DF_Q4_K> {
     }
 };
 
+template <> struct qg_row<MOE_DF_Q5_K> {
+    /* Q4_K with a fifth bit: d, dmin, scales[12], qh[32], qs[128] (176 bytes,
+     * 16-byte aligned rows); element l of sub-block j: nibble j % 2 of
+     * qs[32 (j / 2) + l] | bit j of qh[l] << 4 (moe_qunit_q5_k_bk) */
+    const uint8_t *Q, *H;
+    uint32_t h[4];
+    __device__ __forceinline__ void prep(const uint8_t *row, int t) {
+        const uint32_t *w = (const uint32_t *)row;
+        h[0] = w[0]; h[1] = w[1]; h[2] = w[2]; h[3] = w[3];
+        H = row + 16 + 4 * t;
+        Q = row + 48 + 4 * t;
+    }
+    __device__ __forceinline__ void frag(int u, uint32_t &lo, uint32_t &hi, float &sc, float &mn) {
+        const uint32_t *q = (const uint32_t *)(Q + 32 * (u >> 1)), *qh = (const uint32_t *)H;
+        const int s = 4 * (u & 1);
+        lo = ((q[0] >> s) & 0x0F0F0F0Fu) | (moe__qrotr(qh[0], u - 4) & 0x10101010u);
+        hi = ((q[4] >> s) & 0x0F0F0F0Fu) | (moe__qrotr(qh[4], u - 4) & 0x10101010u);
+        moe_qunit w;
+        moe__q4k_unit_scales(h, u, &w);
+        sc = w.sc[0];
+        mn = w.mn[0];
+    }
+};
 template <> struct qg_row<MOE_DF_Q6_K> {
     /* the super-block (ql[128], qh[64], scales[16], d) starts 2-aligned: its
      * words from the aligned base b through a funnel shift sh, lane t's at + 4t */
@@ -327,7 +369,7 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                 for (int i = 0; i < 2; i++) {
                     uint32_t A[4];
                     float da, db, ma = 0.f, mb = 0.f;
-                    if constexpr (F == MOE_DF_Q8_0) {
+                    if constexpr (F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0) {
                         W[2 * i].frag(u, A[0], A[2]);
                         W[2 * i + 1].frag(u, A[1], A[3]);
                         da = W[2 * i].d;
@@ -373,7 +415,7 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                     }
                 }
             };
-            if (F == MOE_DF_Q4_K || F == MOE_DF_Q6_K || nu == KU) {
+            if (F == MOE_DF_Q4_K || F == MOE_DF_Q5_K || F == MOE_DF_Q6_K || nu == KU) {
                 /* every stage but maybe the last of a 32-element format (the K-quants'
                  * rows are whole super-blocks): the blocks' offsets are constants */
 #pragma unroll
@@ -499,7 +541,8 @@ static __global__ void __launch_bounds__(256) k_qg_quant(const void *src, int ty
 }
 
 int moe__qg_fmt_ok(int fmt) {
-    return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q4_K || fmt == MOE_DF_MXFP4 || fmt == MOE_DF_Q6_K;
+    return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q4_0 || fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K ||
+           fmt == MOE_DF_Q6_K || fmt == MOE_DF_MXFP4;
 }
 
 size_t moe__qg_smem(int fmt, int nt, int bps) {
@@ -509,6 +552,8 @@ size_t moe__qg_smem(int fmt, int nt, int bps) {
     case MOE_DF_Q4_K: return (size_t)ns * qg_stage_bytes(176, 8, 1, nt);
     case MOE_DF_MXFP4: return (size_t)ns * qg_stage_bytes(176, 8, 0, nt);
     case MOE_DF_Q6_K: return (size_t)ns * qg_stage_bytes(240, 8, 0, nt);
+    case MOE_DF_Q4_0: return (size_t)ns * qg_stage_bytes(176, 8, 0, nt);
+    case MOE_DF_Q5_K: return (size_t)ns * qg_stage_bytes(208, 8, 1, nt);
     }
     return 0;
 }
@@ -568,6 +613,10 @@ cudaError_t moe__qg_prepare(int fmt) {
         e = qg_prep_fmt<MOE_DF_MXFP4, 2>(optin);
         return e == cudaSuccess ? qg_prep_fmt<MOE_DF_MXFP4, 3>(optin) : e;
     case MOE_DF_Q6_K: return qg_prep_fmt<MOE_DF_Q6_K, 2>(optin);
+    case MOE_DF_Q4_0:
+        e = qg_prep_fmt<MOE_DF_Q4_0, 2>(optin);
+        return e == cudaSuccess ? qg_prep_fmt<MOE_DF_Q4_0, 3>(optin) : e;
+    case MOE_DF_Q5_K: return qg_prep_fmt<MOE_DF_Q5_K, 2>(optin);
     }
     return cudaErrorInvalidValue;
 }
@@ -591,7 +640,8 @@ static cudaError_t qg_launch_nt(int ph, int nt, const moe_dec_args *a, const flo
 template <int F>
 static cudaError_t qg_launch_fmt(int ph, int nt, int bps, const moe_dec_args *a, const float *xd, const float *xs,
                                  int ldx, dim3 grid, cudaStream_t s) {
-    if constexpr (F == MOE_DF_Q6_K) return qg_launch_nt<F, 2>(ph, nt, a, xd, xs, ldx, grid, s); /* two only */
+    if constexpr (F == MOE_DF_Q6_K || F == MOE_DF_Q5_K) /* two only (rows 208-240 bytes apart) */
+        return qg_launch_nt<F, 2>(ph, nt, a, xd, xs, ldx, grid, s);
     else
         return bps >= 3 ? qg_launch_nt<F, 3>(ph, nt, a, xd, xs, ldx, grid, s)
                         : qg_launch_nt<F, 2>(ph, nt, a, xd, xs, ldx, grid, s);
@@ -604,6 +654,8 @@ cudaError_t moe__qg_launch(int fmt, int ph, int nt, int bps, const moe_dec_args 
     case MOE_DF_Q4_K: return qg_launch_fmt<MOE_DF_Q4_K>(ph, nt, bps, a, xd, xs, ldx, grid, s);
     case MOE_DF_MXFP4: return qg_launch_fmt<MOE_DF_MXFP4>(ph, nt, bps, a, xd, xs, ldx, grid, s);
     case MOE_DF_Q6_K: return qg_launch_fmt<MOE_DF_Q6_K>(ph, nt, bps, a, xd, xs, ldx, grid, s);
+    case MOE_DF_Q4_0: return qg_launch_fmt<MOE_DF_Q4_0>(ph, nt, bps, a, xd, xs, ldx, grid, s);
+    case MOE_DF_Q5_K: return qg_launch_fmt<MOE_DF_Q5_K>(ph, nt, bps, a, xd, xs, ldx, grid, s);
     }
     return cudaErrorInvalidValue;
 }
