@@ -1430,31 +1430,26 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     }
     int64_t Tc = T < im->chunk_t ? T : im->chunk_t;
     int64_t TK = Tc * d->K;
-    if (im->qg) {
-        snprintf(buf, n,
-                 "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): route (1 block, bitonic), "
-                 "x quantised to int8 blocks of 32, gate/up (%s, row tiles of %d) and down (row tiles of 128) "
-                 "int8 tensor-core kernels (mma.sync m16n8k32, 4 warps, weight rows and activation blocks through a "
+    snprintf(buf, n, "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): route (1 block, bitonic), ",
+             L->backend->name, (long long)T, T > im->chunk_t ? " (in chunks of tokens)" : "", moe_type_name(L->up.type),
+             moe_type_name(L->down.type), moe_act_name(d->act), moe_type_name(d->act_type), im->device, im->cc_major,
+             im->sm_count);
+    const size_t o = strlen(buf);
+    const char *launch = im->pdl ? "programmatic dependent launch" : "plain launches";
+    if (o + 1 >= n) return;
+    if (im->qg)
+        snprintf(buf + o, n - o,
+                 "x quantised to int8 blocks of 32, gate/up (%s, row tiles of %d) and down (row tiles of 128) int8 "
+                 "tensor-core kernels (mma.sync m16n8k32, 4 warps, weight rows and activation blocks through a "
                  "cp.async ring, %d blocks an SM), h quantised between them, %d token tiles of 8 per pass, %s, "
-                 "deterministic "
-                 "slot-order combine%s, no repacking (GGUF blocks read in place)",
-                 L->backend->name, (long long)T, T > im->chunk_t ? " (in chunks of tokens)" : "",
-                 moe_type_name(L->up.type), moe_type_name(L->down.type), moe_act_name(d->act),
-                 moe_type_name(d->act_type), im->device, im->cc_major, im->sm_count, L->gated ? "fused" : "up only",
-                 L->gated ? 64 : 128, im->qg_bps, qg_pick_nt(im, TK, d->E),
-                 im->pdl ? "programmatic dependent launch" : "plain launches", up);
-    } else {
-        snprintf(buf, n,
-                 "%s: T = %lld%s, weights %s/%s (%s), x %s, device %d (sm_%d0, %d SMs): route (1 block, bitonic), "
+                 "deterministic slot-order combine%s, no repacking (GGUF blocks read in place)",
+                 L->gated ? "fused" : "up only", L->gated ? 64 : 128, im->qg_bps, qg_pick_nt(im, TK, d->E), launch, up);
+    else
+        snprintf(buf + o, n - o,
                  "gate/up (%s) and down kernels with weights decoded to %s in registers + mma.sync m16n8k16, "
                  "%d token tiles of 8 per pass, %s, deterministic slot-order combine%s%s",
-                 L->backend->name, (long long)T, T > im->chunk_t ? " (in chunks of tokens)" : "",
-                 moe_type_name(L->up.type), moe_type_name(L->down.type), moe_act_name(d->act),
-                 moe_type_name(d->act_type), im->device, im->cc_major, im->sm_count, L->gated ? "fused" : "up only",
-                 im->fmt1 == MOE_DF_F16 ? "f16" : "bf16", pick_nt(TK, d->E),
-                 im->pdl ? "programmatic dependent launch" : "plain launches", up,
+                 L->gated ? "fused" : "up only", im->fmt1 == MOE_DF_F16 ? "f16" : "bf16", pick_nt(TK, d->E), launch, up,
                  im->quant ? ", no repacking (GGUF blocks read in place)" : "");
-    }
     if (im->sv_why[0] && n > strlen(buf) + 40)
         snprintf(buf + strlen(buf), n - strlen(buf), "; streaming kernels: %s", im->sv_why);
     if (im->quant && im->qp && n > strlen(buf) + 40)
