@@ -1441,9 +1441,10 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
         snprintf(buf + o, n - o,
                  "x quantised to int8 blocks of 32, gate/up (%s, row tiles of %d) and down (row tiles of 128) int8 "
                  "tensor-core kernels (mma.sync m16n8k32, 4 warps, weight rows and activation blocks through a "
-                 "cp.async ring, %d blocks an SM), h quantised between them, %d token tiles of 8 per pass, %s, "
-                 "deterministic slot-order combine%s, no repacking (GGUF blocks read in place)",
-                 L->gated ? "fused" : "up only", L->gated ? 64 : 128, im->qg_bps, qg_pick_nt(im, TK, d->E), launch, up);
+                 "cp.async ring, %d and %d blocks an SM), h quantised between them, %d token tiles of 8 per pass, "
+                 "%s, deterministic slot-order combine%s, no repacking (GGUF blocks read in place)",
+                 L->gated ? "fused" : "up only", L->gated ? 64 : 128, moe__qg_bps(im->fmt1, im->qg_bps),
+                 moe__qg_bps(im->fmt2, im->qg_bps), qg_pick_nt(im, TK, d->E), launch, up);
     else
         snprintf(buf + o, n - o,
                  "gate/up (%s) and down kernels with weights decoded to %s in registers + mma.sync m16n8k16, "

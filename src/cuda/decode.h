@@ -91,6 +91,9 @@ cudaError_t moe__dec_launch_qk(int fmt, int ph, int nt, const moe_dec_args *a, d
  * tiles of 8 a pass (1, 2 or 4), the instances built for bps (2 or 3) blocks
  * an SM; phase 1 writes a->h as f32. */
 int moe__qg_fmt_ok(int fmt);
+/* the blocks an SM format fmt's instances run at when bps is asked for (Q5_K
+ * and Q6_K have instances for two only) */
+static inline int moe__qg_bps(int fmt, int bps) { return fmt == MOE_DF_Q5_K || fmt == MOE_DF_Q6_K ? 2 : bps; }
 size_t moe__qg_smem(int fmt, int nt, int bps);
 cudaError_t moe__qg_prepare(int fmt);
 cudaError_t moe__qg_quant(const void *src, int type, int R, int C, int8_t *q, float *d, float *s, int ldx, int fmt,

@@ -640,7 +640,7 @@ static cudaError_t qg_launch_nt(int ph, int nt, const moe_dec_args *a, const flo
 template <int F>
 static cudaError_t qg_launch_fmt(int ph, int nt, int bps, const moe_dec_args *a, const float *xd, const float *xs,
                                  int ldx, dim3 grid, cudaStream_t s) {
-    if constexpr (F == MOE_DF_Q6_K || F == MOE_DF_Q5_K) /* two only (rows 208-240 bytes apart) */
+    if constexpr (F == MOE_DF_Q6_K || F == MOE_DF_Q5_K) /* two only (rows 208-240 bytes apart): moe__qg_bps */
         return qg_launch_nt<F, 2>(ph, nt, a, xd, xs, ldx, grid, s);
     else
         return bps >= 3 ? qg_launch_nt<F, 3>(ph, nt, a, xd, xs, ldx, grid, s)
