@@ -437,8 +437,9 @@ TEST(cuda_quant_cases_i8_bps2) {
     unsetenv("MOE_QG_BPS");
 }
 TEST(cuda_quant_cases_kdec) { run_table_i8(NULL, "0"); }
-/* Row tiles cut by N (phase 1: I = 96 of 64-row tiles, phase 2: D = 352 of
- * 128), a last stage of fewer blocks of 32 (11 and 3 a row), several passes
+/* Row tiles cut by N (phase 1: I = 96 of 32- or 64-row tiles, phase 2: D = 352
+ * of 64 or 128, moe__qg_rows), a last stage of fewer blocks of 32 (11 and 3 a
+ * row; Q8_0 stages of 8, the others of 8 too), several passes
  * an expert (T = 40, K = 2, E = 4: ~20 pairs an expert, 8 a pass), the
  * instances for three and for two blocks an SM. */
 TEST(cuda_quant_i8_ragged) {

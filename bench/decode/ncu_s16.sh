@@ -5,7 +5,8 @@
 OUT=${OUT:-bench/decode/out}; mkdir -p "$OUT" /tmp/b
 C=${CARRY:-build-devbin/carry}
 for f in $C/bench_decode*.gz; do [ -e "$f" ] && { gunzip -c $f > /tmp/b/$(basename $f .gz); chmod +x /tmp/b/$(basename $f .gz); }; done
-for f in $C/bench_decode*.xz; do [ -e "$f" ] && { xz -dc $f > /tmp/b/$(basename $f .xz); chmod +x /tmp/b/$(basename $f .xz); }; done
+for f in $C/*.tar.xz; do [ -e "$f" ] && xz -dc $f | tar xf - -C /tmp/b; done   # several binaries in one archive
+for f in $C/bench_decode*.xz; do case $f in *.tar.xz) continue;; esac; [ -e "$f" ] && { xz -dc $f > /tmp/b/$(basename $f .xz); chmod +x /tmp/b/$(basename $f .xz); }; done
 S="--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis"
 st=""
 for r in barrier long_scoreboard short_scoreboard mio_throttle wait math_pipe_throttle lg_throttle not_selected dispatch_stall no_instruction branch_resolving membar sleeping selected; do

@@ -1,14 +1,15 @@
 #!/bin/bash
 # Session 16 device calls (cuda-quant's int8 tensor-core kernels, src/cuda/decode_qmma.cu).
 #   OUT=out CARRY=dir TESTS="..." SAN="tool:test ..." QARGS="..." bash bench/decode/run_s16.sh
-# CARRY holds moe-tests.gz and bench_decode.gz (this tree's build). The moe-tests
+# CARRY holds moe-tests.gz and bench_decode.gz (this tree's build; .xz, or all in one .tar.xz). The moe-tests
 # filters of TESTS and the compute-sanitizer runs of SAN side by side, then
 # bench_decode --quant QARGS (rows stream / kdec / i8 / default), its report
 # lines last (everything in OUT).
 OUT=${OUT:-bench/decode/out}; mkdir -p "$OUT"
 C=${CARRY:-build-devbin/carry}; mkdir -p /tmp/b
 for f in $C/*.gz; do [ -e "$f" ] && { gunzip -c $f > /tmp/b/$(basename $f .gz); chmod +x /tmp/b/$(basename $f .gz); }; done
-for f in $C/*.xz; do [ -e "$f" ] && { xz -dc $f > /tmp/b/$(basename $f .xz); chmod +x /tmp/b/$(basename $f .xz); }; done
+for f in $C/*.tar.xz; do [ -e "$f" ] && xz -dc $f | tar xf - -C /tmp/b; done   # several binaries in one archive (xz's window shares their device code)
+for f in $C/*.xz; do case $f in *.tar.xz) continue;; esac; [ -e "$f" ] && { xz -dc $f > /tmp/b/$(basename $f .xz); chmod +x /tmp/b/$(basename $f .xz); }; done
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv; } > "$OUT/gpu.txt" 2>&1
 export MOE_TEST_SEED=${MOE_TEST_SEED:-12345}
 for t in $TESTS; do timeout ${TEST_TIMEOUT:-300} /tmp/b/moe-tests $t > "$OUT/tests_$t.log" 2>&1 & done

@@ -1327,12 +1327,12 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
                 MOE_CUDA_CK(moe__qg_quant(x, d->act_type, (int)Tn, (int)D, (int8_t *)(ws + w.xq), xd, xs, ux, im->fmt1,
                                           im->pdl, s));
                 a1.xb = ws + w.xq;
-                dim3 q1((unsigned)moe__cdiv(I, L->gated ? 64 : 128), (unsigned)w.maxA);
+                dim3 q1((unsigned)moe__cdiv(I, moe__qg_rows(im->fmt1) / (L->gated ? 2 : 1)), (unsigned)w.maxA);
                 MOE_CUDA_CK(moe__qg_launch(im->fmt1, ph1, nq, im->qg_bps, &a1, xd, xs, ux, q1, s));
                 MOE_CUDA_CK(moe__qg_quant(ws + w.h, MOE_TYPE_F32, (int)w.TK, (int)I, (int8_t *)(ws + w.hq), hd, hs, uh,
                                           im->fmt2, im->pdl, s));
                 a2.xb = ws + w.hq;
-                dim3 q2((unsigned)moe__cdiv(D, 128), (unsigned)w.maxA);
+                dim3 q2((unsigned)moe__cdiv(D, moe__qg_rows(im->fmt2)), (unsigned)w.maxA);
                 MOE_CUDA_CK(moe__qg_launch(im->fmt2, MOE_DEC_DOWN, nq, im->qg_bps, &a2, hd, hs, uh, q2, s));
                 continue;
             }
@@ -1439,11 +1439,12 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     if (o + 1 >= n) return;
     if (im->qg)
         snprintf(buf + o, n - o,
-                 "x quantised to int8 blocks of 32, gate/up (%s, row tiles of %d) and down (row tiles of 128) int8 "
+                 "x quantised to int8 blocks of 32, gate/up (%s, row tiles of %d) and down (row tiles of %d) int8 "
                  "tensor-core kernels (mma.sync m16n8k32, 4 warps, weight rows and activation blocks through a "
                  "cp.async ring, %d and %d blocks an SM), h quantised between them, %d token tiles of 8 per pass, "
                  "%s, deterministic slot-order combine%s, no repacking (GGUF blocks read in place)",
-                 L->gated ? "fused" : "up only", L->gated ? 64 : 128, moe__qg_bps(im->fmt1, im->qg_bps),
+                 L->gated ? "fused" : "up only", moe__qg_rows(im->fmt1) / (L->gated ? 2 : 1), moe__qg_rows(im->fmt2),
+                 moe__qg_bps(im->fmt1, im->qg_bps),
                  moe__qg_bps(im->fmt2, im->qg_bps), qg_pick_nt(im, TK, d->E), launch, up);
     else
         snprintf(buf + o, n - o,

@@ -86,11 +86,14 @@ cudaError_t moe__dec_launch_qk(int fmt, int ph, int nt, const moe_dec_args *a, d
  * the device has too little); moe__qg_quant quantises R rows of C elements
  * (type MOE_TYPE_*) into int8 blocks of 32: q [R, C], d and d * sum(q) [R, ldx]
  * (MXFP4 layers: q in nibble order); moe__qg_launch runs phase ph (MOE_DEC_*)
- * on grid (row tiles: 64 rows gated, else 128; active expert slots), a->xb the
+ * on grid (row tiles: moe__qg_rows(fmt) / 2 rows gated, else moe__qg_rows(fmt);
+ * active expert slots), a->xb the
  * codes of x (phases 1) or h (phase 2), xd / xs their scales and sums, NT token
  * tiles of 8 a pass (1, 2 or 4), the instances built for bps (2 or 3) blocks
  * an SM; phase 1 writes a->h as f32. */
 int moe__qg_fmt_ok(int fmt);
+/* weight rows a block of format fmt's kernels (gate/up: half of each): 64 or 128 */
+int moe__qg_rows(int fmt);
 /* the blocks an SM format fmt's instances run at when bps is asked for (Q5_K
  * and Q6_K have instances for two only) */
 static inline int moe__qg_bps(int fmt, int bps) { return fmt == MOE_DF_Q5_K || fmt == MOE_DF_Q6_K ? 2 : bps; }

@@ -31,36 +31,46 @@
 #include "qdot.cuh"
 
 #define QG_THREADS 128
-#define QG_ROWS 128  /* weight rows a stage */
-/* Per format: KU blocks of 32 a stage, SBB bytes a stage of a row (BPU a block
- * of 32 where a stage may end early: the 32-element formats), MIN: element =
- * sc q - mn, NIB: MXFP4's nibble order; CH 16-byte copies a row a stage at
- * most (the stage's bytes at any 16-byte offset) and PITCH bytes between
- * staged rows (16 CH + 16, = 16 mod 32: fragment loads without bank
- * conflicts). Q6_K: a super-block a stage, its 16-element scales on
- * m16n8k16 (two a block of 32). */
+/* Per format: TPW 16-row tiles a warp (a block's rows: 64 TPW), KU blocks of
+ * 32 a stage, SBB bytes a stage of a row, BPU bytes a block of 32 (the
+ * 32-element formats, where a stage may end early) or SBY a super-block (the
+ * K-quants: a stage may end after one), MIN: element = sc q - mn, NIB: MXFP4's
+ * nibble order; CH 16-byte copies a row a stage at most (the stage's bytes at
+ * any 16-byte offset) and PITCH bytes between staged rows (= 16 mod 32:
+ * fragment loads without bank conflicts). Q8_0 takes 64 rows of 272 bytes a
+ * stage: 128 rows of 136 (session 16) held a cp.async ring to 81% of a plain
+ * read, 64 of 272 to 93% (bench/decode/lab/probe_runs.cu), and 0.79-0.93x the
+ * time (session 17, run 2). The others keep 128 rows: they are bound by
+ * instructions, and one tile a warp costs each activation fragment twice
+ * (mixtral Q4_K / MXFP4 1.02-1.18x the time). Q6_K: its 16-element scales on
+ * m16n8k16. */
 template <int F> struct qg_fmt;
-template <> struct qg_fmt<MOE_DF_Q8_0> { enum { KU = 4, BPU = 34, SBB = 136, MIN = 0, NIB = 0, CH = 10, PITCH = 176 }; };
-template <> struct qg_fmt<MOE_DF_Q4_K> { enum { KU = 8, BPU = 18, SBB = 144, MIN = 1, NIB = 0, CH = 10, PITCH = 176 }; };
-template <> struct qg_fmt<MOE_DF_MXFP4> { enum { KU = 8, BPU = 17, SBB = 136, MIN = 0, NIB = 1, CH = 10, PITCH = 176 }; };
-template <> struct qg_fmt<MOE_DF_Q6_K> { enum { KU = 8, BPU = 0, SBB = 210, MIN = 0, NIB = 0, CH = 15, PITCH = 240 }; };
-template <> struct qg_fmt<MOE_DF_Q4_0> { enum { KU = 8, BPU = 18, SBB = 144, MIN = 0, NIB = 0, CH = 10, PITCH = 176 }; };
-template <> struct qg_fmt<MOE_DF_Q5_K> { enum { KU = 8, BPU = 0, SBB = 176, MIN = 1, NIB = 0, CH = 12, PITCH = 208 }; };
-
-/* The ring depth of the instances built for BPS blocks an SM (2 or 3, by
- * layer: moe__qg_launch's bps): 4 stages up to 16 tokens at two blocks an SM,
- * else 3; Q6_K (two blocks an SM only) 3, or 2 for 32 tokens. */
-static __host__ __device__ constexpr int qg_ns_of(int f, int nt, int bps) {
-    return f == MOE_DF_Q6_K || f == MOE_DF_Q5_K ? (nt > 2 ? 2 : 3) /* 208-240-byte rows: two blocks an SM */
-                                                : bps >= 3 || nt > 2 ? 3 : 4;
-}
+template <> struct qg_fmt<MOE_DF_Q8_0> { enum { TPW = 1, KU = 8, BPU = 34, SBY = 0, SBB = 272, MIN = 0, NIB = 0, CH = 18, PITCH = 304 }; };
+template <> struct qg_fmt<MOE_DF_Q4_K> { enum { TPW = 2, KU = 8, BPU = 0, SBY = 144, SBB = 144, MIN = 1, NIB = 0, CH = 10, PITCH = 176 }; };
+template <> struct qg_fmt<MOE_DF_MXFP4> { enum { TPW = 2, KU = 8, BPU = 17, SBY = 0, SBB = 136, MIN = 0, NIB = 1, CH = 10, PITCH = 176 }; };
+template <> struct qg_fmt<MOE_DF_Q6_K> { enum { TPW = 2, KU = 8, BPU = 0, SBY = 210, SBB = 210, MIN = 0, NIB = 0, CH = 15, PITCH = 240 }; };
+template <> struct qg_fmt<MOE_DF_Q4_0> { enum { TPW = 2, KU = 8, BPU = 18, SBY = 0, SBB = 144, MIN = 0, NIB = 0, CH = 10, PITCH = 176 }; };
+template <> struct qg_fmt<MOE_DF_Q5_K> { enum { TPW = 2, KU = 8, BPU = 0, SBY = 176, SBB = 176, MIN = 1, NIB = 0, CH = 12, PITCH = 208 }; };
 
 /* bytes of one stage: weight rows, their offsets, the tokens' codes (pitch
  * 32 KU + 16: = 16 mod 32), scales and sums ([KU][8 NT] floats each) */
-static __host__ __device__ __forceinline__ int qg_xpitch(int KU) { return 32 * KU + 16; }
-static __host__ __device__ __forceinline__ int qg_stage_bytes(int pitch, int KU, int MIN, int NT) {
-    const int b = QG_ROWS * pitch + QG_ROWS + 8 * NT * qg_xpitch(KU) + 4 * KU * 8 * NT * (1 + MIN);
-    return (b + 127) & ~127;
+static __host__ __device__ constexpr int qg_xpitch(int KU) { return 32 * KU + 16; }
+template <int F> static __host__ __device__ constexpr int qg_rows(void) { return 64 * qg_fmt<F>::TPW; }
+template <int F> static __host__ __device__ constexpr int qg_sb(int nt) {
+    return (qg_rows<F>() * (qg_fmt<F>::PITCH + 1) + 8 * nt * qg_xpitch(qg_fmt<F>::KU) +
+            4 * qg_fmt<F>::KU * 8 * nt * (1 + qg_fmt<F>::MIN) + 127) & ~127;
+}
+/* The ring depth of an instance for BPS blocks an SM. Two tiles a warp: 4
+ * stages up to 16 tokens at two blocks an SM, else 3; Q5_K and Q6_K (two
+ * blocks an SM only) 3, or 2 for 32 tokens. One tile a warp: as many stages
+ * (2 to 4) as fit in the shared memory of one of BPS blocks (228 KB an SM, 1
+ * KB a block reserved, static shared memory and slack). */
+template <int F> static __host__ __device__ constexpr int qg_ns(int nt, int bps) {
+    return qg_fmt<F>::TPW == 2
+               ? (F == MOE_DF_Q6_K || F == MOE_DF_Q5_K ? (nt > 2 ? 2 : 3) : bps >= 3 || nt > 2 ? 3 : 4)
+           : (bps >= 3 ? 74 * 1024 : 112 * 1024) / qg_sb<F>(nt) > 4 ? 4
+           : (bps >= 3 ? 74 * 1024 : 112 * 1024) / qg_sb<F>(nt) < 2 ? 2
+                                                                    : (bps >= 3 ? 74 * 1024 : 112 * 1024) / qg_sb<F>(nt);
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -222,23 +232,29 @@ template <> struct qg_row<MOE_DF_Q6_K> {
 
 /*
  * grid (row tiles, active expert slots), 128 threads, dynamic shared memory
- * NS stages of qg_stage_bytes. PH: MOE_DEC_GATE_UP, MOE_DEC_UP, MOE_DEC_DOWN.
+ * NS stages of qg_sb. PH: MOE_DEC_GATE_UP, MOE_DEC_UP, MOE_DEC_DOWN.
  * a.xb: the int8 codes of the B rows ([rows, C]); xd / xs: their scales and
  * d * sums ([rows, ldx] floats); a.h: phase 1's f32 output.
+ * A block's 64 TPW rows form tiles ti of 16 stage rows 16 ti .. 16 ti + 15;
+ * warp w computes tiles w + 4 j (j < TPW) over the whole stage. Tile ti holds
+ * weight rows rb + 16 ti + q; gated, one tile a warp: gate rows rb + 8 ti + q
+ * in tile rows q < 8 and the same up rows in q >= 8; two: gate rows rb + 16 w
+ * + q in tile w, the same up rows in tile w + 4. Either way a lane holds gate
+ * and up of the rows it writes.
  */
 template <int F, int PH, int NT, int BPS>
 __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, const float *xd_g, const float *xs_g,
                                                       int ldx) {
     typedef qg_fmt<F> FM;
-    constexpr int KU = FM::KU, BPU = FM::BPU, SBB = FM::SBB, MIN = FM::MIN, NS = qg_ns_of(F, NT, BPS), TOK = 8 * NT;
+    constexpr int KU = FM::KU, BPU = FM::BPU, SBY = FM::SBY, SBB = FM::SBB, MIN = FM::MIN, NS = qg_ns<F>(NT, BPS),
+                  TOK = 8 * NT, TPW = FM::TPW, ROWS = qg_rows<F>();
     constexpr int QG_PITCH = FM::PITCH, QG_CHUNKS = FM::CH;
     constexpr bool GATED = PH == MOE_DEC_GATE_UP;
-    constexpr int XP = 32 * KU + 16;
+    constexpr int XP = qg_xpitch(KU), SB = qg_sb<F>(NT);
     extern __shared__ __align__(128) uint8_t sm[];
     __shared__ int s_xr[TOK];
     __shared__ int s_last;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-    const int SB = qg_stage_bytes(QG_PITCH, KU, MIN, NT);
 
     dk_grid_wait();
     dk_grid_launch_dependents();
@@ -246,23 +262,27 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
     const int j = blockIdx.y;
     if (j >= n_active) return;
     const int e = a.act_e[j], p0 = a.act_off[j], p1 = a.act_off[j + 1];
-    const int rows_blk = GATED ? QG_ROWS / 2 : QG_ROWS;
+    const int rows_blk = GATED ? ROWS / 2 : ROWS;
     const int row_base = blockIdx.x * rows_blk;
     const int U = a.C / 32, nst = (U + KU - 1) / KU;
 
-    /* the copies of this thread: stage rows r_k = 16 k + 4 warp + lane / 8 (k < 8),
-     * chunks lane % 8 and 8 + lane % 8 (< QG_CHUNKS): 8 lanes read 128 contiguous
-     * bytes of a row, so that an L2 request carries whole lines (lane pairs on 16
-     * rows, one sector each, left the L2 at 88% of its request rate: run 4) */
-    const int cj = lane & 7, crr = 4 * warp + (lane >> 3);
-    /* row r_k of the stage is row row0 + 16 (k % KH) of tensor k / KH (gated: gate, up) */
-    constexpr int KH = GATED ? 4 : 8;
-    const int row0 = row_base + crr;
-    const uint8_t *src0 = a.w0 + (int64_t)e * a.w0_se + (int64_t)row0 * a.w0_sn;
-    const uint8_t *src1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row0 * a.w1_sn : src0;
-    const int64_t step0 = 16 * a.w0_sn, step1 = GATED ? 16 * a.w1_sn : step0;
-    /* warp w's two tiles: gate and up rows 16w.. (phase 1, gated), else rows 32w, 32w + 16 */
-    const int R0 = GATED ? 16 * warp : 32 * warp, R1 = GATED ? QG_ROWS / 2 + 16 * warp : 32 * warp + 16;
+    /* The copies of this thread: LPR lanes a row, chunks cj + LPR h (<
+     * QG_CHUNKS), so that LPR lanes read 16 LPR contiguous bytes of a row an
+     * instruction (lane pairs on 16 rows, one sector a request, left the L2 at
+     * 88% of its request rate: session 16), eight rows a stage:
+     *   one tile a warp (LPR 16): stage rows 16 w + 2 k + lane / 16, its own tile;
+     *   two (LPR 8): stage rows 16 k + 4 w + lane / 8 (session 16's mapping).
+     * Row k is weight row rb + r0 + ST kk of tensor t (gated: gate, then up from
+     * k = 4; kk = k % 4, else kk = k): a base plus a constant multiple of the
+     * step. Other mappings measured 2-9% slower (consecutive rows an
+     * instruction across the warps, rows from their index: session 17 runs 5-7). */
+    constexpr int LPR = TPW == 1 ? 16 : 8, ST = TPW == 1 ? 2 : 16;
+    const int cj = lane % LPR;
+    const int r0 = TPW == 1 ? (GATED ? 8 : 16) * warp + lane / 16 : 4 * warp + lane / 8;
+    const uint8_t *pb0 = a.w0 + (int64_t)e * a.w0_se + (int64_t)(row_base + r0) * a.w0_sn;
+    const uint8_t *pb1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)(row_base + r0) * a.w1_sn : pb0;
+    const int64_t st0 = ST * a.w0_sn, st1 = GATED ? ST * a.w1_sn : st0;
+    const int nrow = a.N - row_base - r0; /* rows from r0 on */
     moe__mxfp4_tab tab;
     if (F == MOE_DF_MXFP4) tab = moe__mxfp4_tab_make();
 
@@ -281,24 +301,31 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
         auto load_stage = [&](int s, int slot) {
             uint8_t *st = sm + slot * SB;
             const uint32_t st_s = qg_smem(st);
-            const int u0 = s * KU, nu = min(KU, U - u0), bytes = nu == KU ? SBB : nu * BPU;
+            const int u0 = s * KU, nu = min(KU, U - u0);
+            const int bytes = nu == KU ? SBB : SBY ? (nu / 8) * SBY : nu * BPU;
 #pragma unroll
             for (int k = 0; k < 8; k++) {
-                const int r = 16 * k + crr;
-                if (row0 + 16 * (k % KH) >= a.N) { /* a row past N: its (unused) fragments read at offset 0, aligned */
-                    if (cj == 0) st[QG_ROWS * QG_PITCH + r] = 0;
+                const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
+                const int kk = GATED ? (k & 3) : k;
+                const bool t1 = GATED && k >= 4;
+                if (ST * kk >= nrow) { /* a row past N: its (unused) fragments read at offset 0, aligned */
+                    if (cj == 0) st[ROWS * QG_PITCH + r] = 0;
                     continue;
                 }
-                const uint8_t *p = (k < KH ? src0 + (k % KH) * step0 : src1 + (k % KH) * step1) + (int64_t)s * SBB;
+                const uint8_t *p = (t1 ? pb1 + kk * st1 : pb0 + kk * st0) + (int64_t)s * SBB;
                 const int off = (int)((uintptr_t)p & 15), n16 = off + bytes; /* copy while 16 c < n16 */
-                const uint8_t *pa = p - off + 16 * cj;
-                const uint32_t d = st_s + r * QG_PITCH + 16 * cj;
-                if (cj == 0) st[QG_ROWS * QG_PITCH + r] = (uint8_t)off;
-                if (16 * cj < n16) qg_cp16(d, pa, 16);
-                if (cj + 8 < QG_CHUNKS && 16 * (cj + 8) < n16) qg_cp16(d + 128, pa + 128, 16);
+                const uint8_t *pa = p - off;
+                const uint32_t d = st_s + r * QG_PITCH;
+                if (cj == 0) st[ROWS * QG_PITCH + r] = (uint8_t)off;
+#pragma unroll
+                for (int h = 0; h < (QG_CHUNKS + LPR - 1) / LPR; h++) {
+                    const int c = cj + LPR * h;
+                    if ((h + 1) * LPR <= QG_CHUNKS || c < QG_CHUNKS)
+                        if (16 * c < n16) qg_cp16(d + 16 * c, pa + 16 * c, 16);
+                }
             }
             /* the tokens' codes (2 KU chunks a token) and scales / sums (TOK and KU powers of two) */
-            const uint32_t sx = st_s + QG_ROWS * QG_PITCH + QG_ROWS;
+            const uint32_t sx = st_s + ROWS * QG_PITCH + ROWS;
             const int8_t *xq = (const int8_t *)a.xb;
 #pragma unroll
             for (int idx = tid; idx < TOK * 2 * KU; idx += QG_THREADS) {
@@ -315,11 +342,11 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
             }
         };
 
-        float acc[NT][2][4];
+        float acc[NT][TPW][4];
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-            for (int i = 0; i < 2; i++)
+            for (int i = 0; i < TPW; i++)
 #pragma unroll
                 for (int q = 0; q < 4; q++) acc[nt][i][q] = 0.f;
 
@@ -335,20 +362,20 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
             qg_commit();
 
             const uint8_t *st = sm + (s % NS) * SB;
-            const uint8_t *offs = st + QG_ROWS * QG_PITCH;
-            const uint8_t *sx = offs + QG_ROWS;
+            const uint8_t *offs = st + ROWS * QG_PITCH;
+            const uint8_t *sx = offs + ROWS;
             const float *sd = (const float *)(sx + TOK * XP);
             const int nu = min(KU, U - s * KU);
-            const uint8_t *rw[4];
-            {
-                const int rr[4] = {R0 + g, R0 + g + 8, R1 + g, R1 + g + 8};
+            const uint8_t *rw[2 * TPW];
 #pragma unroll
-                for (int q = 0; q < 4; q++) rw[q] = st + rr[q] * QG_PITCH + offs[rr[q]];
+            for (int q = 0; q < 2 * TPW; q++) {
+                const int rr = 16 * (warp + 4 * (q >> 1)) + g + 8 * (q & 1);
+                rw[q] = st + rr * QG_PITCH + offs[rr];
             }
-            qg_row<F> W[4];
-#pragma unroll
-            for (int q = 0; q < 4; q++) W[q].prep(rw[q], t);
-            auto unit = [&](int u) {
+            qg_row<F> W[2 * TPW];
+            /* block of 32 u of the stage, uf its index in the rows' fragments
+             * (the K-quants: within the super-block W was prepared on) */
+            auto unit = [&](int u, int uf) {
                 uint32_t b0[NT], b1[NT];
                 float2 xd[NT], xs[NT];
 #pragma unroll
@@ -366,24 +393,24 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                     if (MIN) xs[nt] = *(const float2 *)(sd + TOK * KU + u * TOK + nt * 8 + 2 * t);
                 }
 #pragma unroll
-                for (int i = 0; i < 2; i++) {
+                for (int i = 0; i < TPW; i++) {
                     uint32_t A[4];
                     float da, db, ma = 0.f, mb = 0.f;
                     if constexpr (F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0) {
-                        W[2 * i].frag(u, A[0], A[2]);
-                        W[2 * i + 1].frag(u, A[1], A[3]);
+                        W[2 * i].frag(uf, A[0], A[2]);
+                        W[2 * i + 1].frag(uf, A[1], A[3]);
                         da = W[2 * i].d;
                         db = W[2 * i + 1].d;
                     } else if constexpr (F == MOE_DF_MXFP4) {
-                        W[2 * i].frag(u, A[0], A[2], tab);
-                        W[2 * i + 1].frag(u, A[1], A[3], tab);
+                        W[2 * i].frag(uf, A[0], A[2], tab);
+                        W[2 * i + 1].frag(uf, A[1], A[3], tab);
                         da = W[2 * i].d;
                         db = W[2 * i + 1].d;
                     } else if constexpr (F == MOE_DF_Q6_K) {
                         /* two m16n8k16 a block of 32: sub-block 2u on b0, 2u + 1 on b1 */
                         float sa1, sb1;
-                        W[2 * i].frag(u, A[0], A[2], da, sa1);
-                        W[2 * i + 1].frag(u, A[1], A[3], db, sb1);
+                        W[2 * i].frag(uf, A[0], A[2], da, sa1);
+                        W[2 * i + 1].frag(uf, A[1], A[3], db, sb1);
 #pragma unroll
                         for (int nt = 0; nt < NT; nt++) {
                             int c[4], c1[4];
@@ -395,8 +422,8 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                             acc[nt][i][3] += (dq_i2f(c[3]) * db + dq_i2f(c1[3]) * sb1) * xd[nt].y;
                         }
                     } else {
-                        W[2 * i].frag(u, A[0], A[2], da, ma);
-                        W[2 * i + 1].frag(u, A[1], A[3], db, mb);
+                        W[2 * i].frag(uf, A[0], A[2], da, ma);
+                        W[2 * i + 1].frag(uf, A[1], A[3], db, mb);
                     }
 #pragma unroll
                     for (int nt = 0; nt < (F == MOE_DF_Q6_K ? 0 : NT); nt++) {
@@ -415,18 +442,32 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                     }
                 }
             };
-            if (F == MOE_DF_Q4_K || F == MOE_DF_Q5_K || F == MOE_DF_Q6_K || nu == KU) {
-                /* every stage but maybe the last of a 32-element format (the K-quants'
-                 * rows are whole super-blocks): the blocks' offsets are constants */
+            if constexpr (SBY != 0) {
+                /* the K-quants: whole super-blocks of 8 blocks of 32, each
+                 * prepared (header, scales) before its units */
 #pragma unroll
-                for (int u = 0; u < KU; u++) unit(u);
+                for (int sbi = 0; sbi < KU / 8; sbi++) {
+                    if (sbi * 8 >= nu) break;
+#pragma unroll
+                    for (int q = 0; q < 2 * TPW; q++) W[q].prep(rw[q] + sbi * SBY, t);
+#pragma unroll
+                    for (int u = 0; u < 8; u++) unit(8 * sbi + u, u);
+                }
             } else {
-                for (int u = 0; u < nu; u++) unit(u);
+#pragma unroll
+                for (int q = 0; q < 2 * TPW; q++) W[q].prep(rw[q], t);
+                if (nu == KU) {
+                    /* every stage but maybe the last: the blocks' offsets are constants */
+#pragma unroll
+                    for (int u = 0; u < KU; u++) unit(u, u);
+                } else {
+                    for (int u = 0; u < nu; u++) unit(u, u);
+                }
             }
         }
         qg_wait<0>();
 
-        /* epilogue: lane holds rows (tile i) g and g + 8, tokens nt * 8 + 2t, + 1 */
+        /* epilogue: lane holds rows g and g + 8 of tiles w + 4 i, tokens nt * 8 + 2t, + 1 */
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
 #pragma unroll
@@ -434,17 +475,22 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                 const int ci = nt * 8 + 2 * t + (q & 1);
                 if (ci >= m) continue;
                 const int pair = a.sorted[pp + ci];
-                if (GATED) {
-                    const int row = row_base + 16 * warp + g + (q >> 1) * 8;
-                    if (row >= a.N) continue;
-                    float gv = acc[nt][0][q], uv = acc[nt][1][q];
-                    if (a.b0) gv += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
-                    if (a.b1) uv += dk_bias(a.b1, a.b1_type, (int64_t)e * a.b1_se + (int64_t)row * a.b1_sn);
-                    ((float *)a.h)[(int64_t)pair * a.N + row] = dk_act(a.act, gv, uv, a.alpha, a.limit);
-                } else {
 #pragma unroll
-                    for (int i = 0; i < 2; i++) {
-                        const int row = row_base + 32 * warp + 16 * i + g + (q >> 1) * 8;
+                for (int i = 0; i < TPW; i++) {
+                    const int ti = warp + 4 * i;
+                    if (GATED) {
+                        /* one tile a warp: tile rows g (gate) and g + 8 (up) are weight row
+                         * rb + 8 w + g; two: tile w holds gate rows rb + 16 w + q, tile w + 4
+                         * the same up rows */
+                        if (TPW == 1 ? q >= 2 : i > 0) continue;
+                        const int row = TPW == 1 ? row_base + 8 * warp + g : row_base + 16 * warp + g + (q >> 1) * 8;
+                        if (row >= a.N) continue;
+                        float gv = acc[nt][0][q], uv = TPW == 1 ? acc[nt][0][q + 2] : acc[nt][TPW - 1][q];
+                        if (a.b0) gv += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
+                        if (a.b1) uv += dk_bias(a.b1, a.b1_type, (int64_t)e * a.b1_se + (int64_t)row * a.b1_sn);
+                        ((float *)a.h)[(int64_t)pair * a.N + row] = dk_act(a.act, gv, uv, a.alpha, a.limit);
+                    } else {
+                        const int row = row_base + 16 * ti + g + (q >> 1) * 8;
                         if (row >= a.N) continue;
                         float v = acc[nt][i][q];
                         if (a.b0) v += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
@@ -467,8 +513,8 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
         __syncthreads();
         if (s_last) {
             __threadfence();
-            for (int idx = tid; idx < a.T * QG_ROWS; idx += QG_THREADS) {
-                const int tt = idx / QG_ROWS, n = row_base + (idx - tt * QG_ROWS);
+            for (int idx = tid; idx < a.T * ROWS; idx += QG_THREADS) {
+                const int tt = idx / ROWS, n = row_base + (idx - tt * ROWS);
                 if (n >= a.N) continue;
                 float s = 0.f;
                 for (int k = 0; k < a.K; k++) {
@@ -545,15 +591,31 @@ int moe__qg_fmt_ok(int fmt) {
            fmt == MOE_DF_Q6_K || fmt == MOE_DF_MXFP4;
 }
 
-size_t moe__qg_smem(int fmt, int nt, int bps) {
-    const int ns = qg_ns_of(fmt, nt, bps);
+template <int F> static size_t qg_smem_f(int nt, int bps) {
+    return (size_t)(nt <= 1 ? qg_ns<F>(1, bps) * qg_sb<F>(1)
+                    : nt == 2 ? qg_ns<F>(2, bps) * qg_sb<F>(2) : qg_ns<F>(4, bps) * qg_sb<F>(4));
+}
+
+int moe__qg_rows(int fmt) {
     switch (fmt) {
-    case MOE_DF_Q8_0: return (size_t)ns * qg_stage_bytes(176, 4, 0, nt);
-    case MOE_DF_Q4_K: return (size_t)ns * qg_stage_bytes(176, 8, 1, nt);
-    case MOE_DF_MXFP4: return (size_t)ns * qg_stage_bytes(176, 8, 0, nt);
-    case MOE_DF_Q6_K: return (size_t)ns * qg_stage_bytes(240, 8, 0, nt);
-    case MOE_DF_Q4_0: return (size_t)ns * qg_stage_bytes(176, 8, 0, nt);
-    case MOE_DF_Q5_K: return (size_t)ns * qg_stage_bytes(208, 8, 1, nt);
+    case MOE_DF_Q8_0: return qg_rows<MOE_DF_Q8_0>();
+    case MOE_DF_Q4_K: return qg_rows<MOE_DF_Q4_K>();
+    case MOE_DF_MXFP4: return qg_rows<MOE_DF_MXFP4>();
+    case MOE_DF_Q6_K: return qg_rows<MOE_DF_Q6_K>();
+    case MOE_DF_Q4_0: return qg_rows<MOE_DF_Q4_0>();
+    case MOE_DF_Q5_K: return qg_rows<MOE_DF_Q5_K>();
+    }
+    return 0;
+}
+
+size_t moe__qg_smem(int fmt, int nt, int bps) {
+    switch (fmt) {
+    case MOE_DF_Q8_0: return qg_smem_f<MOE_DF_Q8_0>(nt, bps);
+    case MOE_DF_Q4_K: return qg_smem_f<MOE_DF_Q4_K>(nt, bps);
+    case MOE_DF_MXFP4: return qg_smem_f<MOE_DF_MXFP4>(nt, bps);
+    case MOE_DF_Q6_K: return qg_smem_f<MOE_DF_Q6_K>(nt, bps);
+    case MOE_DF_Q4_0: return qg_smem_f<MOE_DF_Q4_0>(nt, bps);
+    case MOE_DF_Q5_K: return qg_smem_f<MOE_DF_Q5_K>(nt, bps);
     }
     return 0;
 }
