@@ -184,11 +184,13 @@ static inline int64_t moe__dec_stream_pairs(int fmt, double expert_bytes) {
  * vs 423, at 8 pairs 1.3x faster. Below 10 MB (qwen3's 2.5-5 MB experts) the
  * streaming kernels lead up to 8 pairs (Q8_0 T = 128 432 vs 578, Q4_K 477 vs
  * 514), so Q4_K streams to 8 there too; at 16 pairs (T = 256) the int8 kernels
- * lead (Q4_K 884 vs 970). */
+ * lead (Q4_K 884 vs 970). Q8_0's kernels on 64-row blocks (session 17, run 9)
+ * lead there from 4 pairs: qwen3 Q8_0 T = 64 309 vs 327 us, T = 128 423 vs
+ * 430 (at 2 pairs, T = 32, 248 vs 208: the streaming kernels keep 1-3). */
 static inline int64_t moe__dec_stream_pairs_qg(int fmt, double expert_bytes, int qg) {
     const int64_t p = moe__dec_stream_pairs(fmt, expert_bytes);
     if (!qg) return p;
-    if (expert_bytes >= 10e6) return p < 3 ? p : 3;
+    if (expert_bytes >= 10e6 || fmt == MOE_DF_Q8_0) return p < 3 ? p : 3;
     return fmt == MOE_DF_Q4_K && p < 8 ? 8 : p;
 }
 

@@ -6,18 +6,19 @@
  *   route      k_route (decode.cu): active experts, pairs sorted by expert
  *   quantise   x [Tc, D] -> int8 blocks of 32 (ggml's Q8_1 rounding,
  *              moe_qx_quantize32): q [Tc, D], d and d * sum(q) per block
- *   phase 1    grid (I row tiles of 64, active experts): h [TK, I] f32 =
+ *   phase 1    grid (I row tiles of 32 or 64, active experts): h [TK, I] f32 =
  *              act(gate x + bg, up x + bu)
  *   quantise   h [TK, I] -> int8 blocks as x
- *   phase 2    grid (D row tiles of 128, active experts): y [TK, D] f32 =
+ *   phase 2    grid (D row tiles of 64 or 128, active experts): y [TK, D] f32 =
  *              w * (down h + bd); the last block of each row tile sums the
  *              K slots of every token in slot order into out (no float atomics)
  *
- * A block is 4 warps. Its 128 weight rows (phase 1: 64 of gate and the same
- * 64 of up) stream through a ring of cp.async stages, each 4 (Q8_0) or 8
- * (Q4_K, Q6_K: one super-block; MXFP4) blocks of 32 of every row plus the
+ * A block is 4 warps. Its 64 (Q8_0) or 128 weight rows (phase 1: half of
+ * gate and the same rows of up) stream through a ring of cp.async stages, each
+ * 8 blocks of 32 of every row (Q4_K, Q5_K, Q6_K: one super-block) plus the
  * tokens' activation blocks of the same columns; every thread copies, every
- * warp computes (no producer warp). Warp w owns two 16-row tiles: mma.m16n8k32
+ * warp computes (no producer warp). Warp w owns one (Q8_0) or two 16-row
+ * tiles (qg_fmt's TPW): mma.m16n8k32
  * s8 with the weights as A (int8 codes as GGUF stores them: Q8_0's bytes,
  * Q4_K's nibbles, MXFP4's doubled e2m1 values in nibble order; Q6_K's 6-bit
  * codes minus 32 on two m16n8k16, one a 16-element scale) and 8 tokens as B,
@@ -25,7 +26,8 @@
  * scales (minus Q4_K's min times the token's block sum) into f32.
  * A pass takes up to 8 NT pairs of one expert; an expert with more takes
  * several passes over its rows. Each kernel has instances for two and (but
- * Q6_K) three blocks an SM (BPS: rings of 4 or 3 stages, 255 or 168 registers).
+ * Q5_K, Q6_K) three blocks an SM (BPS: rings of 2-4 stages, qg_ns; up to 255 or
+ * 168 registers).
  */
 #include "decode_kernels.h"
 #include "qdot.cuh"
@@ -39,11 +41,12 @@
  * any 16-byte offset) and PITCH bytes between staged rows (= 16 mod 32:
  * fragment loads without bank conflicts). Q8_0 takes 64 rows of 272 bytes a
  * stage: 128 rows of 136 (session 16) held a cp.async ring to 81% of a plain
- * read, 64 of 272 to 93% (bench/decode/lab/probe_runs.cu), and 0.79-0.93x the
- * time (session 17, run 2). The others keep 128 rows: they are bound by
- * instructions, and one tile a warp costs each activation fragment twice
- * (mixtral Q4_K / MXFP4 1.02-1.18x the time). Q6_K: its 16-element scales on
- * m16n8k16. */
+ * read, 64 of 272 to 93% (bench/decode/lab/probe_runs.cu); Q8_0's kernels take
+ * 0.79-0.91x the time on them (session 17, run 9; mixtral T = 64, 32 tokens a
+ * pass, 1.05x). The others keep 128 rows: they are bound by instructions, and
+ * one tile a warp loads each activation fragment for half the rows (mixtral
+ * Q4_K / MXFP4 / Q6_K 1.02-1.18x the time, run 2). Q6_K: its 16-element scales
+ * on m16n8k16. */
 template <int F> struct qg_fmt;
 template <> struct qg_fmt<MOE_DF_Q8_0> { enum { TPW = 1, KU = 8, BPU = 34, SBY = 0, SBB = 272, MIN = 0, NIB = 0, CH = 18, PITCH = 304 }; };
 template <> struct qg_fmt<MOE_DF_Q4_K> { enum { TPW = 2, KU = 8, BPU = 0, SBY = 144, SBB = 144, MIN = 1, NIB = 0, CH = 10, PITCH = 176 }; };
@@ -266,23 +269,26 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
     const int row_base = blockIdx.x * rows_blk;
     const int U = a.C / 32, nst = (U + KU - 1) / KU;
 
-    /* The copies of this thread: LPR lanes a row, chunks cj + LPR h (<
-     * QG_CHUNKS), so that LPR lanes read 16 LPR contiguous bytes of a row an
-     * instruction (lane pairs on 16 rows, one sector a request, left the L2 at
-     * 88% of its request rate: session 16), eight rows a stage:
-     *   one tile a warp (LPR 16): stage rows 16 w + 2 k + lane / 16, its own tile;
-     *   two (LPR 8): stage rows 16 k + 4 w + lane / 8 (session 16's mapping).
-     * Row k is weight row rb + r0 + ST kk of tensor t (gated: gate, then up from
-     * k = 4; kk = k % 4, else kk = k): a base plus a constant multiple of the
-     * step. Other mappings measured 2-9% slower (consecutive rows an
-     * instruction across the warps, rows from their index: session 17 runs 5-7). */
-    constexpr int LPR = TPW == 1 ? 16 : 8, ST = TPW == 1 ? 2 : 16;
+    /* The copies of this thread, eight rows a stage:
+     *   one tile a warp: 16 lanes a row (chunks lane % 16 and 16 + lane % 16),
+     *     stage rows 16 w + 2 k + lane / 16 (its own tile);
+     *   two: 8 lanes a row (chunks lane % 8 and 8 + lane % 8), stage rows 16 k +
+     *     4 w + lane / 8 (session 16's mapping).
+     * LPR lanes read 16 LPR contiguous bytes of a row an instruction (lane pairs
+     * on 16 rows, one sector a request, left the L2 at 88% of its request rate:
+     * session 16). Row k is weight row rb + r0 + ST kk of tensor k / KH (gated:
+     * gate, then up; kk = k % KH). This form of the loop (session 16's and
+     * session 17's first) is the one measured fastest: other forms of the same
+     * copies (row offsets from the row index, chunk loops) ran 2-11% slower
+     * (session 17 runs 5-8). */
+    constexpr int LPR = TPW == 1 ? 16 : 8, ST = TPW == 1 ? 2 : 16, KH = GATED ? 4 : 8;
     const int cj = lane % LPR;
     const int r0 = TPW == 1 ? (GATED ? 8 : 16) * warp + lane / 16 : 4 * warp + lane / 8;
-    const uint8_t *pb0 = a.w0 + (int64_t)e * a.w0_se + (int64_t)(row_base + r0) * a.w0_sn;
-    const uint8_t *pb1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)(row_base + r0) * a.w1_sn : pb0;
-    const int64_t st0 = ST * a.w0_sn, st1 = GATED ? ST * a.w1_sn : st0;
-    const int nrow = a.N - row_base - r0; /* rows from r0 on */
+    const int rw0 = row_base + r0;
+    const uint8_t *src0 = a.w0 + (int64_t)e * a.w0_se + (int64_t)rw0 * a.w0_sn;
+    const uint8_t *src1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)rw0 * a.w1_sn : src0;
+    const int64_t step0 = ST * a.w0_sn, step1 = GATED ? ST * a.w1_sn : step0;
+    static_assert(QG_CHUNKS <= 2 * LPR, "two chunks a lane cover a stage row");
     moe__mxfp4_tab tab;
     if (F == MOE_DF_MXFP4) tab = moe__mxfp4_tab_make();
 
@@ -306,23 +312,17 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
 #pragma unroll
             for (int k = 0; k < 8; k++) {
                 const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
-                const int kk = GATED ? (k & 3) : k;
-                const bool t1 = GATED && k >= 4;
-                if (ST * kk >= nrow) { /* a row past N: its (unused) fragments read at offset 0, aligned */
+                if (rw0 + ST * (k % KH) >= a.N) { /* a row past N: its (unused) fragments read at offset 0, aligned */
                     if (cj == 0) st[ROWS * QG_PITCH + r] = 0;
                     continue;
                 }
-                const uint8_t *p = (t1 ? pb1 + kk * st1 : pb0 + kk * st0) + (int64_t)s * SBB;
+                const uint8_t *p = (k < KH ? src0 + (k % KH) * step0 : src1 + (k % KH) * step1) + (int64_t)s * SBB;
                 const int off = (int)((uintptr_t)p & 15), n16 = off + bytes; /* copy while 16 c < n16 */
-                const uint8_t *pa = p - off;
-                const uint32_t d = st_s + r * QG_PITCH;
+                const uint8_t *pa = p - off + 16 * cj;
+                const uint32_t d = st_s + r * QG_PITCH + 16 * cj;
                 if (cj == 0) st[ROWS * QG_PITCH + r] = (uint8_t)off;
-#pragma unroll
-                for (int h = 0; h < (QG_CHUNKS + LPR - 1) / LPR; h++) {
-                    const int c = cj + LPR * h;
-                    if ((h + 1) * LPR <= QG_CHUNKS || c < QG_CHUNKS)
-                        if (16 * c < n16) qg_cp16(d + 16 * c, pa + 16 * c, 16);
-                }
+                if (16 * cj < n16) qg_cp16(d, pa, 16);
+                if (cj + LPR < QG_CHUNKS && 16 * (cj + LPR) < n16) qg_cp16(d + 16 * LPR, pa + 16 * LPR, 16);
             }
             /* the tokens' codes (2 KU chunks a token) and scales / sums (TOK and KU powers of two) */
             const uint32_t sx = st_s + ROWS * QG_PITCH + ROWS;
