@@ -34,9 +34,9 @@
 
 #define QG_THREADS 128
 /* Per format: TPW 16-row tiles a warp (a block's rows: 64 TPW), KU blocks of
- * 32 a stage, SBB bytes a stage of a row, BPU bytes a block of 32 (the
- * 32-element formats, where a stage may end early) or SBY a super-block (the
- * K-quants: a stage may end after one), MIN: element = sc q - mn, NIB: MXFP4's
+ * 32 a stage, SBB bytes a stage of a row, BPU bytes a block of 32 where a
+ * stage may end early (the 32-element formats; a K-quant stage is one whole
+ * super-block), MIN: element = sc q - mn, NIB: MXFP4's
  * nibble order; CH 16-byte copies a row a stage at most (the stage's bytes at
  * any 16-byte offset) and PITCH bytes between staged rows (= 16 mod 32:
  * fragment loads without bank conflicts). Q8_0 takes 64 rows of 272 bytes a
@@ -48,12 +48,12 @@
  * Q4_K / MXFP4 / Q6_K 1.02-1.18x the time, run 2). Q6_K: its 16-element scales
  * on m16n8k16. */
 template <int F> struct qg_fmt;
-template <> struct qg_fmt<MOE_DF_Q8_0> { enum { TPW = 1, KU = 8, BPU = 34, SBY = 0, SBB = 272, MIN = 0, NIB = 0, CH = 18, PITCH = 304 }; };
-template <> struct qg_fmt<MOE_DF_Q4_K> { enum { TPW = 2, KU = 8, BPU = 0, SBY = 144, SBB = 144, MIN = 1, NIB = 0, CH = 10, PITCH = 176 }; };
-template <> struct qg_fmt<MOE_DF_MXFP4> { enum { TPW = 2, KU = 8, BPU = 17, SBY = 0, SBB = 136, MIN = 0, NIB = 1, CH = 10, PITCH = 176 }; };
-template <> struct qg_fmt<MOE_DF_Q6_K> { enum { TPW = 2, KU = 8, BPU = 0, SBY = 210, SBB = 210, MIN = 0, NIB = 0, CH = 15, PITCH = 240 }; };
-template <> struct qg_fmt<MOE_DF_Q4_0> { enum { TPW = 2, KU = 8, BPU = 18, SBY = 0, SBB = 144, MIN = 0, NIB = 0, CH = 10, PITCH = 176 }; };
-template <> struct qg_fmt<MOE_DF_Q5_K> { enum { TPW = 2, KU = 8, BPU = 0, SBY = 176, SBB = 176, MIN = 1, NIB = 0, CH = 12, PITCH = 208 }; };
+template <> struct qg_fmt<MOE_DF_Q8_0> { enum { TPW = 1, KU = 8, BPU = 34, SBB = 272, MIN = 0, NIB = 0, CH = 18, PITCH = 304 }; };
+template <> struct qg_fmt<MOE_DF_Q4_K> { enum { TPW = 2, KU = 8, BPU = 0, SBB = 144, MIN = 1, NIB = 0, CH = 10, PITCH = 176 }; };
+template <> struct qg_fmt<MOE_DF_MXFP4> { enum { TPW = 2, KU = 8, BPU = 17, SBB = 136, MIN = 0, NIB = 1, CH = 10, PITCH = 176 }; };
+template <> struct qg_fmt<MOE_DF_Q6_K> { enum { TPW = 2, KU = 8, BPU = 0, SBB = 210, MIN = 0, NIB = 0, CH = 15, PITCH = 240 }; };
+template <> struct qg_fmt<MOE_DF_Q4_0> { enum { TPW = 2, KU = 8, BPU = 18, SBB = 144, MIN = 0, NIB = 0, CH = 10, PITCH = 176 }; };
+template <> struct qg_fmt<MOE_DF_Q5_K> { enum { TPW = 2, KU = 8, BPU = 0, SBB = 176, MIN = 1, NIB = 0, CH = 12, PITCH = 208 }; };
 
 /* bytes of one stage: weight rows, their offsets, the tokens' codes (pitch
  * 32 KU + 16: = 16 mod 32), scales and sums ([KU][8 NT] floats each) */
@@ -249,7 +249,7 @@ template <int F, int PH, int NT, int BPS>
 __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, const float *xd_g, const float *xs_g,
                                                       int ldx) {
     typedef qg_fmt<F> FM;
-    constexpr int KU = FM::KU, BPU = FM::BPU, SBY = FM::SBY, SBB = FM::SBB, MIN = FM::MIN, NS = qg_ns<F>(NT, BPS),
+    constexpr int KU = FM::KU, BPU = FM::BPU, SBB = FM::SBB, MIN = FM::MIN, NS = qg_ns<F>(NT, BPS),
                   TOK = 8 * NT, TPW = FM::TPW, ROWS = qg_rows<F>();
     constexpr int QG_PITCH = FM::PITCH, QG_CHUNKS = FM::CH;
     constexpr bool GATED = PH == MOE_DEC_GATE_UP;
@@ -307,8 +307,7 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
         auto load_stage = [&](int s, int slot) {
             uint8_t *st = sm + slot * SB;
             const uint32_t st_s = qg_smem(st);
-            const int u0 = s * KU, nu = min(KU, U - u0);
-            const int bytes = nu == KU ? SBB : SBY ? (nu / 8) * SBY : nu * BPU;
+            const int u0 = s * KU, nu = min(KU, U - u0), bytes = nu == KU ? SBB : nu * BPU;
 #pragma unroll
             for (int k = 0; k < 8; k++) {
                 const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
@@ -373,9 +372,9 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                 rw[q] = st + rr * QG_PITCH + offs[rr];
             }
             qg_row<F> W[2 * TPW];
-            /* block of 32 u of the stage, uf its index in the rows' fragments
-             * (the K-quants: within the super-block W was prepared on) */
-            auto unit = [&](int u, int uf) {
+#pragma unroll
+            for (int q = 0; q < 2 * TPW; q++) W[q].prep(rw[q], t);
+            auto unit = [&](int u) {
                 uint32_t b0[NT], b1[NT];
                 float2 xd[NT], xs[NT];
 #pragma unroll
@@ -397,20 +396,20 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                     uint32_t A[4];
                     float da, db, ma = 0.f, mb = 0.f;
                     if constexpr (F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0) {
-                        W[2 * i].frag(uf, A[0], A[2]);
-                        W[2 * i + 1].frag(uf, A[1], A[3]);
+                        W[2 * i].frag(u, A[0], A[2]);
+                        W[2 * i + 1].frag(u, A[1], A[3]);
                         da = W[2 * i].d;
                         db = W[2 * i + 1].d;
                     } else if constexpr (F == MOE_DF_MXFP4) {
-                        W[2 * i].frag(uf, A[0], A[2], tab);
-                        W[2 * i + 1].frag(uf, A[1], A[3], tab);
+                        W[2 * i].frag(u, A[0], A[2], tab);
+                        W[2 * i + 1].frag(u, A[1], A[3], tab);
                         da = W[2 * i].d;
                         db = W[2 * i + 1].d;
                     } else if constexpr (F == MOE_DF_Q6_K) {
                         /* two m16n8k16 a block of 32: sub-block 2u on b0, 2u + 1 on b1 */
                         float sa1, sb1;
-                        W[2 * i].frag(uf, A[0], A[2], da, sa1);
-                        W[2 * i + 1].frag(uf, A[1], A[3], db, sb1);
+                        W[2 * i].frag(u, A[0], A[2], da, sa1);
+                        W[2 * i + 1].frag(u, A[1], A[3], db, sb1);
 #pragma unroll
                         for (int nt = 0; nt < NT; nt++) {
                             int c[4], c1[4];
@@ -422,8 +421,8 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                             acc[nt][i][3] += (dq_i2f(c[3]) * db + dq_i2f(c1[3]) * sb1) * xd[nt].y;
                         }
                     } else {
-                        W[2 * i].frag(uf, A[0], A[2], da, ma);
-                        W[2 * i + 1].frag(uf, A[1], A[3], db, mb);
+                        W[2 * i].frag(u, A[0], A[2], da, ma);
+                        W[2 * i + 1].frag(u, A[1], A[3], db, mb);
                     }
 #pragma unroll
                     for (int nt = 0; nt < (F == MOE_DF_Q6_K ? 0 : NT); nt++) {
@@ -442,27 +441,13 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                     }
                 }
             };
-            if constexpr (SBY != 0) {
-                /* the K-quants: whole super-blocks of 8 blocks of 32, each
-                 * prepared (header, scales) before its units */
+            if (F == MOE_DF_Q4_K || F == MOE_DF_Q5_K || F == MOE_DF_Q6_K || nu == KU) {
+                /* every stage but maybe the last of a 32-element format (the K-quants'
+                 * rows are whole super-blocks): the blocks' offsets are constants */
 #pragma unroll
-                for (int sbi = 0; sbi < KU / 8; sbi++) {
-                    if (sbi * 8 >= nu) break;
-#pragma unroll
-                    for (int q = 0; q < 2 * TPW; q++) W[q].prep(rw[q] + sbi * SBY, t);
-#pragma unroll
-                    for (int u = 0; u < 8; u++) unit(8 * sbi + u, u);
-                }
+                for (int u = 0; u < KU; u++) unit(u);
             } else {
-#pragma unroll
-                for (int q = 0; q < 2 * TPW; q++) W[q].prep(rw[q], t);
-                if (nu == KU) {
-                    /* every stage but maybe the last: the blocks' offsets are constants */
-#pragma unroll
-                    for (int u = 0; u < KU; u++) unit(u, u);
-                } else {
-                    for (int u = 0; u < nu; u++) unit(u, u);
-                }
+                for (int u = 0; u < nu; u++) unit(u);
             }
         }
         qg_wait<0>();
