@@ -69,11 +69,9 @@ template <int F> static __host__ __device__ constexpr int qg_sb(int nt) {
  * (2 to 4) as fit in the shared memory of one of BPS blocks (228 KB an SM, 1
  * KB a block reserved, static shared memory and slack). */
 template <int F> static __host__ __device__ constexpr int qg_ns(int nt, int bps) {
-    return qg_fmt<F>::TPW == 2
-               ? (F == MOE_DF_Q6_K || F == MOE_DF_Q5_K ? (nt > 2 ? 2 : 3) : bps >= 3 || nt > 2 ? 3 : 4)
-           : (bps >= 3 ? 74 * 1024 : 112 * 1024) / qg_sb<F>(nt) > 4 ? 4
-           : (bps >= 3 ? 74 * 1024 : 112 * 1024) / qg_sb<F>(nt) < 2 ? 2
-                                                                    : (bps >= 3 ? 74 * 1024 : 112 * 1024) / qg_sb<F>(nt);
+    if (qg_fmt<F>::TPW == 2) return F == MOE_DF_Q6_K || F == MOE_DF_Q5_K ? (nt > 2 ? 2 : 3) : bps >= 3 || nt > 2 ? 3 : 4;
+    const int fit = (bps >= 3 ? 74 * 1024 : 112 * 1024) / qg_sb<F>(nt);
+    return fit > 4 ? 4 : fit < 2 ? 2 : fit;
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
