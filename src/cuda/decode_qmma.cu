@@ -92,10 +92,72 @@ template <int N> static __device__ __forceinline__ void qg_wait(void) {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 /* the word holding bytes p .. p + 3 of shared memory, p at any alignment */
+/* The aligned word at or below p, by pointer arithmetic: a pointer through an
+ * integer cast loses its address space, and the loads became generic LD
+ * instead of LDS (session 18). */
+static __device__ __forceinline__ const uint32_t *qg_al4(const uint8_t *p) {
+    return (const uint32_t *)(p - ((uintptr_t)p & 3));
+}
 static __device__ __forceinline__ uint32_t qg_ldu(const uint8_t *p) {
-    const uintptr_t q = (uintptr_t)p;
-    const uint32_t *w = (const uint32_t *)(q & ~(uintptr_t)3);
-    return __funnelshift_r(w[0], w[1], 8 * (unsigned)(q & 3));
+    const uint32_t *w = qg_al4(p);
+    return __funnelshift_r(w[0], w[1], 8 * (unsigned)((uintptr_t)p & 3));
+}
+
+/* The int8 mma with its accumulator preset to 1.5 * 2^23: an int32 result c
+ * (|c| < 2^22: 32 products of 8-bit codes, at most ~2^20) reads back as the
+ * float 12582912 + c, so qg_cf makes the float with one FADD (no I2F, no
+ * integer add: session 18). The preset takes 4 registers for the whole loop:
+ * kernels of 4 token tiles (NT) keep the zero accumulator (MAG false) and
+ * dq_i2f, as they spilled with it. U8: A unsigned (the K-quants' codes). */
+#define QG_MAGIC 0x4B400000
+template <bool MAG> static __device__ __forceinline__ float qg_cf(int c) {
+    return MAG ? __int_as_float(c) - 12582912.0f : dq_i2f(c);
+}
+template <bool U8, bool MAG>
+static __device__ __forceinline__ void qg_mma(int c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                              uint32_t b0, uint32_t b1) {
+    if (!MAG && U8)
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                     "{%10, %10, %10, %10};\n"
+                     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+    else if (!MAG)
+        dk_mma_s8(c, a0, a1, a2, a3, b0, b1);
+    else if (U8)
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                     "{%10, %10, %10, %10};\n"
+                     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(QG_MAGIC));
+    else
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                     "{%10, %10, %10, %10};\n"
+                     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(QG_MAGIC));
+}
+template <bool MAG> static __device__ __forceinline__ void qg_mma_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b0) {
+    if (!MAG) {
+        dk_mma_s8_k16(c, a0, a1, b0);
+        return;
+    }
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+                 "{%7, %7, %7, %7};\n"
+                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(b0), "r"(QG_MAGIC));
+}
+/* f32 as tf32, rounded to nearest (the mma itself would truncate) */
+static __device__ __forceinline__ uint32_t qg_tf32(float x) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+/* d += A B on m16n8k8 tf32: A rows g / g + 8, k t / t + 4 (a0 (g, t), a1 (g + 8, t),
+ * a2 (g, t + 4), a3 (g + 8, t + 4)), B k t / t + 4 of column g, d as the int8 mma's */
+static __device__ __forceinline__ void qg_mma_tf32(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                                   uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 /* The A fragment words of lane quad t for block of 32 u of a staged row
@@ -113,11 +175,11 @@ template <> struct qg_row<MOE_DF_Q8_0> {
     float d;
     __device__ __forceinline__ void prep(const uint8_t *row, int t) {
         R = row;
-        const uintptr_t p0 = (uintptr_t)(row + 2 + 4 * t), p1 = p0 + 2;
-        b0 = (const uint8_t *)(p0 & ~(uintptr_t)3);
-        b1 = (const uint8_t *)(p1 & ~(uintptr_t)3);
-        s0 = 8 * (uint32_t)(p0 & 3);
-        s1 = 8 * (uint32_t)(p1 & 3);
+        const uint8_t *p0 = row + 2 + 4 * t, *p1 = p0 + 2;
+        b0 = (const uint8_t *)qg_al4(p0);
+        b1 = (const uint8_t *)qg_al4(p1);
+        s0 = 8 * (uint32_t)((uintptr_t)p0 & 3);
+        s1 = 8 * (uint32_t)((uintptr_t)p1 & 3);
     }
     __device__ __forceinline__ void frag(int u, uint32_t &lo, uint32_t &hi) {
         d = __half2float(*(const __half *)(R + 34 * u));
@@ -156,6 +218,8 @@ template <> struct qg_row<MOE_DF_MXFP4> {
         moe__mxfp4_nib8_t(qg_ldu(A + 17 * u), &tab, &lo, &hi);
     }
 };
+/* Q4_K / Q5_K: the codes of block u (A unsigned, qg_mma<true>); the scales of a
+ * super-block come from qg_k45_sc / qg_k45_mn once a stage, not from every block. */
 template <> struct qg_row<MOE_DF_Q4_K> {
     const uint8_t *Q; /* lane t's first code word: row + 16 + 4t (Q4_K rows are 16-byte aligned, moe__dec_align) */
     uint32_t h[4];    /* d | dmin << 16, scales[12] */
@@ -164,15 +228,13 @@ template <> struct qg_row<MOE_DF_Q4_K> {
         h[0] = w[0]; h[1] = w[1]; h[2] = w[2]; h[3] = w[3];
         Q = row + 16 + 4 * t;
     }
-    __device__ __forceinline__ void frag(int u, uint32_t &lo, uint32_t &hi, float &sc, float &mn) {
+    /* an odd block's codes stay in the high nibble (16 q: one AND, no shift);
+     * qg_k45_sc divides its scale by 16 to match (exact) */
+    __device__ __forceinline__ void codes(int u, uint32_t &lo, uint32_t &hi) const {
         const uint32_t *q = (const uint32_t *)(Q + 32 * (u >> 1));
-        const int s = 4 * (u & 1);
-        lo = (q[0] >> s) & 0x0F0F0F0Fu;
-        hi = (q[4] >> s) & 0x0F0F0F0Fu;
-        moe_qunit w;
-        moe__q4k_unit_scales(h, u, &w);
-        sc = w.sc[0];
-        mn = w.mn[0];
+        const uint32_t m = (u & 1) ? 0xF0F0F0F0u : 0x0F0F0F0Fu;
+        lo = q[0] & m;
+        hi = q[4] & m;
     }
 };
 
@@ -188,17 +250,44 @@ template <> struct qg_row<MOE_DF_Q5_K> {
         H = row + 16 + 4 * t;
         Q = row + 48 + 4 * t;
     }
-    __device__ __forceinline__ void frag(int u, uint32_t &lo, uint32_t &hi, float &sc, float &mn) {
+    __device__ __forceinline__ void codes(int u, uint32_t &lo, uint32_t &hi) const {
         const uint32_t *q = (const uint32_t *)(Q + 32 * (u >> 1)), *qh = (const uint32_t *)H;
         const int s = 4 * (u & 1);
         lo = ((q[0] >> s) & 0x0F0F0F0Fu) | (moe__qrotr(qh[0], u - 4) & 0x10101010u);
         hi = ((q[4] >> s) & 0x0F0F0F0Fu) | (moe__qrotr(qh[4], u - 4) & 0x10101010u);
-        moe_qunit w;
-        moe__q4k_unit_scales(h, u, &w);
-        sc = w.sc[0];
-        mn = w.mn[0];
     }
 };
+
+/* Q4_K / Q5_K super-block scales for lane t of a quad: blocks t and t + 4 of
+ * the row with header h (moe__q4k_unit_scales' unpacking, the block number a
+ * register). The quad's four lanes hold the eight blocks between them: the
+ * kernel shuffles each block's scale to the lanes that need it, and the mins
+ * enter through one tf32 mma a super-block (A (row, block) = the 6-bit min, B
+ * (block, token) = the token's d sum(q), times dmin after). Before, every lane
+ * decoded every block's scale and min for every row (~40% of Q4_K's
+ * instructions, session 17's ncu). qg_k45_sc: sc[j] = d sc of block t + 4j
+ * (Q4_K's odd blocks, t odd, / 16: their codes stay in the high nibble). */
+template <int F> static __device__ __forceinline__ void qg_k45_sc(const uint32_t h[4], int t, float sc[2]) {
+    const int sh = 8 * t;
+    const uint32_t s0 = h[1] >> sh, s2 = h[3] >> sh;
+    const uint32_t c0 = s0 & 63, c1 = (s2 & 0xF) | ((s0 >> 2) & 0x30);
+    const float d = __half2float(__ushort_as_half((unsigned short)(h[0] & 0xffffu))) *
+                    (F == MOE_DF_Q4_K && (t & 1) ? 0.0625f : 1.f);
+    sc[0] = d * (float)c0;
+    sc[1] = d * (float)c1;
+}
+/* mn[j]: block t + 4j's min as a float (below 64: exact in tf32); dmin. Made
+ * after the blocks (the header re-read from the stage), so that these do not
+ * hold registers through them (the 3-blocks-an-SM kernels spilled). */
+static __device__ __forceinline__ void qg_k45_mn(const uint32_t h[4], int t, uint32_t mn[2], float &dmin) {
+    const int sh = 8 * t;
+    const uint32_t s1 = h[2] >> sh, s2 = h[3] >> sh;
+    const uint32_t m0 = s1 & 63, m1 = ((s2 >> 4) & 0xF) | ((s1 >> 2) & 0x30);
+    dmin = __half2float(__ushort_as_half((unsigned short)(h[0] >> 16)));
+    mn[0] = __float_as_uint((float)m0);
+    mn[1] = __float_as_uint((float)m1);
+}
+
 template <> struct qg_row<MOE_DF_Q6_K> {
     /* the super-block (ql[128], qh[64], scales[16], d) starts 2-aligned: its
      * words from the aligned base b through a funnel shift sh, lane t's at + 4t */
@@ -207,9 +296,8 @@ template <> struct qg_row<MOE_DF_Q6_K> {
     float d;
     __device__ __forceinline__ uint32_t wd(int off) const { return __funnelshift_r(w[off >> 2], w[(off >> 2) + 1], sh); }
     __device__ __forceinline__ void prep(const uint8_t *row, int t) {
-        const uintptr_t p = (uintptr_t)row;
-        w = (const uint32_t *)(p & ~(uintptr_t)3);
-        sh = 8 * (uint32_t)(p & 3);
+        w = qg_al4(row);
+        sh = 8 * (uint32_t)((uintptr_t)row & 3);
         d = __half2float(*(const __half *)(row + 208));
 #pragma unroll
         for (int i = 0; i < 4; i++) sc[i] = wd(192 + 4 * i);
@@ -250,7 +338,7 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
     constexpr int KU = FM::KU, BPU = FM::BPU, SBB = FM::SBB, MIN = FM::MIN, NS = qg_ns<F>(NT, BPS),
                   TOK = 8 * NT, TPW = FM::TPW, ROWS = qg_rows<F>();
     constexpr int QG_PITCH = FM::PITCH, QG_CHUNKS = FM::CH;
-    constexpr bool GATED = PH == MOE_DEC_GATE_UP;
+    constexpr bool GATED = PH == MOE_DEC_GATE_UP, MAG = NT < 4;
     constexpr int XP = qg_xpitch(KU), SB = qg_sb<F>(NT);
     extern __shared__ __align__(128) uint8_t sm[];
     __shared__ int s_xr[TOK];
@@ -372,9 +460,15 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
             qg_row<F> W[2 * TPW];
 #pragma unroll
             for (int q = 0; q < 2 * TPW; q++) W[q].prep(rw[q], t);
+            /* Q4_K / Q5_K: the scales of blocks t and t + 4 of each row's super-block */
+            float ksc[MIN ? 2 * TPW : 1][2];
+            if constexpr (MIN) {
+#pragma unroll
+                for (int q = 0; q < 2 * TPW; q++) qg_k45_sc<F>(W[q].h, t, ksc[q]);
+            }
             auto unit = [&](int u) {
                 uint32_t b0[NT], b1[NT];
-                float2 xd[NT], xs[NT];
+                float2 xd[NT];
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++) {
                     const uint8_t *xp = sx + (nt * 8 + g) * XP + 32 * u;
@@ -387,12 +481,11 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                         b1[nt] = *(const uint32_t *)(xp + 16 + 4 * t);
                     }
                     xd[nt] = *(const float2 *)(sd + u * TOK + nt * 8 + 2 * t);
-                    if (MIN) xs[nt] = *(const float2 *)(sd + TOK * KU + u * TOK + nt * 8 + 2 * t);
                 }
 #pragma unroll
                 for (int i = 0; i < TPW; i++) {
                     uint32_t A[4];
-                    float da, db, ma = 0.f, mb = 0.f;
+                    float da, db;
                     if constexpr (F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0) {
                         W[2 * i].frag(u, A[0], A[2]);
                         W[2 * i + 1].frag(u, A[1], A[3]);
@@ -411,31 +504,28 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
 #pragma unroll
                         for (int nt = 0; nt < NT; nt++) {
                             int c[4], c1[4];
-                            dk_mma_s8_k16(c, A[0], A[1], b0[nt]);
-                            dk_mma_s8_k16(c1, A[2], A[3], b1[nt]);
-                            acc[nt][i][0] += (dq_i2f(c[0]) * da + dq_i2f(c1[0]) * sa1) * xd[nt].x;
-                            acc[nt][i][1] += (dq_i2f(c[1]) * da + dq_i2f(c1[1]) * sa1) * xd[nt].y;
-                            acc[nt][i][2] += (dq_i2f(c[2]) * db + dq_i2f(c1[2]) * sb1) * xd[nt].x;
-                            acc[nt][i][3] += (dq_i2f(c[3]) * db + dq_i2f(c1[3]) * sb1) * xd[nt].y;
+                            qg_mma_k16<MAG>(c, A[0], A[1], b0[nt]);
+                            qg_mma_k16<MAG>(c1, A[2], A[3], b1[nt]);
+                            acc[nt][i][0] += (qg_cf<MAG>(c[0]) * da + qg_cf<MAG>(c1[0]) * sa1) * xd[nt].x;
+                            acc[nt][i][1] += (qg_cf<MAG>(c[1]) * da + qg_cf<MAG>(c1[1]) * sa1) * xd[nt].y;
+                            acc[nt][i][2] += (qg_cf<MAG>(c[2]) * db + qg_cf<MAG>(c1[2]) * sb1) * xd[nt].x;
+                            acc[nt][i][3] += (qg_cf<MAG>(c[3]) * db + qg_cf<MAG>(c1[3]) * sb1) * xd[nt].y;
                         }
                     } else {
-                        W[2 * i].frag(u, A[0], A[2], da, ma);
-                        W[2 * i + 1].frag(u, A[1], A[3], db, mb);
+                        /* block u's scale of rows g and g + 8 from quad lane u % 4 */
+                        W[2 * i].codes(u, A[0], A[2]);
+                        W[2 * i + 1].codes(u, A[1], A[3]);
+                        da = __shfl_sync(0xffffffffu, ksc[2 * i][u >> 2], u & 3, 4);
+                        db = __shfl_sync(0xffffffffu, ksc[2 * i + 1][u >> 2], u & 3, 4);
                     }
 #pragma unroll
                     for (int nt = 0; nt < (F == MOE_DF_Q6_K ? 0 : NT); nt++) {
                         int c[4];
-                        dk_mma_s8(c, A[0], A[1], A[2], A[3], b0[nt], b1[nt]);
-                        acc[nt][i][0] += dq_i2f(c[0]) * (da * xd[nt].x);
-                        acc[nt][i][1] += dq_i2f(c[1]) * (da * xd[nt].y);
-                        acc[nt][i][2] += dq_i2f(c[2]) * (db * xd[nt].x);
-                        acc[nt][i][3] += dq_i2f(c[3]) * (db * xd[nt].y);
-                        if (MIN) {
-                            acc[nt][i][0] -= ma * xs[nt].x;
-                            acc[nt][i][1] -= ma * xs[nt].y;
-                            acc[nt][i][2] -= mb * xs[nt].x;
-                            acc[nt][i][3] -= mb * xs[nt].y;
-                        }
+                        qg_mma<MIN != 0, MAG>(c, A[0], A[1], A[2], A[3], b0[nt], b1[nt]);
+                        acc[nt][i][0] += qg_cf<MAG>(c[0]) * (da * xd[nt].x);
+                        acc[nt][i][1] += qg_cf<MAG>(c[1]) * (da * xd[nt].y);
+                        acc[nt][i][2] += qg_cf<MAG>(c[2]) * (db * xd[nt].x);
+                        acc[nt][i][3] += qg_cf<MAG>(c[3]) * (db * xd[nt].y);
                     }
                 }
             };
@@ -446,6 +536,31 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                 for (int u = 0; u < KU; u++) unit(u);
             } else {
                 for (int u = 0; u < nu; u++) unit(u);
+            }
+            if constexpr (MIN != 0) {
+                /* the super-block's mins: acc -= dmin (mn x the tokens' d sum(q)) over its 8
+                 * blocks, one tf32 mma on the rounded sums and one on their remainders
+                 * (together ~2^-22 of each sum, as the f32 products they replace) */
+                float kdm[2 * TPW];
+                uint32_t kmn[2 * TPW][2];
+#pragma unroll
+                for (int q = 0; q < 2 * TPW; q++) qg_k45_mn((const uint32_t *)rw[q], t, kmn[q], kdm[q]);
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    const float x0 = sd[TOK * KU + t * TOK + nt * 8 + g], x1 = sd[TOK * KU + (t + 4) * TOK + nt * 8 + g];
+                    const uint32_t h0 = qg_tf32(x0), h1 = qg_tf32(x1);
+                    const uint32_t l0 = qg_tf32(x0 - __uint_as_float(h0)), l1 = qg_tf32(x1 - __uint_as_float(h1));
+#pragma unroll
+                    for (int i = 0; i < TPW; i++) {
+                        float mm[4] = {0.f, 0.f, 0.f, 0.f};
+                        qg_mma_tf32(mm, kmn[2 * i][0], kmn[2 * i + 1][0], kmn[2 * i][1], kmn[2 * i + 1][1], h0, h1);
+                        qg_mma_tf32(mm, kmn[2 * i][0], kmn[2 * i + 1][0], kmn[2 * i][1], kmn[2 * i + 1][1], l0, l1);
+                        acc[nt][i][0] -= kdm[2 * i] * mm[0];
+                        acc[nt][i][1] -= kdm[2 * i] * mm[1];
+                        acc[nt][i][2] -= kdm[2 * i + 1] * mm[2];
+                        acc[nt][i][3] -= kdm[2 * i + 1] * mm[3];
+                    }
+                }
             }
         }
         qg_wait<0>();
