@@ -375,6 +375,36 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
     const uint8_t *src1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)rw0 * a.w1_sn : src0;
     const int64_t step0 = ST * a.w0_sn, step1 = GATED ? ST * a.w1_sn : step0;
     static_assert(QG_CHUNKS <= 2 * LPR, "two chunks a lane cover a stage row");
+    /* Q4_K and Q5_K (LIN; rows and strides 16-byte aligned, weight_ok, and a
+     * stage one super-block of a multiple of 16 bytes, so every offset is 0):
+     * the stage's ROWS x NCH 16-byte chunks in order over the threads, NCH a
+     * thread, each a word made once a block: bits 0-19 the source offset / 16
+     * from its tensor's row rb, 20-30 the destination / 16, 31 up (gated, rows
+     * 64..127). A row past N copies row rb (its fragments are never stored).
+     * Per stage ~8 instructions a chunk instead of the eight-row loop's ~25 a
+     * row: ncu's stall samples put half of a Q4_K block's warp time in that
+     * loop, its address registers waiting on the copies issued before them
+     * (session 18, bench/decode/s18). */
+    constexpr bool LIN = MIN != 0;
+    constexpr int NCH = SBB / 16, CPT = LIN ? ROWS * NCH / QG_THREADS : 1;
+    static_assert(!LIN || (SBB % 16 == 0 && ROWS * NCH % QG_THREADS == 0 && TPW == 2), "chunks a thread");
+    static_assert(!LIN || ROWS * QG_PITCH / 16 < 2048, "destination in 11 bits");
+    uint32_t lin[CPT];
+    const uint8_t *lb0 = a.w0 + (int64_t)e * a.w0_se + (int64_t)row_base * a.w0_sn;
+    const uint8_t *lb1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row_base * a.w1_sn : lb0;
+    if constexpr (LIN) {
+#pragma unroll
+        for (int k = 0; k < CPT; k++) {
+            const int idx = tid + QG_THREADS * k, r = idx / NCH, c = idx % NCH;
+            const bool up = GATED && r >= ROWS / 2;
+            int rr = up ? r - ROWS / 2 : r;
+            if (row_base + rr >= a.N) rr = 0;
+            const int64_t so = (int64_t)rr * (up ? a.w1_sn : a.w0_sn) / 16 + c;
+            lin[k] = (uint32_t)so | (uint32_t)((r * QG_PITCH + 16 * c) / 16) << 20 | (uint32_t)up << 31;
+        }
+        if (tid < ROWS)
+            for (int i = 0; i < NS; i++) sm[i * SB + ROWS * QG_PITCH + tid] = 0; /* the offsets, 0 for good */
+    }
     moe__mxfp4_tab tab;
     if (F == MOE_DF_MXFP4) tab = moe__mxfp4_tab_make();
 
@@ -394,8 +424,16 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
             uint8_t *st = sm + slot * SB;
             const uint32_t st_s = qg_smem(st);
             const int u0 = s * KU, nu = min(KU, U - u0), bytes = nu == KU ? SBB : nu * BPU;
+            if constexpr (LIN) {
+                const uint8_t *b0s = lb0 + (int64_t)s * SBB, *b1s = lb1 + (int64_t)s * SBB;
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
+                for (int k = 0; k < CPT; k++) {
+                    const uint32_t v = lin[k];
+                    qg_cp16(st_s + 16 * ((v >> 20) & 0x7FFu), ((v >> 31) ? b1s : b0s) + 16 * (v & 0xFFFFFu), 16);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < (LIN ? 0 : 8); k++) {
                 const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
                 if (rw0 + ST * (k % KH) >= a.N) { /* a row past N: its (unused) fragments read at offset 0, aligned */
                     if (cj == 0) st[ROWS * QG_PITCH + r] = 0;
@@ -412,14 +450,19 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
             /* the tokens' codes (2 KU chunks a token) and scales / sums (TOK and KU powers of two) */
             const uint32_t sx = st_s + ROWS * QG_PITCH + ROWS;
             const int8_t *xq = (const int8_t *)a.xb;
+            /* loops of a fixed trip count (a start at tid left a loop and its remainder) */
 #pragma unroll
-            for (int idx = tid; idx < TOK * 2 * KU; idx += QG_THREADS) {
+            for (int k = 0; k < (TOK * 2 * KU + QG_THREADS - 1) / QG_THREADS; k++) {
+                const int idx = tid + QG_THREADS * k;
+                if (TOK * 2 * KU % QG_THREADS && idx >= TOK * 2 * KU) break;
                 const int n = idx / (2 * KU), c = idx % (2 * KU), xr = s_xr[n];
                 const bool ok = xr >= 0 && c < 2 * nu;
                 qg_cp16(sx + n * XP + 16 * c, ok ? xq + (int64_t)xr * a.C + 32 * u0 + 16 * c : xq, ok ? 16 : 0);
             }
 #pragma unroll
-            for (int idx = tid; idx < TOK * KU * (1 + MIN); idx += QG_THREADS) {
+            for (int k = 0; k < (TOK * KU * (1 + MIN) + QG_THREADS - 1) / QG_THREADS; k++) {
+                const int idx = tid + QG_THREADS * k;
+                if (TOK * KU * (1 + MIN) % QG_THREADS && idx >= TOK * KU * (1 + MIN)) break;
                 const int which = idx / (TOK * KU), u = (idx / TOK) % KU, n = idx % TOK, xr = s_xr[n];
                 const bool ok = xr >= 0 && u < nu;
                 const float *src = which ? xs_g : xd_g;

@@ -9,6 +9,12 @@
  *
  *   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a bench/decode/lab/probe_runs.cu -o probe_runs
  *   ./probe_runs            # table: rows a stage, bytes a row a stage, GB/s, % of a plain read
+ *
+ * Session 18 adds the same ring filled by bulk copies (cp.async.bulk, the
+ * copy engine: one instruction a row a stage, completion counted on an
+ * mbarrier a slot) beside the 16-byte cp.async chunks: ncu's stall samples
+ * of k_qg put half of a Q4_K block's warp time in the copy loop (its address
+ * registers waiting on the LDGSTS before them).
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -61,6 +67,65 @@ __global__ void __launch_bounds__(128) k_probe(const uint8_t *w, int64_t rowbyte
     if (acc == 0x12345678u) sink[0] = acc;
 }
 
+static __device__ __forceinline__ void bar_init(uint32_t b, int n) {
+    asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(b), "r"(n) : "memory");
+}
+static __device__ __forceinline__ void bar_arrive(uint32_t b) {
+    asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.shared.b64 st, [%0];\n}\n" ::"r"(b) : "memory");
+}
+static __device__ __forceinline__ void bar_arrive_tx(uint32_t b, int bytes) {
+    asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.expect_tx.shared.b64 st, [%0], %1;\n}\n" ::"r"(b), "r"(bytes)
+                 : "memory");
+}
+static __device__ __forceinline__ void bar_wait(uint32_t b, uint32_t parity) {
+    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared.b64 p, [%0], %1;\n @!p bra W;\n}\n" ::"r"(b),
+                 "r"(parity)
+                 : "memory");
+}
+static __device__ __forceinline__ void bulk(uint32_t dst, const void *src, int bytes, uint32_t b) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(b)
+                 : "memory");
+}
+
+/* The same ring, each row's stage bytes one bulk copy issued by thread r */
+template <int ROWS, int RUN, int NS>
+__global__ void __launch_bounds__(128) k_probe_bulk(const uint8_t *w, int64_t rowbytes, unsigned *sink) {
+    extern __shared__ __align__(128) uint8_t sm[];
+    __shared__ __align__(8) uint64_t bars[NS];
+    constexpr int CH = (RUN % 16) ? (RUN + 31) / 16 : RUN / 16;
+    constexpr int PITCH = CH * 16 + 16;
+    constexpr int SB = ROWS * PITCH;
+    const int tid = threadIdx.x;
+    const uint8_t *base = w + (int64_t)blockIdx.x * ROWS * rowbytes;
+    const int nst = (int)(rowbytes / RUN);
+    const uint32_t s0 = (uint32_t)__cvta_generic_to_shared(sm), b0 = (uint32_t)__cvta_generic_to_shared(bars);
+    if (tid == 0)
+        for (int i = 0; i < NS; i++) bar_init(b0 + 8 * i, 128);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    __syncthreads();
+    auto load = [&](int s, int slot) {
+        const int64_t lo = (int64_t)s * RUN, a0 = lo & ~15LL, a1 = (lo + RUN + 15) & ~15LL;
+        const int n = (int)(a1 - a0);
+        const uint32_t b = b0 + 8 * slot;
+        if (tid < ROWS) {
+            bar_arrive_tx(b, n);
+            bulk(s0 + slot * SB + tid * PITCH, base + (int64_t)tid * rowbytes + a0, n, b);
+        } else {
+            bar_arrive(b);
+        }
+    };
+    unsigned acc = 0;
+    for (int s = 0; s < NS - 1 && s < nst; s++) load(s, s);
+    for (int s = 0; s < nst; s++) {
+        bar_wait(b0 + 8 * (s % NS), (uint32_t)((s / NS) & 1));
+        __syncthreads();
+        if (s + NS - 1 < nst) load(s + NS - 1, (s + NS - 1) % NS);
+        acc ^= *(const unsigned *)(sm + (s % NS) * SB + (tid % ROWS) * PITCH + 4 * (tid / ROWS));
+    }
+    if (acc == 0x12345678u) sink[0] = acc;
+}
+
 __global__ void k_sum(const uint4 *p, int64_t n, unsigned *sink) {
     unsigned a = 0;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
@@ -107,8 +172,14 @@ template <int ROWS, int RUN, int NS> static void probe(double plain, int bps) {
     bps = occ;
     const double us = time_med([&] { k_probe<ROWS, RUN, NS><<<grid, 128, smem>>>(g_w, ROWB, g_sink); });
     const double gbs = (double)NROWS * ROWB / us / 1e3;
-    printf("%5d rows x %5d B a stage  ring %d  %d blocks/SM  stage %6d B  %8.1f us  %7.1f GB/s  %5.1f%% of plain\n", ROWS,
-           RUN, NS, bps, ROWS * RUN, us, gbs, 100.0 * gbs / plain);
+    printf("%5d rows x %5d B a stage  ring %d  %d blocks/SM  stage %6d B  %8.1f us  %7.1f GB/s  %5.1f%% of plain  cp.async\n",
+           ROWS, RUN, NS, bps, ROWS * RUN, us, gbs, 100.0 * gbs / plain);
+    CK(cudaFuncSetAttribute(k_probe_bulk<ROWS, RUN, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k_probe_bulk<ROWS, RUN, NS>, 128, smem));
+    const double ub = time_med([&] { k_probe_bulk<ROWS, RUN, NS><<<grid, 128, smem>>>(g_w, ROWB, g_sink); });
+    const double gbb = (double)NROWS * ROWB / ub / 1e3;
+    printf("%5d rows x %5d B a stage  ring %d  %d blocks/SM  stage %6d B  %8.1f us  %7.1f GB/s  %5.1f%% of plain  bulk\n", ROWS,
+           RUN, NS, occ, ROWS * RUN, ub, gbb, 100.0 * gbb / plain);
 }
 
 int main() {
@@ -125,6 +196,8 @@ int main() {
     printf("%s: plain read of %.0f MB: %.1f us, %.1f GB/s\n", prop.name, NROWS * ROWB / 1e6, us, plain);
     for (int bps = 2; bps <= 3; bps++) {
         probe<128, 136, 4>(plain, bps);
+        probe<128, 144, 4>(plain, bps);
+        probe<128, 144, 3>(plain, bps);
         probe<128, 272, 3>(plain, bps);
         probe<64, 272, 4>(plain, bps);
         probe<64, 544, 3>(plain, bps);
