@@ -722,20 +722,23 @@ TEST(cuda_quant_graph_capture) { graph_capture_case("cuda-quant", MOE_TYPE_Q8_0,
  * deepseek-v3's (bench/decode/s10 runs 29-33); Q4_K 4 (s12 run 9), Q5_K and Q8_0 8
  * everywhere (s13 run 12: Q5_K at 2 lost 2x at 4 pairs an expert). */
 TEST(decode_stream_pairs_presets) {
-    /* want_qg: with the int8 kernels: 3 on experts of 10 MB or more; below, Q4_K 8,
-     * Q8_0 3 (its 64-row kernels, session 17), the others unchanged
-     * (moe__dec_stream_pairs_qg) */
+    /* want_qg: with the int8 kernels: on experts of 10 MB or more the K-quants 1
+     * (session 18), the others 3; below, the K-quants and Q8_0 3 (sessions 17-18),
+     * the others unchanged (moe__dec_stream_pairs_qg) */
     static const struct { const char *name; int64_t D, I; int fmt; int64_t want, want_qg; } p[] = {
         {"gpt-oss-20b MXFP4", 2880, 2880, MOE_DF_MXFP4, 16, 3}, {"qwen3 MXFP4", 2048, 768, MOE_DF_MXFP4, 16, 16},
         {"mixtral MXFP4", 4096, 14336, MOE_DF_MXFP4, 8, 3},     {"deepseek-v3 MXFP4", 7168, 2048, MOE_DF_MXFP4, 8, 3},
-        {"qwen3 Q4_K", 2048, 768, MOE_DF_Q4_K, 4, 8},           {"gpt-oss-20b Q8_0", 2880, 2880, MOE_DF_Q8_0, 8, 3},
-        {"qwen3 Q5_K", 2048, 768, MOE_DF_Q5_K, 8, 8},           {"mixtral Q5_K", 4096, 14336, MOE_DF_Q5_K, 8, 3},
+        {"qwen3 Q4_K", 2048, 768, MOE_DF_Q4_K, 4, 3},           {"gpt-oss-20b Q8_0", 2880, 2880, MOE_DF_Q8_0, 8, 3},
+        {"qwen3 Q5_K", 2048, 768, MOE_DF_Q5_K, 8, 3},           {"mixtral Q5_K", 4096, 14336, MOE_DF_Q5_K, 8, 1},
         {"mixtral Q8_0", 4096, 14336, MOE_DF_Q8_0, 8, 3},       {"qwen3 Q8_0", 2048, 768, MOE_DF_Q8_0, 8, 3},
+        {"mixtral Q4_K", 4096, 14336, MOE_DF_Q4_K, 4, 1},       {"qwen3 Q6_K", 2048, 768, MOE_DF_Q6_K, 8, 3},
+        {"deepseek-v3 Q6_K", 7168, 2048, MOE_DF_Q6_K, 8, 1},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         const moe_type t = p[i].fmt == MOE_DF_MXFP4  ? MOE_TYPE_MXFP4
                            : p[i].fmt == MOE_DF_Q4_K ? MOE_TYPE_Q4_K
                            : p[i].fmt == MOE_DF_Q5_K ? MOE_TYPE_Q5_K
+                           : p[i].fmt == MOE_DF_Q6_K ? MOE_TYPE_Q6_K
                                                      : MOE_TYPE_Q8_0;
         /* gate, up and down blocks of one expert */
         const double eb = 2.0 * (double)p[i].I * (double)moe_type_row_bytes(t, p[i].D) +

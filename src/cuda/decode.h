@@ -186,12 +186,22 @@ static inline int64_t moe__dec_stream_pairs(int fmt, double expert_bytes) {
  * 514), so Q4_K streams to 8 there too; at 16 pairs (T = 256) the int8 kernels
  * lead (Q4_K 884 vs 970). Q8_0's kernels on 64-row blocks (session 17, run 9)
  * lead there from 4 pairs: qwen3 Q8_0 T = 64 309 vs 327 us, T = 128 423 vs
- * 430 (at 2 pairs, T = 32, 248 vs 208: the streaming kernels keep 1-3). */
+ * 430 (at 2 pairs, T = 32, 248 vs 208: the streaming kernels keep 1-3).
+ * Session 18's K-quant kernels (scales once a super-block, linear stage
+ * copies; bench/decode/s18 run 9, cross.py) moved the K-quants: on experts of
+ * 10 MB or more the int8 kernels lead from 2 pairs (mixtral T = 8: Q4_K 269 vs
+ * 322 us, Q5_K 312 vs 376, Q6_K 444 vs 500; deepseek-v3 Q4_K T = 64 2018 vs
+ * 2219; at 1 pair 1.00-1.20x slower), below 10 MB from 4 (qwen3 T = 64: Q4_K
+ * 266 vs 320, Q5_K 304 vs 364, Q6_K 370 vs 416; at 2 pairs 1.05-1.09x
+ * slower). Q8_0 and MXFP4 did not move (Q8_0 at 2 pairs: mixtral 1.04x,
+ * deepseek-v3 1.22x, gpt-oss-20b 1.01x slower; MXFP4 on qwen3 still streams
+ * to 8: 1.05-1.07x slower at 4-8 pairs). */
 static inline int64_t moe__dec_stream_pairs_qg(int fmt, double expert_bytes, int qg) {
     const int64_t p = moe__dec_stream_pairs(fmt, expert_bytes);
     if (!qg) return p;
-    if (expert_bytes >= 10e6 || fmt == MOE_DF_Q8_0) return p < 3 ? p : 3;
-    return fmt == MOE_DF_Q4_K && p < 8 ? 8 : p;
+    const int kq = fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K || fmt == MOE_DF_Q6_K;
+    if (expert_bytes >= 10e6) return kq ? 1 : p < 3 ? p : 3;
+    return kq || fmt == MOE_DF_Q8_0 ? 3 : p;
 }
 
 /* Expert columns a streaming launch plans its grid for (rows a block = the

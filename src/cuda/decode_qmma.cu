@@ -375,35 +375,40 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
     const uint8_t *src1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)rw0 * a.w1_sn : src0;
     const int64_t step0 = ST * a.w0_sn, step1 = GATED ? ST * a.w1_sn : step0;
     static_assert(QG_CHUNKS <= 2 * LPR, "two chunks a lane cover a stage row");
-    /* Q4_K and Q5_K (LIN; rows and strides 16-byte aligned, weight_ok, and a
-     * stage one super-block of a multiple of 16 bytes, so every offset is 0):
-     * the stage's ROWS x NCH 16-byte chunks in order over the threads, NCH a
-     * thread, each a word made once a block: bits 0-19 the source offset / 16
-     * from its tensor's row rb, 20-30 the destination / 16, 31 up (gated, rows
-     * 64..127). A row past N copies row rb (its fragments are never stored).
-     * Per stage ~8 instructions a chunk instead of the eight-row loop's ~25 a
-     * row: ncu's stall samples put half of a Q4_K block's warp time in that
-     * loop, its address registers waiting on the copies issued before them
-     * (session 18, bench/decode/s18). */
-    constexpr bool LIN = MIN != 0;
-    constexpr int NCH = SBB / 16, CPT = LIN ? ROWS * NCH / QG_THREADS : 1;
-    static_assert(!LIN || (SBB % 16 == 0 && ROWS * NCH % QG_THREADS == 0 && TPW == 2), "chunks a thread");
-    static_assert(!LIN || ROWS * QG_PITCH / 16 < 2048, "destination in 11 bits");
+    /* LIN: the stage's ROWS x NCH 16-byte chunks in order over the threads
+     * (consecutive lanes on consecutive chunks of a row), up to CPT a thread,
+     * each a word made once a block: bits 0-19 the source offset / 16 from its
+     * tensor's row rb, 20-30 the destination / 16, 31 up (gated: the up half
+     * of the tiles); ~0: none. A row past N copies row rb (its fragments are
+     * never stored). For stages of a multiple of 16 bytes (Q4_K, Q5_K, Q8_0,
+     * Q4_0) on 16-byte aligned rows, so that every offset is 0: always for
+     * Q4_K and Q5_K (weight_ok), where the data and strides allow for Q8_0 and
+     * Q4_0 (lin_ok; else, and for a last short stage, the loop below). Per
+     * stage ~6 instructions a chunk instead of ~25 a row: ncu's stall samples
+     * put half of a Q4_K block's warp time in the eight-row loop, its address
+     * registers waiting on the copies issued before them (session 18). */
+    constexpr bool LINF = SBB % 16 == 0 && (MIN || F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0);
+    constexpr int NCH = SBB / 16, CPT = LINF ? (ROWS * NCH + QG_THREADS - 1) / QG_THREADS : 1;
+    static_assert(!LINF || ROWS * QG_PITCH / 16 < 2048, "destination in 11 bits");
+    const bool lin_ok =
+        LINF && (MIN || !((((uintptr_t)a.w0 | (uintptr_t)a.w0_se | (uintptr_t)a.w0_sn) |
+                           (GATED ? ((uintptr_t)a.w1 | (uintptr_t)a.w1_se | (uintptr_t)a.w1_sn) : 0)) & 15));
     uint32_t lin[CPT];
     const uint8_t *lb0 = a.w0 + (int64_t)e * a.w0_se + (int64_t)row_base * a.w0_sn;
     const uint8_t *lb1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row_base * a.w1_sn : lb0;
-    if constexpr (LIN) {
+    if (lin_ok) {
 #pragma unroll
         for (int k = 0; k < CPT; k++) {
             const int idx = tid + QG_THREADS * k, r = idx / NCH, c = idx % NCH;
-            const bool up = GATED && r >= ROWS / 2;
-            int rr = up ? r - ROWS / 2 : r;
+            /* stage row r: tile r / 16; gated, one tile a warp: its rows q < 8 gate, the rest up */
+            const bool up = GATED && (TPW == 1 ? (r & 15) >= 8 : r >= ROWS / 2);
+            int rr = !GATED ? r : TPW == 1 ? 8 * (r >> 4) + (r & 7) : up ? r - ROWS / 2 : r;
             if (row_base + rr >= a.N) rr = 0;
             const int64_t so = (int64_t)rr * (up ? a.w1_sn : a.w0_sn) / 16 + c;
-            lin[k] = (uint32_t)so | (uint32_t)((r * QG_PITCH + 16 * c) / 16) << 20 | (uint32_t)up << 31;
+            lin[k] = ROWS * NCH % QG_THREADS && idx >= ROWS * NCH
+                         ? ~0u
+                         : (uint32_t)so | (uint32_t)((r * QG_PITCH + 16 * c) / 16) << 20 | (uint32_t)up << 31;
         }
-        if (tid < ROWS)
-            for (int i = 0; i < NS; i++) sm[i * SB + ROWS * QG_PITCH + tid] = 0; /* the offsets, 0 for good */
     }
     moe__mxfp4_tab tab;
     if (F == MOE_DF_MXFP4) tab = moe__mxfp4_tab_make();
@@ -424,16 +429,18 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
             uint8_t *st = sm + slot * SB;
             const uint32_t st_s = qg_smem(st);
             const int u0 = s * KU, nu = min(KU, U - u0), bytes = nu == KU ? SBB : nu * BPU;
-            if constexpr (LIN) {
+            if (lin_ok && (MIN || nu == KU)) {
                 const uint8_t *b0s = lb0 + (int64_t)s * SBB, *b1s = lb1 + (int64_t)s * SBB;
 #pragma unroll
                 for (int k = 0; k < CPT; k++) {
                     const uint32_t v = lin[k];
+                    if (ROWS * NCH % QG_THREADS && v == ~0u) break;
                     qg_cp16(st_s + 16 * ((v >> 20) & 0x7FFu), ((v >> 31) ? b1s : b0s) + 16 * (v & 0xFFFFFu), 16);
                 }
-            }
+                if (tid < ROWS) st[ROWS * QG_PITCH + tid] = 0; /* the offsets */
+            } else
 #pragma unroll
-            for (int k = 0; k < (LIN ? 0 : 8); k++) {
+            for (int k = 0; k < (MIN ? 0 : 8); k++) {
                 const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
                 if (rw0 + ST * (k % KH) >= a.N) { /* a row past N: its (unused) fragments read at offset 0, aligned */
                     if (cj == 0) st[ROWS * QG_PITCH + r] = 0;
