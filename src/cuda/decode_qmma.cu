@@ -292,32 +292,39 @@ template <> struct qg_row<MOE_DF_Q6_K> {
     /* the super-block (ql[128], qh[64], scales[16], d) starts 2-aligned: its
      * words from the aligned base b through a funnel shift sh, lane t's at + 4t */
     const uint32_t *w;
-    uint32_t sh, sc[4];
+    uint32_t sh, scw; /* scw: scales 4t..4t + 3 (lane t's share, qg_q6_sc) */
     float d;
     __device__ __forceinline__ uint32_t wd(int off) const { return __funnelshift_r(w[off >> 2], w[(off >> 2) + 1], sh); }
     __device__ __forceinline__ void prep(const uint8_t *row, int t) {
         w = qg_al4(row);
         sh = 8 * (uint32_t)((uintptr_t)row & 3);
         d = __half2float(*(const __half *)(row + 208));
-#pragma unroll
-        for (int i = 0; i < 4; i++) sc[i] = wd(192 + 4 * i);
+        scw = wd(192 + 4 * t);
         w += t; /* lane t's codes */
     }
     /* block of 32 u = sub-blocks 2u (lo) and 2u + 1 (hi) of 16: lane t's 4
-     * codes (k 4t..4t+3 of each) as int8 (q - 32), and their scales d sc */
-    __device__ __forceinline__ void frag(int u, uint32_t &lo, uint32_t &hi, float &slo, float &shi) const {
+     * codes (k 4t..4t+3 of each) as int8 (q - 32); their scales d sc are held
+     * by quad lane u / 2 (qg_q6_sc) */
+    __device__ __forceinline__ void frag(int u, uint32_t &lo, uint32_t &hi) const {
         const int n = u >> 2, f = u & 3; /* half of 128, field: ql low/high nibbles of bytes 0-31 / 32-63 */
         const int ql = 64 * n + 32 * (f & 1), qh = 128 + 32 * n, nsh = 4 * (f >> 1), hsh = 2 * f;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const uint32_t v = ((wd(ql + 16 * h) >> nsh) & 0x0F0F0F0Fu) | (((wd(qh + 16 * h) >> hsh) & 0x03030303u) << 4);
-            const int j = 2 * u + h;
-            const float s = d * (float)(int8_t)(sc[j >> 2] >> (8 * (j & 3)));
-            if (h == 0) { lo = moe__qsub32x4(v); slo = s; }
-            else { hi = moe__qsub32x4(v); shi = s; }
+            if (h == 0) lo = moe__qsub32x4(v);
+            else hi = moe__qsub32x4(v);
         }
     }
 };
+/* Q6_K: d sc of sub-blocks 4t..4t + 3 (blocks of 32 2t and 2t + 1), lane t's
+ * quarter of the super-block's 16 scales, made once a stage and shuffled to
+ * the quad's lanes block by block (as qg_k45_sc; before, every lane made both
+ * scales of every block for every row: a byte extract, an I2F and an FMUL
+ * each) */
+static __device__ __forceinline__ void qg_q6_sc(const qg_row<MOE_DF_Q6_K> &W, float ds[4]) {
+#pragma unroll
+    for (int k = 0; k < 4; k++) ds[k] = W.d * (float)(int8_t)(W.scw >> (8 * k));
+}
 
 /*
  * grid (row tiles, active expert slots), 128 threads, dynamic shared memory
@@ -511,10 +518,14 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
 #pragma unroll
             for (int q = 0; q < 2 * TPW; q++) W[q].prep(rw[q], t);
             /* Q4_K / Q5_K: the scales of blocks t and t + 4 of each row's super-block */
-            float ksc[MIN ? 2 * TPW : 1][2];
+            float ksc[MIN ? 2 * TPW : 1][2], q6s[F == MOE_DF_Q6_K ? 2 * TPW : 1][4];
             if constexpr (MIN) {
 #pragma unroll
                 for (int q = 0; q < 2 * TPW; q++) qg_k45_sc<F>(W[q].h, t, ksc[q]);
+            }
+            if constexpr (F == MOE_DF_Q6_K) {
+#pragma unroll
+                for (int q = 0; q < 2 * TPW; q++) qg_q6_sc(W[q], q6s[q]);
             }
             auto unit = [&](int u) {
                 uint32_t b0[NT], b1[NT];
@@ -548,9 +559,13 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                         db = W[2 * i + 1].d;
                     } else if constexpr (F == MOE_DF_Q6_K) {
                         /* two m16n8k16 a block of 32: sub-block 2u on b0, 2u + 1 on b1 */
-                        float sa1, sb1;
-                        W[2 * i].frag(u, A[0], A[2], da, sa1);
-                        W[2 * i + 1].frag(u, A[1], A[3], db, sb1);
+                        W[2 * i].frag(u, A[0], A[2]);
+                        W[2 * i + 1].frag(u, A[1], A[3]);
+                        const int ks = 2 * (u & 1);
+                        da = __shfl_sync(0xffffffffu, q6s[2 * i][ks], u >> 1, 4);
+                        const float sa1 = __shfl_sync(0xffffffffu, q6s[2 * i][ks + 1], u >> 1, 4);
+                        db = __shfl_sync(0xffffffffu, q6s[2 * i + 1][ks], u >> 1, 4);
+                        const float sb1 = __shfl_sync(0xffffffffu, q6s[2 * i + 1][ks + 1], u >> 1, 4);
 #pragma unroll
                         for (int nt = 0; nt < NT; nt++) {
                             int c[4], c1[4];
