@@ -17,13 +17,19 @@
  * gate and the same rows of up) stream through a ring of cp.async stages, each
  * 8 blocks of 32 of every row (Q4_K, Q5_K, Q6_K: one super-block) plus the
  * tokens' activation blocks of the same columns; every thread copies, every
- * warp computes (no producer warp). Warp w owns one (Q8_0) or two 16-row
+ * warp computes (no producer warp). Stages of a multiple of 16 bytes on
+ * aligned rows (Q4_K, Q5_K; Q8_0 and Q4_0 where aligned) copy as a linear run
+ * of 16-byte chunks over the threads, the others row by row. Warp w owns one (Q8_0) or two 16-row
  * tiles (qg_fmt's TPW): mma.m16n8k32
  * s8 with the weights as A (int8 codes as GGUF stores them: Q8_0's bytes,
- * Q4_K's nibbles, MXFP4's doubled e2m1 values in nibble order; Q6_K's 6-bit
- * codes minus 32 on two m16n8k16, one a 16-element scale) and 8 tokens as B,
- * one block of 32 a k step; the int32 result times the row's and the token's
- * scales (minus Q4_K's min times the token's block sum) into f32.
+ * Q4_K's nibbles (u8, an odd block's left in the high nibble), MXFP4's doubled
+ * e2m1 values in nibble order; Q6_K's 6-bit codes minus 32 on two m16n8k16,
+ * one a 16-element scale) and 8 tokens as B, one block of 32 a k step; the
+ * int32 result (read as a float: the accumulator starts at 1.5 * 2^23) times
+ * the row's and the token's scales into f32. The K-quants' scales are made
+ * once a super-block, a quarter a quad lane, and shuffled; Q4_K/Q5_K's mins
+ * times the tokens' block sums are one split-tf32 mma a super-block
+ * (session 18).
  * A pass takes up to 8 NT pairs of one expert; an expert with more takes
  * several passes over its rows. Each kernel has instances for two and (but
  * Q5_K, Q6_K) three blocks an SM (BPS: rings of 2-4 stages, qg_ns; up to 255 or
