@@ -15,7 +15,7 @@ export MOE_TEST_SEED=${MOE_TEST_SEED:-12345}
 for t in $TESTS; do timeout ${TEST_TIMEOUT:-300} /tmp/b/moe-tests $t > "$OUT/tests_$t.log" 2>&1 & done
 for spec in $SAN; do
   IFS=: read -r tool t <<< "$spec"
-  ( timeout 300 compute-sanitizer --tool $tool /tmp/b/moe-tests $t ) > "$OUT/san_${tool}_${t}.log" 2>&1 &
+  ( timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool /tmp/b/moe-tests $t ) > "$OUT/san_${tool}_${t}.log" 2>&1 &
 done
 wait
 [ -n "$TESTS" ] && { echo "== tests"; cat "$OUT"/tests_*.log | grep -E "^FAIL|FAILED|passed, |fail|cases passed" | head -40; }

@@ -113,8 +113,9 @@ static __device__ __forceinline__ uint32_t qg_ldu(const uint8_t *p) {
  * (|c| < 2^22: 32 products of 8-bit codes, at most ~2^20) reads back as the
  * float 12582912 + c, so qg_cf makes the float with one FADD (no I2F, no
  * integer add: session 18). The preset takes 4 registers for the whole loop:
- * kernels of 4 token tiles (NT) keep the zero accumulator (MAG false) and
- * dq_i2f, as they spilled with it. U8: A unsigned (the K-quants' codes). */
+ * the kernels of 4 token tiles (NT) at 3 blocks an SM (168 registers) keep
+ * the zero accumulator (MAG false) and dq_i2f, as they spilled with it. U8: A
+ * unsigned (the K-quants' codes). */
 #define QG_MAGIC 0x4B400000
 template <bool MAG> static __device__ __forceinline__ float qg_cf(int c) {
     return MAG ? __int_as_float(c) - 12582912.0f : dq_i2f(c);
@@ -351,7 +352,7 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
     constexpr int KU = FM::KU, BPU = FM::BPU, SBB = FM::SBB, MIN = FM::MIN, NS = qg_ns<F>(NT, BPS),
                   TOK = 8 * NT, TPW = FM::TPW, ROWS = qg_rows<F>();
     constexpr int QG_PITCH = FM::PITCH, QG_CHUNKS = FM::CH;
-    constexpr bool GATED = PH == MOE_DEC_GATE_UP, MAG = NT < 4;
+    constexpr bool GATED = PH == MOE_DEC_GATE_UP, MAG = NT < 4 || BPS < 3;
     constexpr int XP = qg_xpitch(KU), SB = qg_sb<F>(NT);
     extern __shared__ __align__(128) uint8_t sm[];
     __shared__ int s_xr[TOK];
