@@ -439,6 +439,18 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
         }
         __syncthreads();
 
+        constexpr int NKC = (TOK * 2 * KU + QG_THREADS - 1) / QG_THREADS,
+                      NKS = (TOK * KU * (1 + MIN) + QG_THREADS - 1) / QG_THREADS;
+        /* HX: held in registers, but by the 3-blocks-an-SM kernels of 4 token tiles
+         * (168 registers: they spilled in the stage loop) */
+        constexpr bool HX = !(BPS >= 3 && NT >= 4);
+        int xrc[HX ? NKC : 1], xrs[HX ? NKS : 1];
+        if constexpr (HX) {
+#pragma unroll
+            for (int k = 0; k < NKC; k++) xrc[k] = s_xr[((tid + QG_THREADS * k) / (2 * KU)) % TOK];
+#pragma unroll
+            for (int k = 0; k < NKS; k++) xrs[k] = s_xr[(tid + QG_THREADS * k) % TOK];
+        }
         auto load_stage = [&](int s, int slot) {
             uint8_t *st = sm + slot * SB;
             const uint32_t st_s = qg_smem(st);
@@ -471,20 +483,21 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
             /* the tokens' codes (2 KU chunks a token) and scales / sums (TOK and KU powers of two) */
             const uint32_t sx = st_s + ROWS * QG_PITCH + ROWS;
             const int8_t *xq = (const int8_t *)a.xb;
-            /* loops of a fixed trip count (a start at tid left a loop and its remainder) */
+            /* loops of a fixed trip count (a start at tid left a loop and its remainder),
+             * the tokens' rows read from s_xr once a pass (xrc, xrs) */
 #pragma unroll
-            for (int k = 0; k < (TOK * 2 * KU + QG_THREADS - 1) / QG_THREADS; k++) {
+            for (int k = 0; k < NKC; k++) {
                 const int idx = tid + QG_THREADS * k;
                 if (TOK * 2 * KU % QG_THREADS && idx >= TOK * 2 * KU) break;
-                const int n = idx / (2 * KU), c = idx % (2 * KU), xr = s_xr[n];
+                const int n = idx / (2 * KU), c = idx % (2 * KU), xr = HX ? xrc[HX ? k : 0] : s_xr[n];
                 const bool ok = xr >= 0 && c < 2 * nu;
                 qg_cp16(sx + n * XP + 16 * c, ok ? xq + (int64_t)xr * a.C + 32 * u0 + 16 * c : xq, ok ? 16 : 0);
             }
 #pragma unroll
-            for (int k = 0; k < (TOK * KU * (1 + MIN) + QG_THREADS - 1) / QG_THREADS; k++) {
+            for (int k = 0; k < NKS; k++) {
                 const int idx = tid + QG_THREADS * k;
                 if (TOK * KU * (1 + MIN) % QG_THREADS && idx >= TOK * KU * (1 + MIN)) break;
-                const int which = idx / (TOK * KU), u = (idx / TOK) % KU, n = idx % TOK, xr = s_xr[n];
+                const int which = idx / (TOK * KU), u = (idx / TOK) % KU, xr = HX ? xrs[HX ? k : 0] : s_xr[idx % TOK];
                 const bool ok = xr >= 0 && u < nu;
                 const float *src = which ? xs_g : xd_g;
                 qg_cp4(sx + TOK * XP + 4 * idx, ok ? src + (int64_t)xr * ldx + u0 + u : src, ok ? 4 : 0);
