@@ -123,33 +123,23 @@ template <bool MAG> static __device__ __forceinline__ float qg_cf(int c) {
 template <bool U8, bool MAG>
 static __device__ __forceinline__ void qg_mma(int c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                               uint32_t b0, uint32_t b1) {
-    if (!MAG && U8)
+    const uint32_t z = MAG ? QG_MAGIC : 0u;
+    if (U8)
         asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
                      "{%10, %10, %10, %10};\n"
                      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
-    else if (!MAG)
-        dk_mma_s8(c, a0, a1, a2, a3, b0, b1);
-    else if (U8)
-        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                     "{%10, %10, %10, %10};\n"
-                     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(QG_MAGIC));
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(z));
     else
         asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
                      "{%10, %10, %10, %10};\n"
                      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(QG_MAGIC));
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(z));
 }
 template <bool MAG> static __device__ __forceinline__ void qg_mma_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b0) {
-    if (!MAG) {
-        dk_mma_s8_k16(c, a0, a1, b0);
-        return;
-    }
     asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
                  "{%7, %7, %7, %7};\n"
                  : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-                 : "r"(a0), "r"(a1), "r"(b0), "r"(QG_MAGIC));
+                 : "r"(a0), "r"(a1), "r"(b0), "r"(MAG ? QG_MAGIC : 0u));
 }
 /* f32 as tf32, rounded to nearest (the mma itself would truncate) */
 static __device__ __forceinline__ uint32_t qg_tf32(float x) {
