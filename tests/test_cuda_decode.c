@@ -417,6 +417,38 @@ static void i8_check_desc(moe_type wt, const char *i8, int want) {
                   moe_type_name(wt), i8 ? i8 : "(unset)", desc);
     moe_ctx_free(ctx);
 }
+/* rows of 136 KB (Q8_0, D = 131072): past the int8 kernels' 20-bit chunk
+ * offsets, the layer must leave them (moe__qg_row_stride_ok) and say why */
+TEST(cuda_quant_i8_long_rows) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    const int64_t E = 2, D = 131072, I = 256;
+    const size_t gu = moe_type_row_bytes(MOE_TYPE_Q8_0, D) * (size_t)(E * I),
+                 dn = moe_type_row_bytes(MOE_TYPE_Q8_0, I) * (size_t)(E * D);
+    void *w = calloc(1, gu), *wd = calloc(1, dn);
+    char desc[2048] = "";
+    if (w && wd) {
+        moe_layer_desc d = moe_layer_desc_default();
+        d.E = E; d.D = D; d.I = I; d.K = 1;
+        moe_tensor t = {w, MOE_TYPE_Q8_0, MOE_MEM_HOST, 0, 0, 0}, td = {wd, MOE_TYPE_Q8_0, MOE_MEM_HOST, 0, 0, 0};
+        d.gate = d.up = t;
+        d.down = td;
+        d.act_type = MOE_TYPE_BF16;
+        d.backend = "cuda-quant";
+        moe_layer *L = NULL;
+        i8_env(NULL, NULL);
+        moe_status st = moe_layer_create(ctx, &d, &L);
+        i8_unenv();
+        CHECK_MSG(st == MOE_OK, "create: %s", moe_ctx_last_error(ctx));
+        if (!st) moe_layer_describe(L, 16, desc, sizeof desc);
+        moe_layer_free(L);
+        CHECK_MSG(!strstr(desc, "int8 tensor-core kernels") && strstr(desc, "no int8 kernels: row stride of 139264"),
+                  "%s", desc);
+    }
+    free(w);
+    free(wd);
+    moe_ctx_free(ctx);
+}
 static void run_table_i8(const char *nt, const char *i8) {
     if (!cuda_ctx_available()) SKIP("no CUDA device");
     i8_check_desc(MOE_TYPE_Q8_0, i8, !(i8 && i8[0] == '0'));
@@ -721,6 +753,18 @@ TEST(cuda_quant_graph_capture) { graph_capture_case("cuda-quant", MOE_TYPE_Q8_0,
  * streams to 16 on gpt-oss's and qwen3's small experts, not on mixtral's or
  * deepseek-v3's (bench/decode/s10 runs 29-33); Q4_K 4 (s12 run 9), Q5_K and Q8_0 8
  * everywhere (s13 run 12: Q5_K at 2 lost 2x at 4 pairs an expert). */
+TEST(decode_qg_row_stride) {
+    /* the int8 kernels' 20-bit chunk offsets: 128 rows below 16 MB (moe__qg_row_stride_ok) */
+    CHECK(moe__qg_row_stride_ok(moe_type_row_bytes(MOE_TYPE_Q8_0, 14336)));  /* mixtral down, 15 KB */
+    CHECK(moe__qg_row_stride_ok(moe_type_row_bytes(MOE_TYPE_Q4_K, 229376))); /* 126 KB */
+    CHECK(!moe__qg_row_stride_ok(moe_type_row_bytes(MOE_TYPE_Q8_0, 131072))); /* 136 KB */
+    CHECK(!moe__qg_row_stride_ok((int64_t)1 << 17));
+    CHECK(moe__qg_row_stride_ok(((int64_t)1 << 17) - 16));
+    /* the largest offset a block can form at the limit fits in 20 bits of 16 bytes */
+    const int64_t sn = ((int64_t)1 << 17) - 16, chunks = 2 * 18; /* a stage of at most 36 chunks */
+    CHECK((127 * sn + 16 * (chunks - 1)) / 16 < ((int64_t)1 << 20));
+}
+
 TEST(decode_stream_pairs_presets) {
     /* want_qg: with the int8 kernels: on experts of 10 MB or more the K-quants 1
      * (session 18), the others 3; below, the K-quants and Q8_0 3 (sessions 17-18),

@@ -481,6 +481,17 @@ static void qg_init(moe_layer *L, dec_impl *im) {
         snprintf(im->qg_why, sizeof im->qg_why, "sm_%d0: they need sm_80 (int8 mma.sync)", im->cc_major);
         return;
     }
+    {
+        const moe_tensor *ts[3] = {L->gated ? &L->gate : &L->up, &L->up, &L->down};
+        for (int i = 0; i < 3; i++) {
+            const int64_t sn = bytes_of(ts[i], ts[i]->stride_n);
+            if (!moe__qg_row_stride_ok(sn)) {
+                snprintf(im->qg_why, sizeof im->qg_why, "row stride of %lld bytes: they take rows below 128 KB",
+                         (long long)sn);
+                return;
+            }
+        }
+    }
     cudaError_t e = moe__qg_prepare(im->fmt1);
     if (e == cudaSuccess && im->fmt2 != im->fmt1) e = moe__qg_prepare(im->fmt2);
     if (e != cudaSuccess) {
@@ -1454,6 +1465,8 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                  im->quant ? ", no repacking (GGUF blocks read in place)" : "");
     if (im->sv_why[0] && n > strlen(buf) + 40)
         snprintf(buf + strlen(buf), n - strlen(buf), "; streaming kernels: %s", im->sv_why);
+    if (im->quant && !im->qg && im->qg_why[0] && n > strlen(buf) + 40)
+        snprintf(buf + strlen(buf), n - strlen(buf), "; no int8 kernels: %s", im->qg_why);
     if (im->quant && im->qp && n > strlen(buf) + 40)
         snprintf(buf + strlen(buf), n - strlen(buf), "; prefill path (dequantise, then %s) for T > %lld",
                  im->qp->backend->name, (long long)im->qp_min_t);

@@ -97,6 +97,11 @@ int moe__qg_rows(int fmt);
 /* the blocks an SM format fmt's instances run at when bps is asked for (Q5_K
  * and Q6_K have instances for two only) */
 static inline int moe__qg_bps(int fmt, int bps) { return fmt == MOE_DF_Q5_K || fmt == MOE_DF_Q6_K ? 2 : bps; }
+/* Row strides the int8 kernels take: their linear stage copies address a
+ * block's 128 rows by 20-bit offsets / 16 from its first row, so a row stride
+ * must stay below 128 KB (Q8_0 rows of ~123 K elements, Q4_K of ~233 K; the
+ * presets' longest are 15 KB). Longer rows leave the layer to the other paths. */
+static inline int moe__qg_row_stride_ok(int64_t row_bytes) { return row_bytes >= 0 && row_bytes < ((int64_t)1 << 17); }
 size_t moe__qg_smem(int fmt, int nt, int bps);
 cudaError_t moe__qg_prepare(int fmt);
 cudaError_t moe__qg_quant(const void *src, int type, int R, int C, int8_t *q, float *d, float *s, int ldx, int fmt,

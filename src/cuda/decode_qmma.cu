@@ -382,7 +382,9 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
     /* LIN: the stage's ROWS x NCH 16-byte chunks in order over the threads
      * (consecutive lanes on consecutive chunks of a row), up to CPT a thread,
      * each a word made once a block: bits 0-19 the source offset / 16 from its
-     * tensor's row rb, 20-30 the destination / 16, 31 up (gated: the up half
+     * tensor's row rb (below 2^20: the layer takes these kernels only for row
+     * strides below 128 KB, moe__qg_row_stride_ok), 20-30 the destination / 16,
+     * 31 up (gated: the up half
      * of the tiles); ~0: none. A row past N copies row rb (its fragments are
      * never stored). For stages of a multiple of 16 bytes (Q4_K, Q5_K, Q8_0,
      * Q4_0) on 16-byte aligned rows, so that every offset is 0: always for
