@@ -767,11 +767,11 @@ TEST(decode_qg_row_stride) {
 
 TEST(decode_stream_pairs_presets) {
     /* want_qg: with the int8 kernels: on experts of 10 MB or more the K-quants 1
-     * (session 18), the others 3; below, the K-quants and Q8_0 3 (sessions 17-18),
-     * the others unchanged (moe__dec_stream_pairs_qg) */
+     * (session 18), MXFP4 2 (session 19), the others 3; below, the K-quants, Q8_0
+     * and MXFP4 3 (sessions 17-19), the others unchanged (moe__dec_stream_pairs_qg) */
     static const struct { const char *name; int64_t D, I; int fmt; int64_t want, want_qg; } p[] = {
-        {"gpt-oss-20b MXFP4", 2880, 2880, MOE_DF_MXFP4, 16, 3}, {"qwen3 MXFP4", 2048, 768, MOE_DF_MXFP4, 16, 16},
-        {"mixtral MXFP4", 4096, 14336, MOE_DF_MXFP4, 8, 3},     {"deepseek-v3 MXFP4", 7168, 2048, MOE_DF_MXFP4, 8, 3},
+        {"gpt-oss-20b MXFP4", 2880, 2880, MOE_DF_MXFP4, 16, 2}, {"qwen3 MXFP4", 2048, 768, MOE_DF_MXFP4, 16, 3},
+        {"mixtral MXFP4", 4096, 14336, MOE_DF_MXFP4, 8, 2},     {"deepseek-v3 MXFP4", 7168, 2048, MOE_DF_MXFP4, 8, 2},
         {"qwen3 Q4_K", 2048, 768, MOE_DF_Q4_K, 4, 3},           {"gpt-oss-20b Q8_0", 2880, 2880, MOE_DF_Q8_0, 8, 3},
         {"qwen3 Q5_K", 2048, 768, MOE_DF_Q5_K, 8, 3},           {"mixtral Q5_K", 4096, 14336, MOE_DF_Q5_K, 8, 1},
         {"mixtral Q8_0", 4096, 14336, MOE_DF_Q8_0, 8, 3},       {"qwen3 Q8_0", 2048, 768, MOE_DF_Q8_0, 8, 3},

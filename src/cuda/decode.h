@@ -200,13 +200,18 @@ static inline int64_t moe__dec_stream_pairs(int fmt, double expert_bytes) {
  * 266 vs 320, Q5_K 304 vs 364, Q6_K 370 vs 416; at 2 pairs 1.05-1.09x
  * slower). Q8_0 and MXFP4 did not move (Q8_0 at 2 pairs: mixtral 1.04x,
  * deepseek-v3 1.22x, gpt-oss-20b 1.01x slower; MXFP4 on qwen3 still streams
- * to 8: 1.05-1.07x slower at 4-8 pairs). */
+ * to 8: 1.05-1.07x slower at 4-8 pairs). Session 19's MXFP4 decode (positive
+ * and negative codes on two mma; bench/decode/s19 run 1, H100) moved MXFP4:
+ * at 3 pairs the int8 kernels lead (mixtral T = 12 402 vs 485 us, gpt-oss-20b
+ * T = 24 265 vs 333), at 2 they do not (mixtral T = 8 366 vs 327, gpt-oss-20b
+ * T = 16 227 vs 222); on qwen3's 2.5 MB experts they lead at 4 pairs (T = 64
+ * 276 vs 319) and trail at 2 (T = 32 213 vs 184). */
 static inline int64_t moe__dec_stream_pairs_qg(int fmt, double expert_bytes, int qg) {
     const int64_t p = moe__dec_stream_pairs(fmt, expert_bytes);
     if (!qg) return p;
     const int kq = fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K || fmt == MOE_DF_Q6_K;
-    if (expert_bytes >= 10e6) return kq ? 1 : p < 3 ? p : 3;
-    return kq || fmt == MOE_DF_Q8_0 ? 3 : p;
+    if (expert_bytes >= 10e6) return kq ? 1 : fmt == MOE_DF_MXFP4 ? 2 : p < 3 ? p : 3;
+    return kq || fmt == MOE_DF_Q8_0 || fmt == MOE_DF_MXFP4 ? 3 : p;
 }
 
 /* Expert columns a streaming launch plans its grid for (rows a block = the

@@ -23,7 +23,8 @@
  * tiles (qg_fmt's TPW): mma.m16n8k32
  * s8 with the weights as A (int8 codes as GGUF stores them: Q8_0's bytes,
  * Q4_K's nibbles (u8, an odd block's left in the high nibble), MXFP4's doubled
- * e2m1 values in nibble order; Q6_K's 6-bit codes minus 32 on two m16n8k16,
+ * e2m1 magnitudes in nibble order, its positive and negative codes on two
+ * mma; Q6_K's 6-bit codes minus 32 on two m16n8k16,
  * one a 16-element scale) and 8 tokens as B, one block of 32 a k step; the
  * int32 result (read as a float: the accumulator starts at 1.5 * 2^23) times
  * the row's and the token's scales into f32. The K-quants' scales are made
@@ -120,6 +121,10 @@ static __device__ __forceinline__ uint32_t qg_ldu(const uint8_t *p) {
 template <bool MAG> static __device__ __forceinline__ float qg_cf(int c) {
     return MAG ? __int_as_float(c) - 12582912.0f : dq_i2f(c);
 }
+/* c - cn as a float, for two results of the same accumulator preset */
+template <bool MAG> static __device__ __forceinline__ float qg_cf2(int c, int cn) {
+    return MAG ? __int_as_float(c) - __int_as_float(cn) : dq_i2f(c - cn);
+}
 template <bool U8, bool MAG>
 static __device__ __forceinline__ void qg_mma(int c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                               uint32_t b0, uint32_t b1) {
@@ -159,7 +164,7 @@ static __device__ __forceinline__ void qg_mma_tf32(float d[4], uint32_t a0, uint
 
 /* The A fragment words of lane quad t for block of 32 u of a staged row
  * (row: its first byte in the stage): lo = k positions 4t..4t+3, hi =
- * 16+4t..19+4t (MXFP4: the positions of moe__mxfp4_nib8_t's nibble order,
+ * 16+4t..19+4t (MXFP4: the positions of qdot.cuh's nibble order,
  * which the activations share), and the block's scale. Q4_K: sc and mn come
  * from the super-block header (qg_q4k_hdr). */
 template <int F> struct qg_row;
@@ -203,18 +208,45 @@ template <> struct qg_row<MOE_DF_Q4_0> {
         hi = moe__qsub8x4((v >> 4) & 0x0F0F0F0Fu);
     }
 };
+/* MXFP4 (session 19): the positive and the negative codes of a word on two mma
+ * (A = their magnitudes, the result = pos - neg), so each group of 4 codes is
+ * one PRMT on a table word instead of three (two lookups and a select), and
+ * the table's one register word (tab.k0) is the only constant the decode
+ * needs. Block u's code word for lane t is at row + 1 + 4t + 17u: 17u = u mod
+ * 4, so its aligned words and its funnel shift depend on u mod 4 only (w[],
+ * sh[]: the unrolled unit loop addresses with immediates). The scales are
+ * made a quad lane's two blocks a stage (qg_mx_sc) and shuffled. */
 template <> struct qg_row<MOE_DF_MXFP4> {
-    const uint8_t *R, *A;
-    float d;
+    const uint8_t *R;
+    const uint32_t *w[4];
+    uint32_t sh[4];
     __device__ __forceinline__ void prep(const uint8_t *row, int t) {
         R = row;
-        A = row + 1 + 4 * t;
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const uint8_t *p = row + 1 + 4 * t + 17 * r;
+            w[r] = qg_al4(p);
+            sh[r] = 8 * (uint32_t)((uintptr_t)p & 3);
+        }
     }
-    __device__ __forceinline__ void frag(int u, uint32_t &lo, uint32_t &hi, const moe__mxfp4_tab &tab) {
-        d = __uint_as_float(moe__e8m0_half_bits(R[17 * u]));
-        moe__mxfp4_nib8_t(qg_ldu(A + 17 * u), &tab, &lo, &hi);
+    /* u a constant (the unrolled loops only) */
+    __device__ __forceinline__ void frag_pn(int u, uint32_t &plo, uint32_t &phi, uint32_t &nlo, uint32_t &nhi,
+                                            const moe__mxfp4_tab &tab) const {
+        const uint32_t *q = w[u & 3] + 17 * (u >> 2);
+        const uint32_t c = __funnelshift_r(q[0], q[1], sh[u & 3]), cx = c ^ 0x88888888u;
+        plo = moe__qprmt(tab.k0, MOE__MXFP4_K1, c);
+        nlo = moe__qprmt(tab.k0, MOE__MXFP4_K1, cx);
+        phi = moe__qprmt(tab.k0, MOE__MXFP4_K1, c >> 16);
+        nhi = moe__qprmt(tab.k0, MOE__MXFP4_K1, cx >> 16);
     }
 };
+/* sc[j] = 2^(e - 128) of block t + 4j of a staged MXFP4 row (the doubled
+ * values' scale, moe__e8m0_half_bits); blocks past a short stage read
+ * bytes of the row's pitch that are never used */
+static __device__ __forceinline__ void qg_mx_sc(const uint8_t *row, int t, float sc[2]) {
+    sc[0] = __uint_as_float(moe__e8m0_half_bits(row[17 * t]));
+    sc[1] = __uint_as_float(moe__e8m0_half_bits(row[17 * t + 68]));
+}
 /* Q4_K / Q5_K: the codes of block u (A unsigned, qg_mma<true>); the scales of a
  * super-block come from qg_k45_sc / qg_k45_mn once a stage, not from every block. */
 template <> struct qg_row<MOE_DF_Q4_K> {
@@ -347,6 +379,7 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
     extern __shared__ __align__(128) uint8_t sm[];
     __shared__ int s_xr[TOK];
     __shared__ int s_last;
+    __shared__ uint32_t s_tab;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
 
     dk_grid_wait();
@@ -374,10 +407,6 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
     constexpr int LPR = TPW == 1 ? 16 : 8, ST = TPW == 1 ? 2 : 16, KH = GATED ? 4 : 8;
     const int cj = lane % LPR;
     const int r0 = TPW == 1 ? (GATED ? 8 : 16) * warp + lane / 16 : 4 * warp + lane / 8;
-    const int rw0 = row_base + r0;
-    const uint8_t *src0 = a.w0 + (int64_t)e * a.w0_se + (int64_t)rw0 * a.w0_sn;
-    const uint8_t *src1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)rw0 * a.w1_sn : src0;
-    const int64_t step0 = ST * a.w0_sn, step1 = GATED ? ST * a.w1_sn : step0;
     static_assert(QG_CHUNKS <= 2 * LPR, "two chunks a lane cover a stage row");
     /* LIN: the stage's ROWS x NCH 16-byte chunks in order over the threads
      * (consecutive lanes on consecutive chunks of a row), up to CPT a thread,
@@ -402,6 +431,14 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
     uint32_t lin[CPT];
     const uint8_t *lb0 = a.w0 + (int64_t)e * a.w0_se + (int64_t)row_base * a.w0_sn;
     const uint8_t *lb1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row_base * a.w1_sn : lb0;
+    /* the row loop's rows: row k's byte offset from lb0 / lb1 (below 2^31: row
+     * strides below 128 KB); a row past N copies row rb, as the linear copies */
+    int rko[MIN ? 1 : 8];
+#pragma unroll
+    for (int k = 0; k < (MIN ? 0 : 8); k++) {
+        const int rr = r0 + ST * (k % KH);
+        rko[k] = row_base + rr < a.N ? rr * (int)(k < KH ? a.w0_sn : a.w1_sn) : 0;
+    }
     if (lin_ok) {
 #pragma unroll
         for (int k = 0; k < CPT; k++) {
@@ -416,8 +453,16 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                          : (uint32_t)so | (uint32_t)((r * QG_PITCH + 16 * c) / 16) << 20 | (uint32_t)up << 31;
         }
     }
-    moe__mxfp4_tab tab;
-    if (F == MOE_DF_MXFP4) tab = moe__mxfp4_tab_make();
+    /* MXFP4's table word from shared memory: a value ptxas can neither fold into
+     * an immediate nor keep in a uniform register (from moe__mxfp4_tab_make's
+     * shuffle it did, and moved it into a register before every PRMT: 4
+     * instructions a fragment, session 19) */
+    moe__mxfp4_tab tab = {0u, 0u, 0u};
+    if constexpr (F == MOE_DF_MXFP4) {
+        if (tid == 0) s_tab = MOE__MXFP4_K0;
+        __syncthreads();
+        tab.k0 = *(volatile uint32_t *)&s_tab;
+    }
 
     for (int pp = p0; pp < p1; pp += TOK) {
         const int m = min(TOK, p1 - pp);
@@ -447,8 +492,8 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
             uint8_t *st = sm + slot * SB;
             const uint32_t st_s = qg_smem(st);
             const int u0 = s * KU, nu = min(KU, U - u0), bytes = nu == KU ? SBB : nu * BPU;
+            const uint8_t *b0s = lb0 + (int64_t)s * SBB, *b1s = lb1 + (int64_t)s * SBB;
             if (lin_ok && (MIN || nu == KU)) {
-                const uint8_t *b0s = lb0 + (int64_t)s * SBB, *b1s = lb1 + (int64_t)s * SBB;
 #pragma unroll
                 for (int k = 0; k < CPT; k++) {
                     const uint32_t v = lin[k];
@@ -456,21 +501,30 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                     qg_cp16(st_s + 16 * ((v >> 20) & 0x7FFu), ((v >> 31) ? b1s : b0s) + 16 * (v & 0xFFFFFu), 16);
                 }
                 if (tid < ROWS) st[ROWS * QG_PITCH + tid] = 0; /* the offsets */
-            } else
+            } else if constexpr (!MIN) {
+                /* every row's source first, then the copies: each copy keeps its own
+                 * address registers (a register rewritten right after the copy that
+                 * reads it waits for that copy: session 18's long-scoreboard stalls;
+                 * the loop that made each row's address after the last row's copies
+                 * took ~44 instructions a row, session 19) */
+                const uint8_t *pa[8];
+                int n16[8]; /* copy while 16 c < n16 */
 #pragma unroll
-            for (int k = 0; k < (MIN ? 0 : 8); k++) {
-                const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
-                if (rw0 + ST * (k % KH) >= a.N) { /* a row past N: its (unused) fragments read at offset 0, aligned */
-                    if (cj == 0) st[ROWS * QG_PITCH + r] = 0;
-                    continue;
+                for (int k = 0; k < 8; k++) {
+                    const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
+                    const uint8_t *p = (k < KH ? b0s : b1s) + rko[k];
+                    const int off = (int)((uintptr_t)p & 15);
+                    n16[k] = off + bytes;
+                    pa[k] = p - off + 16 * cj;
+                    if (cj == 0) st[ROWS * QG_PITCH + r] = (uint8_t)off;
                 }
-                const uint8_t *p = (k < KH ? src0 + (k % KH) * step0 : src1 + (k % KH) * step1) + (int64_t)s * SBB;
-                const int off = (int)((uintptr_t)p & 15), n16 = off + bytes; /* copy while 16 c < n16 */
-                const uint8_t *pa = p - off + 16 * cj;
-                const uint32_t d = st_s + r * QG_PITCH + 16 * cj;
-                if (cj == 0) st[ROWS * QG_PITCH + r] = (uint8_t)off;
-                if (16 * cj < n16) qg_cp16(d, pa, 16);
-                if (cj + LPR < QG_CHUNKS && 16 * (cj + LPR) < n16) qg_cp16(d + 16 * LPR, pa + 16 * LPR, 16);
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
+                    const uint32_t d = st_s + r * QG_PITCH + 16 * cj;
+                    if (16 * cj < n16[k]) qg_cp16(d, pa[k], 16);
+                    if (cj + LPR < QG_CHUNKS && 16 * (cj + LPR) < n16[k]) qg_cp16(d + 16 * LPR, pa[k] + 16 * LPR, 16);
+                }
             }
             /* the tokens' codes (2 KU chunks a token) and scales / sums (TOK and KU powers of two) */
             const uint32_t sx = st_s + ROWS * QG_PITCH + ROWS;
@@ -544,6 +598,11 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
 #pragma unroll
                 for (int q = 0; q < 2 * TPW; q++) qg_q6_sc(W[q], q6s[q]);
             }
+            float msc[F == MOE_DF_MXFP4 ? 2 * TPW : 1][2];
+            if constexpr (F == MOE_DF_MXFP4) {
+#pragma unroll
+                for (int q = 0; q < 2 * TPW; q++) qg_mx_sc(rw[q], t, msc[q]);
+            }
             auto unit = [&](int u) {
                 uint32_t b0[NT], b1[NT];
                 float2 xd[NT];
@@ -570,10 +629,22 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                         da = W[2 * i].d;
                         db = W[2 * i + 1].d;
                     } else if constexpr (F == MOE_DF_MXFP4) {
-                        W[2 * i].frag(u, A[0], A[2], tab);
-                        W[2 * i + 1].frag(u, A[1], A[3], tab);
-                        da = W[2 * i].d;
-                        db = W[2 * i + 1].d;
+                        /* positive codes on A, negative ones on N: the dot = A B - N B */
+                        uint32_t N[4];
+                        W[2 * i].frag_pn(u, A[0], A[2], N[0], N[2], tab);
+                        W[2 * i + 1].frag_pn(u, A[1], A[3], N[1], N[3], tab);
+                        da = __shfl_sync(0xffffffffu, msc[2 * i][u >> 2], u & 3, 4);
+                        db = __shfl_sync(0xffffffffu, msc[2 * i + 1][u >> 2], u & 3, 4);
+#pragma unroll
+                        for (int nt = 0; nt < NT; nt++) {
+                            int c[4], cn[4];
+                            qg_mma<true, MAG>(c, A[0], A[1], A[2], A[3], b0[nt], b1[nt]);
+                            qg_mma<true, MAG>(cn, N[0], N[1], N[2], N[3], b0[nt], b1[nt]);
+                            acc[nt][i][0] += qg_cf2<MAG>(c[0], cn[0]) * (da * xd[nt].x);
+                            acc[nt][i][1] += qg_cf2<MAG>(c[1], cn[1]) * (da * xd[nt].y);
+                            acc[nt][i][2] += qg_cf2<MAG>(c[2], cn[2]) * (db * xd[nt].x);
+                            acc[nt][i][3] += qg_cf2<MAG>(c[3], cn[3]) * (db * xd[nt].y);
+                        }
                     } else if constexpr (F == MOE_DF_Q6_K) {
                         /* two m16n8k16 a block of 32: sub-block 2u on b0, 2u + 1 on b1 */
                         W[2 * i].frag(u, A[0], A[2]);
@@ -601,7 +672,7 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                         db = __shfl_sync(0xffffffffu, ksc[2 * i + 1][u >> 2], u & 3, 4);
                     }
 #pragma unroll
-                    for (int nt = 0; nt < (F == MOE_DF_Q6_K ? 0 : NT); nt++) {
+                    for (int nt = 0; nt < (F == MOE_DF_Q6_K || F == MOE_DF_MXFP4 ? 0 : NT); nt++) {
                         int c[4];
                         qg_mma<MIN != 0, MAG>(c, A[0], A[1], A[2], A[3], b0[nt], b1[nt]);
                         acc[nt][i][0] += qg_cf<MAG>(c[0]) * (da * xd[nt].x);
@@ -616,6 +687,11 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                  * rows are whole super-blocks): the blocks' offsets are constants */
 #pragma unroll
                 for (int u = 0; u < KU; u++) unit(u);
+            } else if constexpr (F == MOE_DF_MXFP4) {
+                /* the short last stage unrolled too: frag_pn takes constant blocks */
+#pragma unroll
+                for (int u = 0; u < KU; u++)
+                    if (u < nu) unit(u);
             } else {
                 for (int u = 0; u < nu; u++) unit(u);
             }
