@@ -502,28 +502,38 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                 }
                 if (tid < ROWS) st[ROWS * QG_PITCH + tid] = 0; /* the offsets */
             } else if constexpr (!MIN) {
-                /* every row's source first, then the copies: each copy keeps its own
+                /* ROWB rows' sources first, then their copies: each copy keeps its own
                  * address registers (a register rewritten right after the copy that
                  * reads it waits for that copy: session 18's long-scoreboard stalls;
                  * the loop that made each row's address after the last row's copies
-                 * took ~44 instructions a row, session 19) */
-                const uint8_t *pa[8];
-                int n16[8]; /* copy while 16 c < n16 */
+                 * took ~44 instructions a row). ROWB: 4 for MXFP4, 8 for the others,
+                 * as measured (session 19, run 8, H100, two rounds agreeing within
+                 * 1%): qwen3 T = 64 MXFP4 272 us at 4 against 305 at 8 and at 1 (283
+                 * with the loop before), Q6_K 354 at 8 against 388 at 4 and 384 at 1
+                 * (355 before); mixtral and gpt-oss-20b T = 16 within 1-2% of each
+                 * other. Not explained: the same instructions in another order. */
+                constexpr int ROWB = F == MOE_DF_MXFP4 ? 4 : 8;
 #pragma unroll
-                for (int k = 0; k < 8; k++) {
-                    const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
-                    const uint8_t *p = (k < KH ? b0s : b1s) + rko[k];
-                    const int off = (int)((uintptr_t)p & 15);
-                    n16[k] = off + bytes;
-                    pa[k] = p - off + 16 * cj;
-                    if (cj == 0) st[ROWS * QG_PITCH + r] = (uint8_t)off;
-                }
+                for (int k0 = 0; k0 < 8; k0 += ROWB) {
+                    const uint8_t *pa[ROWB];
+                    int n16[ROWB]; /* copy while 16 c < n16 */
 #pragma unroll
-                for (int k = 0; k < 8; k++) {
-                    const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
-                    const uint32_t d = st_s + r * QG_PITCH + 16 * cj;
-                    if (16 * cj < n16[k]) qg_cp16(d, pa[k], 16);
-                    if (cj + LPR < QG_CHUNKS && 16 * (cj + LPR) < n16[k]) qg_cp16(d + 16 * LPR, pa[k] + 16 * LPR, 16);
+                    for (int k = k0; k < k0 + ROWB; k++) {
+                        const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
+                        const uint8_t *p = (k < KH ? b0s : b1s) + rko[k];
+                        const int off = (int)((uintptr_t)p & 15);
+                        n16[k - k0] = off + bytes;
+                        pa[k - k0] = p - off + 16 * cj;
+                        if (cj == 0) st[ROWS * QG_PITCH + r] = (uint8_t)off;
+                    }
+#pragma unroll
+                    for (int k = k0; k < k0 + ROWB; k++) {
+                        const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
+                        const uint32_t d = st_s + r * QG_PITCH + 16 * cj;
+                        if (16 * cj < n16[k - k0]) qg_cp16(d, pa[k - k0], 16);
+                        if (cj + LPR < QG_CHUNKS && 16 * (cj + LPR) < n16[k - k0])
+                            qg_cp16(d + 16 * LPR, pa[k - k0] + 16 * LPR, 16);
+                    }
                 }
             }
             /* the tokens' codes (2 KU chunks a token) and scales / sums (TOK and KU powers of two) */
