@@ -403,10 +403,18 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
      * gate, then up; kk = k % KH). This form of the loop (session 16's and
      * session 17's first) is the one measured fastest: other forms of the same
      * copies (row offsets from the row index, chunk loops) ran 2-11% slower
-     * (session 17 runs 5-8). */
+     * (session 17 runs 5-8). Session 19 made the rows' sources before their
+     * copies (offsets made once a block: ~60 instructions a stage instead of
+     * ~350): MXFP4 0.94-0.97x, but mixtral MXFP4 T = 32 1.15x and qwen3 Q6_K
+     * T = 32-64 1.05-1.10x on an H200, in every burst size tried (1, 4 and 8
+     * rows), so not kept (bench/decode/s19 runs 8 and 11). */
     constexpr int LPR = TPW == 1 ? 16 : 8, ST = TPW == 1 ? 2 : 16, KH = GATED ? 4 : 8;
     const int cj = lane % LPR;
     const int r0 = TPW == 1 ? (GATED ? 8 : 16) * warp + lane / 16 : 4 * warp + lane / 8;
+    const int rw0 = row_base + r0;
+    const uint8_t *src0 = a.w0 + (int64_t)e * a.w0_se + (int64_t)rw0 * a.w0_sn;
+    const uint8_t *src1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)rw0 * a.w1_sn : src0;
+    const int64_t step0 = ST * a.w0_sn, step1 = GATED ? ST * a.w1_sn : step0;
     static_assert(QG_CHUNKS <= 2 * LPR, "two chunks a lane cover a stage row");
     /* LIN: the stage's ROWS x NCH 16-byte chunks in order over the threads
      * (consecutive lanes on consecutive chunks of a row), up to CPT a thread,
@@ -431,14 +439,6 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
     uint32_t lin[CPT];
     const uint8_t *lb0 = a.w0 + (int64_t)e * a.w0_se + (int64_t)row_base * a.w0_sn;
     const uint8_t *lb1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row_base * a.w1_sn : lb0;
-    /* the row loop's rows: row k's byte offset from lb0 / lb1 (below 2^31: row
-     * strides below 128 KB); a row past N copies row rb, as the linear copies */
-    int rko[MIN ? 1 : 8];
-#pragma unroll
-    for (int k = 0; k < (MIN ? 0 : 8); k++) {
-        const int rr = r0 + ST * (k % KH);
-        rko[k] = row_base + rr < a.N ? rr * (int)(k < KH ? a.w0_sn : a.w1_sn) : 0;
-    }
     if (lin_ok) {
 #pragma unroll
         for (int k = 0; k < CPT; k++) {
@@ -492,8 +492,8 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
             uint8_t *st = sm + slot * SB;
             const uint32_t st_s = qg_smem(st);
             const int u0 = s * KU, nu = min(KU, U - u0), bytes = nu == KU ? SBB : nu * BPU;
-            const uint8_t *b0s = lb0 + (int64_t)s * SBB, *b1s = lb1 + (int64_t)s * SBB;
             if (lin_ok && (MIN || nu == KU)) {
+                const uint8_t *b0s = lb0 + (int64_t)s * SBB, *b1s = lb1 + (int64_t)s * SBB;
 #pragma unroll
                 for (int k = 0; k < CPT; k++) {
                     const uint32_t v = lin[k];
@@ -501,40 +501,21 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                     qg_cp16(st_s + 16 * ((v >> 20) & 0x7FFu), ((v >> 31) ? b1s : b0s) + 16 * (v & 0xFFFFFu), 16);
                 }
                 if (tid < ROWS) st[ROWS * QG_PITCH + tid] = 0; /* the offsets */
-            } else if constexpr (!MIN) {
-                /* ROWB rows' sources first, then their copies: each copy keeps its own
-                 * address registers (a register rewritten right after the copy that
-                 * reads it waits for that copy: session 18's long-scoreboard stalls;
-                 * the loop that made each row's address after the last row's copies
-                 * took ~44 instructions a row). ROWB: 4 for MXFP4, 8 for the others,
-                 * as measured (session 19, run 8, H100, two rounds agreeing within
-                 * 1%): qwen3 T = 64 MXFP4 272 us at 4 against 305 at 8 and at 1 (283
-                 * with the loop before), Q6_K 354 at 8 against 388 at 4 and 384 at 1
-                 * (355 before); mixtral and gpt-oss-20b T = 16 within 1-2% of each
-                 * other. Not explained: the same instructions in another order. */
-                constexpr int ROWB = F == MOE_DF_MXFP4 ? 4 : 8;
+            } else
 #pragma unroll
-                for (int k0 = 0; k0 < 8; k0 += ROWB) {
-                    const uint8_t *pa[ROWB];
-                    int n16[ROWB]; /* copy while 16 c < n16 */
-#pragma unroll
-                    for (int k = k0; k < k0 + ROWB; k++) {
-                        const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
-                        const uint8_t *p = (k < KH ? b0s : b1s) + rko[k];
-                        const int off = (int)((uintptr_t)p & 15);
-                        n16[k - k0] = off + bytes;
-                        pa[k - k0] = p - off + 16 * cj;
-                        if (cj == 0) st[ROWS * QG_PITCH + r] = (uint8_t)off;
-                    }
-#pragma unroll
-                    for (int k = k0; k < k0 + ROWB; k++) {
-                        const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
-                        const uint32_t d = st_s + r * QG_PITCH + 16 * cj;
-                        if (16 * cj < n16[k - k0]) qg_cp16(d, pa[k - k0], 16);
-                        if (cj + LPR < QG_CHUNKS && 16 * (cj + LPR) < n16[k - k0])
-                            qg_cp16(d + 16 * LPR, pa[k - k0] + 16 * LPR, 16);
-                    }
+            for (int k = 0; k < (MIN ? 0 : 8); k++) {
+                const int r = TPW == 1 ? 16 * warp + 2 * k + lane / 16 : 16 * k + r0;
+                if (rw0 + ST * (k % KH) >= a.N) { /* a row past N: its (unused) fragments read at offset 0, aligned */
+                    if (cj == 0) st[ROWS * QG_PITCH + r] = 0;
+                    continue;
                 }
+                const uint8_t *p = (k < KH ? src0 + (k % KH) * step0 : src1 + (k % KH) * step1) + (int64_t)s * SBB;
+                const int off = (int)((uintptr_t)p & 15), n16 = off + bytes; /* copy while 16 c < n16 */
+                const uint8_t *pa = p - off + 16 * cj;
+                const uint32_t d = st_s + r * QG_PITCH + 16 * cj;
+                if (cj == 0) st[ROWS * QG_PITCH + r] = (uint8_t)off;
+                if (16 * cj < n16) qg_cp16(d, pa, 16);
+                if (cj + LPR < QG_CHUNKS && 16 * (cj + LPR) < n16) qg_cp16(d + 16 * LPR, pa + 16 * LPR, 16);
             }
             /* the tokens' codes (2 KU chunks a token) and scales / sums (TOK and KU powers of two) */
             const uint32_t sx = st_s + ROWS * QG_PITCH + ROWS;
