@@ -201,11 +201,12 @@ static inline int64_t moe__dec_stream_pairs(int fmt, double expert_bytes) {
  * slower). Q8_0 and MXFP4 did not move (Q8_0 at 2 pairs: mixtral 1.04x,
  * deepseek-v3 1.22x, gpt-oss-20b 1.01x slower; MXFP4 on qwen3 still streams
  * to 8: 1.05-1.07x slower at 4-8 pairs). Session 19's MXFP4 decode (positive
- * and negative codes on two mma; bench/decode/s19 run 1, H100) moved MXFP4:
- * at 3 pairs the int8 kernels lead (mixtral T = 12 402 vs 485 us, gpt-oss-20b
- * T = 24 265 vs 333), at 2 they do not (mixtral T = 8 366 vs 327, gpt-oss-20b
- * T = 16 227 vs 222); on qwen3's 2.5 MB experts they lead at 4 pairs (T = 64
- * 276 vs 319) and trail at 2 (T = 32 213 vs 184). */
+ * and negative codes on two mma; bench/decode/s19 runs 1-2 on an H100, run 12
+ * on an H200) moved MXFP4: at 3 pairs the int8 kernels lead (H200: mixtral
+ * T = 12 400 vs 502 us, gpt-oss-20b T = 24 253 vs 332), at 2 they do not
+ * (mixtral T = 8 361 vs 315, gpt-oss-20b T = 16 226 vs 215, gpt-oss-120b T =
+ * 64 739 vs 728); on qwen3's 2.5 MB experts they lead at 4 pairs (T = 64 277
+ * vs 315) and trail at 2 (T = 32 207 vs 185). */
 static inline int64_t moe__dec_stream_pairs_qg(int fmt, double expert_bytes, int qg) {
     const int64_t p = moe__dec_stream_pairs(fmt, expert_bytes);
     if (!qg) return p;
