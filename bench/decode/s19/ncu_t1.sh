@@ -8,7 +8,7 @@ for f in ${CARRY:-build-devbin/carry}/*.tar.xz; do xz -dc $f | tar xf - -C /tmp/
 for c in ${CASES:-mixtral-8x7b:q4_K:1}; do
   IFS=: read -r preset qt T <<< "$c"
   MOE_DECODE_FUSED=${FUSED:-0} timeout 200 ncu --clock-control none --section SpeedOfLight --section Occupancy \
-    -k "regex:k_sv|k_svf|k_route|k_qg|k_dec|moe_" --metrics dram__bytes_read.sum,gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed --launch-count ${LC:-12} --csv --page raw \
+    -k "regex:k_sv|k_svf|k_route|k_qg|k_dec|moe_" --metrics dram__bytes_read.sum,gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max,gpc__cycles_elapsed.max --launch-count ${LC:-12} --csv --page raw \
     /tmp/b/bench_decode --quant --only $preset --qtypes $qt --qtokens $T --no-kdec --no-i8 --reps 1 --routings 1 \
     > "$OUT/ncu_t1_${preset}_${qt}_$T.csv" 2>&1
   python3 - "$OUT/ncu_t1_${preset}_${qt}_$T.csv" "$c" <<'PY'
