@@ -183,6 +183,7 @@ typedef struct dec_impl {
     int qg;                      /* cuda-quant: the int8 tensor-core kernels (decode_qmma.cu) replace k_dec */
     int qg_nt;                   /* MOE_QG_NT: token tiles of 8 a pass (0: by pairs an expert) */
     int qg_bps;                  /* their instances for 2 or 3 blocks an SM (qg_init; MOE_QG_BPS) */
+    int qg_bps_env;              /* MOE_QG_BPS set: qg_bps for every format and token tile */
     char qg_why[120];            /* why they do not, for describe */
 } dec_impl;
 
@@ -504,7 +505,8 @@ static void qg_init(moe_layer *L, dec_impl *im) {
      * 32 / 64 303 / 357 / 460 us against 375 / 431 / 533, MXFP4 0.88-0.99x;
      * mixtral (D = 4096) 1.00-1.05x slower. MOE_QG_BPS=2/3 overrides. */
     const char *bps = getenv("MOE_QG_BPS");
-    im->qg_bps = bps && (bps[0] == '2' || bps[0] == '3') ? bps[0] - '0' : L->desc.D <= 3072 ? 3 : 2;
+    im->qg_bps_env = bps && (bps[0] == '2' || bps[0] == '3');
+    im->qg_bps = im->qg_bps_env ? bps[0] - '0' : L->desc.D <= 3072 ? 3 : 2;
     im->qg = 1;
 }
 
@@ -616,6 +618,20 @@ static int pick_ks(int n_chunks, int64_t N, int64_t n_exp, int slots) {
 static int pick_nt(int64_t TK, int64_t E) {
     int64_t act = TK < E ? TK : E;
     return TK > 6 * act ? 4 : 1;
+}
+
+/* The blocks an SM of format fmt's int8 kernels at nt token tiles a pass:
+ * the layer's rule (qg_init), but for MXFP4 3 at 1-2 tiles and 2 at 4
+ * whatever D (session 19, H200, bench/decode/s19 run 14, after its decode
+ * change: mixtral T = 16 / 32 0.938 / 0.982x the time at 3 than at 2, T =
+ * 64 / 128 1.05x slower at 3; gpt-oss-20b T = 128 (4 tiles) 0.900x at 2,
+ * T = 16-64 1.05-1.13x slower at 2; qwen3 1.15-1.19x slower at 2). The
+ * 4-tile kernels at 3 blocks an SM do without the preset accumulator
+ * (their 168 registers), which MXFP4's two mma a fragment feel most.
+ * MOE_QG_BPS overrides. */
+static int qg_launch_bps(const dec_impl *im, int fmt, int nt) {
+    if (fmt == MOE_DF_MXFP4 && !im->qg_bps_env) return nt >= 4 ? 2 : 3;
+    return moe__qg_bps(fmt, im->qg_bps);
 }
 
 /* Token tiles of 8 a pass of the int8 kernels: 1 where experts average up
@@ -1339,12 +1355,13 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
                                           im->pdl, s));
                 a1.xb = ws + w.xq;
                 dim3 q1((unsigned)moe__cdiv(I, moe__qg_rows(im->fmt1) / (L->gated ? 2 : 1)), (unsigned)w.maxA);
-                MOE_CUDA_CK(moe__qg_launch(im->fmt1, ph1, nq, im->qg_bps, &a1, xd, xs, ux, q1, s));
+                MOE_CUDA_CK(moe__qg_launch(im->fmt1, ph1, nq, qg_launch_bps(im, im->fmt1, nq), &a1, xd, xs, ux, q1, s));
                 MOE_CUDA_CK(moe__qg_quant(ws + w.h, MOE_TYPE_F32, (int)w.TK, (int)I, (int8_t *)(ws + w.hq), hd, hs, uh,
                                           im->fmt2, im->pdl, s));
                 a2.xb = ws + w.hq;
                 dim3 q2((unsigned)moe__cdiv(D, moe__qg_rows(im->fmt2)), (unsigned)w.maxA);
-                MOE_CUDA_CK(moe__qg_launch(im->fmt2, MOE_DEC_DOWN, nq, im->qg_bps, &a2, hd, hs, uh, q2, s));
+                MOE_CUDA_CK(
+                    moe__qg_launch(im->fmt2, MOE_DEC_DOWN, nq, qg_launch_bps(im, im->fmt2, nq), &a2, hd, hs, uh, q2, s));
                 continue;
             }
             dim3 g1((unsigned)moe__cdiv(I, 16 * a1.RW), (unsigned)w.maxA);
@@ -1455,8 +1472,8 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                  "cp.async ring, %d and %d blocks an SM), h quantised between them, %d token tiles of 8 per pass, "
                  "%s, deterministic slot-order combine%s, no repacking (GGUF blocks read in place)",
                  L->gated ? "fused" : "up only", moe__qg_rows(im->fmt1) / (L->gated ? 2 : 1), moe__qg_rows(im->fmt2),
-                 moe__qg_bps(im->fmt1, im->qg_bps),
-                 moe__qg_bps(im->fmt2, im->qg_bps), qg_pick_nt(im, TK, d->E), launch, up);
+                 qg_launch_bps(im, im->fmt1, qg_pick_nt(im, TK, d->E)),
+                 qg_launch_bps(im, im->fmt2, qg_pick_nt(im, TK, d->E)), qg_pick_nt(im, TK, d->E), launch, up);
     else
         snprintf(buf + o, n - o,
                  "gate/up (%s) and down kernels with weights decoded to %s in registers + mma.sync m16n8k16, "

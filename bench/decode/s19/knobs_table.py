@@ -1,5 +1,6 @@
 """Table of knobs_t1.sh's JSONL files (OUT/knob_ROUND_KNOB.jsonl): us per (preset, type, T) and knob,
-the mean over rounds, and each knob's ratio to the default ('-')."""
+the mean over rounds, and each knob's ratio to the default ('-'); rows of bench_decode's variant argv[2]
+(default stream)."""
 import collections, glob, json, os, sys
 d = collections.defaultdict(list)
 knobs = []
@@ -8,6 +9,7 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "knob_*.jsonl"))):
     if k not in knobs: knobs.append(k)
     for line in open(f):
         r = json.loads(line)
+        if r["variant"] != (sys.argv[2] if len(sys.argv) > 2 else "stream"): continue
         d[(r["preset"], r["wtype"], r["T"], k)].append(r["median_us"])
 knobs.sort(key=lambda k: (k != "-", k))
 keys = sorted({k[:3] for k in d})
