@@ -500,13 +500,17 @@ static void qg_init(moe_layer *L, dec_impl *im) {
         snprintf(im->qg_why, sizeof im->qg_why, "shared memory of the device: %s", cudaGetErrorString(e));
         return;
     }
-    /* three blocks an SM (rings of 3 stages) where D <= 3072, else two (rings
-     * of 4): H200, bench/decode/s16 run 7: gpt-oss-20b (D = 2880) Q8_0 T = 16 /
-     * 32 / 64 303 / 357 / 460 us against 375 / 431 / 533, MXFP4 0.88-0.99x;
-     * mixtral (D = 4096) 1.00-1.05x slower. MOE_QG_BPS=2/3 overrides. */
+    /* three blocks an SM (rings of 3 stages) where D or I <= 3072, else two
+     * (rings of 4): H200, bench/decode/s16 run 7: gpt-oss-20b (D = 2880) Q8_0
+     * T = 16 / 32 / 64 303 / 357 / 460 us against 375 / 431 / 533, MXFP4
+     * 0.88-0.99x; mixtral (D = 4096, I = 14336) 1.00-1.05x slower. I joined the
+     * rule in session 19 (bench/decode/s19 run 18): deepseek-v3 (D = 7168, I =
+     * 2048) Q4_K / Q8_0 at T = 32-128 0.914-0.942x the time at three, while
+     * mixtral stays mixed (Q4_K T = 8 0.945, T = 16-64 1.00-1.09x; Q8_0 T = 32
+     * 0.930, T = 8-16 1.08x). MOE_QG_BPS=2/3 overrides. */
     const char *bps = getenv("MOE_QG_BPS");
     im->qg_bps_env = bps && (bps[0] == '2' || bps[0] == '3');
-    im->qg_bps = im->qg_bps_env ? bps[0] - '0' : L->desc.D <= 3072 ? 3 : 2;
+    im->qg_bps = im->qg_bps_env ? bps[0] - '0' : L->desc.D <= 3072 || L->desc.I <= 3072 ? 3 : 2;
     im->qg = 1;
 }
 
@@ -630,7 +634,12 @@ static int pick_nt(int64_t TK, int64_t E) {
  * (their 168 registers), which MXFP4's two mma a fragment feel most.
  * MOE_QG_BPS overrides. */
 static int qg_launch_bps(const dec_impl *im, int fmt, int nt) {
-    if (fmt == MOE_DF_MXFP4 && !im->qg_bps_env) return nt >= 4 ? 2 : 3;
+    if (!im->qg_bps_env && fmt == MOE_DF_MXFP4) return nt >= 4 ? 2 : 3;
+    /* Q4_K at 2-4 tiles: 2 (run 19, deepseek-v3 T = 256-1024 1.04-1.10x
+     * slower at 3 while T = 64-128 (1 tile) is 0.90x; qwen3 T = 128 even,
+     * T = 256 0.939x at 2: run 15); Q8_0 keeps three at every tile count
+     * (deepseek-v3 T = 128-1024 0.84-0.95x at 3) */
+    if (!im->qg_bps_env && fmt == MOE_DF_Q4_K && nt >= 2) return 2;
     return moe__qg_bps(fmt, im->qg_bps);
 }
 
