@@ -640,6 +640,10 @@ static int qg_launch_bps(const dec_impl *im, int fmt, int nt) {
      * T = 256 0.939x at 2: run 15); Q8_0 keeps three at every tile count
      * (deepseek-v3 T = 128-1024 0.84-0.95x at 3) */
     if (!im->qg_bps_env && fmt == MOE_DF_Q4_K && nt >= 2) return 2;
+    /* Q8_0 at 2 tiles: 3 on every layer (run 21, mixtral T = 24 / 32 / 48
+     * 0.935 / 0.922 / 0.874x, where its rule gives 2; at 1 and 4 tiles
+     * mixtral keeps 2: T = 8-16 1.08x, T = 64 1.03x slower at 3, run 18) */
+    if (!im->qg_bps_env && fmt == MOE_DF_Q8_0 && nt == 2) return 3;
     return moe__qg_bps(fmt, im->qg_bps);
 }
 
