@@ -212,8 +212,8 @@ template <> struct qg_row<MOE_DF_Q4_0> {
  * (A = their magnitudes, the result = pos - neg), so each group of 4 codes is
  * one PRMT on a table word instead of three (two lookups and a select), and
  * the table's one register word (tab.k0) is the only constant the decode
- * needs. Block u's code word for lane t is at row + 1 + 4t + 17u: 17u = u mod
- * 4, so its aligned words and its funnel shift depend on u mod 4 only (w[],
+ * needs. Block u's code word for lane t is at row + 1 + 4t + 17u: 17u = u (mod
+ * 4), so its aligned words and its funnel shift depend on u mod 4 only (w[],
  * sh[]: the unrolled unit loop addresses with immediates). The scales are
  * made a quad lane's two blocks a stage (qg_mx_sc) and shuffled. */
 template <> struct qg_row<MOE_DF_MXFP4> {
