@@ -625,25 +625,27 @@ static int pick_nt(int64_t TK, int64_t E) {
 }
 
 /* The blocks an SM of format fmt's int8 kernels at nt token tiles a pass:
- * the layer's rule (qg_init), but for MXFP4 3 at 1-2 tiles and 2 at 4
- * whatever D (session 19, H200, bench/decode/s19 run 14, after its decode
- * change: mixtral T = 16 / 32 0.938 / 0.982x the time at 3 than at 2, T =
- * 64 / 128 1.05x slower at 3; gpt-oss-20b T = 128 (4 tiles) 0.900x at 2,
- * T = 16-64 1.05-1.13x slower at 2; qwen3 1.15-1.19x slower at 2). The
- * 4-tile kernels at 3 blocks an SM do without the preset accumulator
- * (their 168 registers), which MXFP4's two mma a fragment feel most.
- * MOE_QG_BPS overrides. */
+ * the layer's rule (qg_init) but where session 19 measured otherwise (H200,
+ * bench/decode/s19; MOE_QG_BPS overrides all):
+ * - MXFP4 3 at 1-2 tiles, 2 at 4, whatever D (run 14, after its decode
+ *   change: mixtral T = 16 / 32 0.938 / 0.982x the time at 3 than at 2, T =
+ *   64 / 128 1.05x slower at 3; gpt-oss-20b T = 128 (4 tiles) 0.900x at 2,
+ *   T = 16-64 1.05-1.13x slower at 2; qwen3 1.15-1.19x slower at 2). The
+ *   4-tile kernels at 3 blocks an SM do without the preset accumulator
+ *   (their 168 registers), which MXFP4's two mma a fragment feel most;
+ * - Q4_K 2 at 2-4 tiles (run 19: deepseek-v3 T = 256-1024 1.04-1.10x slower
+ *   at 3 while T = 64-128, 1 tile, is 0.90x; qwen3 T = 128 even, T = 256
+ *   0.939x at 2: run 15);
+ * - Q8_0 3 at 2 tiles on every layer (run 21: mixtral T = 24 / 32 / 48
+ *   0.935 / 0.922 / 0.874x, where the layer's rule gives 2; at 1 and 4 tiles
+ *   mixtral keeps 2: T = 8-16 1.08x, T = 64 1.03x slower at 3, run 18;
+ *   deepseek-v3 0.84-0.95x at 3 at every tile count, run 19). */
 static int qg_launch_bps(const dec_impl *im, int fmt, int nt) {
-    if (!im->qg_bps_env && fmt == MOE_DF_MXFP4) return nt >= 4 ? 2 : 3;
-    /* Q4_K at 2-4 tiles: 2 (run 19, deepseek-v3 T = 256-1024 1.04-1.10x
-     * slower at 3 while T = 64-128 (1 tile) is 0.90x; qwen3 T = 128 even,
-     * T = 256 0.939x at 2: run 15); Q8_0 keeps three at every tile count
-     * (deepseek-v3 T = 128-1024 0.84-0.95x at 3) */
-    if (!im->qg_bps_env && fmt == MOE_DF_Q4_K && nt >= 2) return 2;
-    /* Q8_0 at 2 tiles: 3 on every layer (run 21, mixtral T = 24 / 32 / 48
-     * 0.935 / 0.922 / 0.874x, where its rule gives 2; at 1 and 4 tiles
-     * mixtral keeps 2: T = 8-16 1.08x, T = 64 1.03x slower at 3, run 18) */
-    if (!im->qg_bps_env && fmt == MOE_DF_Q8_0 && nt == 2) return 3;
+    if (!im->qg_bps_env) {
+        if (fmt == MOE_DF_MXFP4) return nt >= 4 ? 2 : 3;
+        if (fmt == MOE_DF_Q4_K && nt >= 2) return 2;
+        if (fmt == MOE_DF_Q8_0 && nt == 2) return 3;
+    }
     return moe__qg_bps(fmt, im->qg_bps);
 }
 
