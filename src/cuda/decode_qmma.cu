@@ -217,11 +217,9 @@ template <> struct qg_row<MOE_DF_Q4_0> {
  * sh[]: the unrolled unit loop addresses with immediates). The scales are
  * made a quad lane's two blocks a stage (qg_mx_sc) and shuffled. */
 template <> struct qg_row<MOE_DF_MXFP4> {
-    const uint8_t *R;
     const uint32_t *w[4];
     uint32_t sh[4];
     __device__ __forceinline__ void prep(const uint8_t *row, int t) {
-        R = row;
 #pragma unroll
         for (int r = 0; r < 4; r++) {
             const uint8_t *p = row + 1 + 4 * t + 17 * r;
