@@ -571,6 +571,64 @@ TEST(cuda_quant_prefill_forced) {
     moe_ctx_free(ctx);
 }
 
+/* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90 with quantised
+ * B, Hopper; Q8_0 and Q4_K rows that TMA can address): the layer says which
+ * prefill it runs (MOE_QUANT_PREFILL_FUSED=0: the dequantising one; Q6_K
+ * always), and on the same data both pass against the reference, with the
+ * same error where they compute the same bf16 weights and sums (reported; the
+ * dequantising path may pick other tiles). */
+TEST(cuda_quant_prefill_gguf_gemm) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    if (major != 9) {
+        moe_ctx_free(ctx);
+        SKIP("quantised B runs on sm_90a (Hopper)");
+    }
+    setenv("MOE_QUANT_PREFILL_T", "0", 1);
+    static const struct { moe_type t; const char *fused; int want; } dd[] = {
+        {MOE_TYPE_Q8_0, NULL, 1}, {MOE_TYPE_Q4_K, NULL, 1}, {MOE_TYPE_Q8_0, "0", 0}, {MOE_TYPE_Q6_K, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof dd / sizeof dd[0] && !moe_test_failed(); i++) {
+        if (dd[i].fused) setenv("MOE_QUANT_PREFILL_FUSED", dd[i].fused, 1);
+        char desc[4096] = "";
+        CHECK(zero_quant_describe(ctx, dd[i].t, 64, 8, 512, 256, 2, desc, sizeof desc));
+        CHECK_MSG((strstr(desc, "on the GGUF blocks") != NULL) == dd[i].want && strstr(desc, "(prefill)") != NULL,
+                  "%s MOE_QUANT_PREFILL_FUSED=%s: %s", moe_type_name(dd[i].t), dd[i].fused ? dd[i].fused : "(default)",
+                  desc);
+        unsetenv("MOE_QUANT_PREFILL_FUSED");
+    }
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K};
+    int same = 0, runs = 0;
+    for (int i = 0; i < 2 && !moe_test_failed(); i++)
+        for (int v = 0; v < 4 && !moe_test_failed(); v++) {
+            moe_case c = {"gguf-gemm", v < 2 ? 64 : 300, 8, 512, 512, 2, MOE_ACT_SWIGLU, MOE_GATE_UP_SEPARATE, 0, q[i],
+                          MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
+            if (v == 1) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; c.I = 256; }
+            if (v == 2) { c.layout = MOE_GATE_UP_CONCAT; c.act = MOE_ACT_GEGLU_ERF; c.E = 16; c.K = 4; c.D = 768; }
+            if (v == 3) { c.act_type = MOE_TYPE_F16; c.routing = ROUTE_SKIP_LAST; c.I = 768; }
+            double err[2] = {0, 0};
+            for (int f = 0; f < 2 && !moe_test_failed(); f++) {
+                if (f) setenv("MOE_QUANT_PREFILL_FUSED", "0", 1);
+                char msg[1024];
+                moe_case_result r = moe_case_run(&c, ctx, "cuda-quant", moe_test_seed() + 53u * (unsigned)(4 * i + v),
+                                                 &err[f], msg, sizeof msg);
+                CHECK_MSG(r == MOE_CASE_PASS, "%s variant %d, %s: %s", moe_type_name(q[i]), v,
+                          f ? "dequantising" : "GGUF GEMMs", msg);
+                unsetenv("MOE_QUANT_PREFILL_FUSED");
+            }
+            runs++;
+            same += err[0] == err[1];
+            if (getenv("MOE_TEST_VERBOSE"))
+                printf("     %s variant %d: error %.3e (GGUF GEMMs) vs %.3e (dequantising)\n", moe_type_name(q[i]), v,
+                       err[0], err[1]);
+        }
+    printf("     GGUF GEMMs against the dequantising path: the same error in %d of %d cases\n", same, runs);
+    unsetenv("MOE_QUANT_PREFILL_T");
+    moe_ctx_free(ctx);
+}
+
 /* Ids out of range on the device: skipped pairs, nothing out of bounds, the
  * other slots still summed; a token with every id out of range gets 0. */
 TEST(cuda_decode_bad_ids) {

@@ -143,6 +143,7 @@ static std::vector<int64_t> token_list(const char *s, std::vector<int64_t> def) 
 }
 static int64_t only_T;
 static const char *prefill_tokens; /* --prefill-tokens 512,4096: the T of --prefill (default below) */
+static int prefill_decode;         /* --prefill-decode: --prefill times the decode kernels too */
 
 struct timing { double med, mn; };
 
@@ -317,6 +318,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--routings") && i + 1 < argc) g_routings = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
         else if (!strcmp(argv[i], "--probe")) g_probe = 1;
         else if (!strcmp(argv[i], "--prefill")) prefill = 1;
+        else if (!strcmp(argv[i], "--prefill-decode")) prefill_decode = 1;
         else if (!strcmp(argv[i], "--prefill-tokens") && i + 1 < argc) prefill_tokens = argv[++i];
     }
     if (!dense && !quant && !cross && !prefill) dense = quant = cross = 1;
@@ -537,23 +539,35 @@ int main(int argc, char **argv) {
                 /* mxfp4 and q8_0 for gpt-oss (D = 2880 is no multiple of the K-quants' 256) */
                 const bool oss = P == &presets[3] || P == &presets[4];
                 if ((t == MOE_TYPE_MXFP4) != oss && t != MOE_TYPE_BF16 && t != MOE_TYPE_Q8_0) continue;
+                if (only_qtypes && t != MOE_TYPE_BF16 && !strstr(only_qtypes, moe_type_name(t))) continue;
                 layer_set s = make_layer_weights(*P, t);
-                moe_layer *L[2] = {NULL, NULL};
-                const char *names[2] = {"default", "decode-kernels"};
+                moe_layer *L[3] = {NULL, NULL, NULL};
+                const char *names[3] = {"default", "prefill-dequant", "decode-kernels"};
                 if (t == MOE_TYPE_BF16) {
                     L[0] = make_layer(ctx, *P, t, s, NULL);
                 } else {
+                    /* the prefill path forced: its GEMMs on the GGUF blocks at every T
+                     * where the layer can (MOE_QUANT_PREFILL_FUSED=1; else it
+                     * dequantises: the two rows are then alike),
+                     * then dequantising (MOE_QUANT_PREFILL_FUSED=0), then the decode
+                     * kernels (--prefill-decode) */
                     setenv("MOE_QUANT_PREFILL_T", "0", 1);
+                    setenv("MOE_QUANT_PREFILL_FUSED", "1", 1);
                     L[0] = make_layer(ctx, *P, t, s, NULL);
-                    names[0] = "prefill-dequant";
-                    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+                    names[0] = "prefill-gguf";
+                    setenv("MOE_QUANT_PREFILL_FUSED", "0", 1);
                     L[1] = make_layer(ctx, *P, t, s, NULL);
+                    unsetenv("MOE_QUANT_PREFILL_FUSED");
+                    if (prefill_decode) {
+                        setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+                        L[2] = make_layer(ctx, *P, t, s, NULL);
+                    }
                     unsetenv("MOE_QUANT_PREFILL_T");
                 }
                 for (int i = 0; i < 6; i++) {
                     int64_t T = Ts[i], touched;
                     if (T <= 0 || (only_T && T != only_T)) continue;
-                    for (int v = 0; v < 2; v++) {
+                    for (int v = 0; v < 3; v++) {
                         if (!L[v]) continue;
                         srand(3000 + (int)T);
                         timing tm = time_fwd(L[v], *P, T, 10, &touched);
@@ -572,8 +586,7 @@ int main(int argc, char **argv) {
                         fflush(stdout);
                     }
                 }
-                moe_layer_free(L[0]);
-                moe_layer_free(L[1]);
+                for (int v = 0; v < 3; v++) moe_layer_free(L[v]);
                 cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
             }
         }

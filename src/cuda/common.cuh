@@ -46,6 +46,11 @@ typedef struct moe_cuda_impl {
     int gather;               /* sm90: GEMM 1 gathers its A rows from x (no permuted copy xp; needs cn = 1, and
                                  runs in 2 x 1 clusters only when forced): 1 / 0 as MOE_SM90_GATHER (or 1 x 2 / 2 x 2
                                  clusters) force it, -1 the rule per forward (moe__cuda_sm90_shape) */
+    /* cuda-quant's prefill on GGUF blocks (moe__cuda_sm90_quant): the formats of gate/up and down (decode.h
+     * MOE_DF_*; 0: bf16/f16 weights) and the raw maps (gemm_sm90_q.cu); the GEMMs then run BM 128, BN 256, 1 x 1,
+     * A through TMA from the permuted copy */
+    int qfmt1, qfmt2;
+    CUtensorMap tm_qg, tm_qu, tm_qd;
 } moe_cuda_impl;
 
 #ifdef __cplusplus
@@ -66,6 +71,15 @@ cudaError_t moe__cuda_gemm_sm80_prepare(void); /* raises the smem limits; once p
 cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                 int sm_count, cudaStream_t s, char *why, size_t n);
 cudaError_t moe__cuda_gemm_sm90_prepare(void);
+/* the A and output maps of a launch (tm[0], tm[1]); 0, or -1 and why */
+int moe__cuda_sm90_tmap_a_out(const moe_cuda_gemm *g, CUtensorMap *tm, char *why, size_t n);
+/* src/cuda/gemm_sm90_q.cu: the launch with GGUF blocks as B (g->qfmt; tmB0 / tmB1
+ * made by moe__cuda_quant_tmap with the format's box, moe__cuda_quant_box) */
+cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
+                                  int sm_count, cudaStream_t s, char *why, size_t n);
+cudaError_t moe__cuda_gemm_sm90_q_prepare(void);
+int moe__cuda_quant_tmap(CUtensorMap *tm, const void *data, int64_t E, int64_t N, int64_t row_bytes, int64_t se,
+                         int64_t sn, int box_bytes, char *why, size_t n);
 /* The driver functions cuda-jit calls, resolved through the runtime
  * (cudaGetDriverEntryPointByVersion), so that the library does not link
  * libcuda and loads where no driver is installed; NULL when unavailable. */

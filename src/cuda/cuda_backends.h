@@ -34,6 +34,21 @@ extern const moe__backend moe__backend_cuda_quant;
  * addresses (the TMA descriptors). */
 moe_status moe__cuda_rebind_weights(moe_layer *L);
 
+/* Makes a cuda-sm90 layer's GEMMs read GGUF blocks instead of its bf16/f16
+ * weights (cuda-quant's prefill; gemm_sm90_q.cu): gate/up in format fmt1,
+ * down in fmt2 (decode.h MOE_DF_Q8_0 or MOE_DF_Q4_K), each a device tensor
+ * given by its data and byte strides (w[0] the gate, NULL data when not gated;
+ * w[1] up; w[2] down), row_bytes the bytes of one row. MOE_OK, or an error in
+ * L's message (unsupported format, strides or addresses not multiples of 16,
+ * not the built-in sm90 kernels), the layer unchanged. */
+typedef struct {
+    const void *data;
+    int64_t se, sn, row_bytes;
+} moe__cuda_qrows;
+moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, const moe__cuda_qrows w[3]);
+/* gemm_sm90_q.cu: the raw box width in bytes of a format the GEMMs decode (MOE_DF_Q8_0, MOE_DF_Q4_K), else 0 */
+int moe__cuda_quant_box(int fmt);
+
 /* The forward of a cuda-sm90 / cuda-jit / cuda-sm80 layer with its GEMMs run
  * per group of `group` experts (routing and combine once): before each group
  * [e0, e0 + ne) prep(pctx, e0, ne) puts those experts' weights, numbered from

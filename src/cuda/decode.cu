@@ -178,6 +178,9 @@ typedef struct dec_impl {
     moe_layer *qp;               /* cuda-quant prefill: the grouped GEMM layer on dequantised weights, or NULL ... */
     int64_t qp_min_t;            /* ... for T above this, */
     int64_t qp_group;            /* ... dequantising this many experts at a time */
+    moe_layer *qf;               /* cuda-quant prefill on the GGUF blocks: cuda-sm90 with GEMMs that decode them
+                                    (gemm_sm90_q.cu), for T > qp_min_t up to qf_max_pairs pairs an expert; NULL: none */
+    int64_t qf_max_pairs;
     void *qp_dummy;              /* its weights' address until a forward points them at the workspace */
     char qp_why[200];            /* why there is no prefill path, for describe */
     int qg;                      /* cuda-quant: the int8 tensor-core kernels (decode_qmma.cu) replace k_dec */
@@ -325,6 +328,10 @@ static void dec_fini(moe_layer *L) {
     int entered = moe_cuda_dev_enter(im->device, &g) == cudaSuccess;
     for (int i = 0; i < im->n_owned; i++) cudaFree(im->owned[i]);
     if (im->sv_gbar) cudaFree(im->sv_gbar);
+    if (im->qf) {
+        im->qf->backend->fini(im->qf);
+        free(im->qf);
+    }
     if (im->qp) {
         im->qp->backend->fini(im->qp);
         free(im->qp);
@@ -366,9 +373,11 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
 }
 
 /* cuda-quant's prefill path. Above qp_pairs() pairs per expert (T * K / E)
- * a forward dequantises the GGUF blocks of the experts it uses into the
- * workspace as bf16/f16 rows (dequant.cu) and runs a grouped GEMM backend
- * (cuda-jit, else cuda-sm90, else cuda-sm80) on them: the mma kernels decode
+ * a forward runs cuda-sm90's grouped GEMMs on the GGUF blocks themselves where
+ * they can decode the formats (Q8_0, Q4_K; gemm_sm90_q.cu, qp_init_fused), or
+ * dequantises the blocks of the experts it uses into the workspace as bf16/f16
+ * rows (dequant.cu) and runs a grouped GEMM backend (cuda-jit, else cuda-sm90,
+ * else cuda-sm80) on them: the mma kernels decode
  * every weight again for each 32 tokens and stay at 18-55 TFLOP/s whatever T
  * is. Crossover measured on an H200 (bench/decode/README.md, quantised
  * prefill; qwen3, gpt-oss-20b, mixtral at T = 32..4096): Q8_0 from ~8 pairs
@@ -379,6 +388,16 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
  * MOE_QUANT_PREFILL_MB of workspace (default 2048; one group when all fit),
  * each group's GEMMs running before the next group overwrites them. */
 #define QP_SCRATCH_MB 2048
+/* The prefill GEMMs on the GGUF blocks (gemm_sm90_q.cu) up to this many pairs an
+ * expert (T * K / E), dequantising above: their producer warpgroup decodes each
+ * B tile again for every m-tile, at ~250-290 TFLOP/s on an H100, while the
+ * dequantising path pays a fixed cost per expert and then runs the bf16 GEMMs
+ * at up to ~650. Measured on an H100 (bench/decode/s20, runs 2 and 4; times as
+ * multiples of bf16's): 128 pairs (mixtral T = 512, deepseek-v3 T = 4096) 1.28-1.83
+ * against 1.99-2.89; 256 (qwen3 T = 4096) Q4_K 1.56 / 1.55, Q8_0 1.52 / 1.76;
+ * 1024 (mixtral T = 4096) Q4_K 2.54 / 1.29, Q8_0 2.25 / 1.42.
+ * MOE_QUANT_PREFILL_FUSED=1 takes them at every T, =0 never. */
+#define QF_MAX_PAIRS 256
 static int64_t qp_pairs(int fmt) { return fmt == MOE_DF_Q8_0 ? 8 : 16; }
 /* With the int8 kernels (decode_qmma.cu), experts of 10 MB or more stay on
  * them up to 32 pairs an expert, smaller ones up to 16 (H200, bench/decode/s16
@@ -395,6 +414,68 @@ static void qp_sizes(const moe_layer *L, int64_t ne, size_t sz[3]) {
     sz[1] = sz[2] = (m + 255) & ~(size_t)255;
 }
 
+/* qp: a grouped GEMM layer of backend b on bf16/f16 weights at qp_dummy
+ * (pointed at the workspace per forward, or replaced by the GGUF blocks); NULL
+ * and why when b cannot take the layer */
+static moe_layer *qp_layer(moe_layer *L, dec_impl *im, const moe__backend *b, char *why, size_t n) {
+    const moe_layer_desc *d = &L->desc;
+    moe_layer *G = (moe_layer *)calloc(1, sizeof *G);
+    if (!G) {
+        snprintf(why, n, "out of memory");
+        return NULL;
+    }
+    *G = *L;
+    G->impl = NULL;
+    G->backend = b;
+    G->err[0] = 0;
+    /* contiguous [E, I, D] gate and up, [E, D, I] down in the forward's workspace */
+    moe_tensor w = {im->qp_dummy, d->act_type, MOE_MEM_DEVICE, d->I * d->D, d->D, 1};
+    G->gate = L->gated ? w : L->gate;
+    G->up = w;
+    w.stride_n = d->I;
+    G->down = w;
+    G->gate_bias = im->gate_bias; G->up_bias = im->up_bias; G->down_bias = im->down_bias;
+    if (b->probe(L->ctx, why, n) && b->supports(G, why, n) && b->init(G) == MOE_OK) return G;
+    if (G->err[0]) snprintf(why, n, "%s", G->err);
+    free(G);
+    return NULL;
+}
+
+/* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90 with quantised B,
+ * gemm_sm90_q.cu): Q8_0 / Q4_K weights whose rows TMA can address; else 0 and
+ * why (the dequantising path then). MOE_QUANT_PREFILL_FUSED=0 turns it off. */
+static int qp_init_fused(moe_layer *L, dec_impl *im, char *why, size_t n) {
+    const moe_layer_desc *d = &L->desc;
+    const char *ev = getenv("MOE_QUANT_PREFILL_FUSED");
+    if (ev && *ev == '0') {
+        snprintf(why, n, "MOE_QUANT_PREFILL_FUSED=0");
+        return 0;
+    }
+    if (!moe__cuda_quant_box(im->fmt1) || !moe__cuda_quant_box(im->fmt2)) {
+        snprintf(why, n, "the GEMMs decode Q8_0 and Q4_K only (weights %s / %s)", moe_type_name(L->up.type),
+                 moe_type_name(L->down.type));
+        return 0;
+    }
+    moe_layer *G = qp_layer(L, im, &moe__backend_cuda_sm90, why, n);
+    if (!G) return 0;
+    const moe_tensor *t[3] = {L->gated ? &im->gate : NULL, &im->up, &im->down};
+    moe__cuda_qrows rows[3];
+    for (int i = 0; i < 3; i++) {
+        rows[i].data = t[i] ? t[i]->data : NULL;
+        rows[i].se = t[i] ? bytes_of(t[i], t[i]->stride_e) : 0;
+        rows[i].sn = t[i] ? bytes_of(t[i], t[i]->stride_n) : 0;
+        rows[i].row_bytes = t[i] ? bytes_of(t[i], i < 2 ? d->D : d->I) : 0;
+    }
+    if (moe__cuda_sm90_quant(G, im->fmt1, im->fmt2, rows) != MOE_OK) {
+        snprintf(why, n, "%s", G->err);
+        G->backend->fini(G);
+        free(G);
+        return 0;
+    }
+    im->qf = G;
+    return 1;
+}
+
 static void qp_init(moe_layer *L, dec_impl *im) {
     const moe_layer_desc *d = &L->desc;
     im->qp_min_t = INT64_MAX;
@@ -409,6 +490,22 @@ static void qp_init(moe_layer *L, dec_impl *im) {
         snprintf(im->qp_why, sizeof im->qp_why, "MOE_QUANT_PREFILL_T=%s", mt);
         return;
     }
+    if (cudaMalloc(&im->qp_dummy, 256) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(im->qp_why, sizeof im->qp_why, "cudaMalloc of 256 bytes failed");
+        return;
+    }
+    char fwhy[200];
+    if (qp_init_fused(L, im, fwhy, sizeof fwhy)) {
+        const char *fe = getenv("MOE_QUANT_PREFILL_FUSED");
+        im->qf_max_pairs = fe && *fe == '1' ? INT32_MAX : QF_MAX_PAIRS; /* INT32_MAX: every T (times E fits) */
+        im->qp_min_t = min_t;
+        moe__log(L->ctx, MOE_LOG_INFO,
+                 "cuda-quant: T > %lld runs cuda-sm90's GEMMs on the GGUF blocks (%s / %s) up to %lld pairs an expert",
+                 (long long)min_t, moe_type_name(L->up.type), moe_type_name(L->down.type), (long long)im->qf_max_pairs);
+    } else {
+        moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: prefill GEMMs on the GGUF blocks: %s; dequantising instead", fwhy);
+    }
     size_t sz[3];
     qp_sizes(L, 1, sz);
     const char *mb = getenv("MOE_QUANT_PREFILL_MB");
@@ -422,29 +519,11 @@ static void qp_init(moe_layer *L, dec_impl *im) {
         return;
     }
     if (group > d->E) group = d->E;
-    if (cudaMalloc(&im->qp_dummy, 256) != cudaSuccess) {
-        cudaGetLastError();
-        snprintf(im->qp_why, sizeof im->qp_why, "cudaMalloc of 256 bytes failed");
-        return;
-    }
     const moe__backend *cands[] = {&moe__backend_cuda_jit, &moe__backend_cuda_sm90, &moe__backend_cuda_sm80};
     char whys[3][200];
     for (int i = 0; i < 3; i++) {
-        moe_layer *G = (moe_layer *)calloc(1, sizeof *G);
-        if (!G) break;
-        *G = *L;
-        G->impl = NULL;
-        G->backend = cands[i];
-        G->err[0] = 0;
-        /* contiguous [E, I, D] gate and up, [E, D, I] down in the forward's workspace */
-        moe_tensor w = {im->qp_dummy, d->act_type, MOE_MEM_DEVICE, d->I * d->D, d->D, 1};
-        G->gate = L->gated ? w : L->gate;
-        G->up = w;
-        w.stride_n = d->I;
-        G->down = w;
-        G->gate_bias = im->gate_bias; G->up_bias = im->up_bias; G->down_bias = im->down_bias;
-        if (cands[i]->probe(L->ctx, whys[i], sizeof whys[i]) && cands[i]->supports(G, whys[i], sizeof whys[i]) &&
-            cands[i]->init(G) == MOE_OK) {
+        moe_layer *G = qp_layer(L, im, cands[i], whys[i], sizeof whys[i]);
+        if (G) {
             im->qp = G;
             im->qp_min_t = min_t;
             im->qp_group = group;
@@ -453,8 +532,6 @@ static void qp_init(moe_layer *L, dec_impl *im) {
                      (long long)min_t, (long long)group, cands[i]->name);
             return;
         }
-        if (G->err[0]) snprintf(whys[i], sizeof whys[i], "%s", G->err);
-        free(G);
     }
     snprintf(im->qp_why, sizeof im->qp_why, "no grouped GEMM backend: cuda-jit: %.50s; cuda-sm90: %.50s; cuda-sm80: %.50s",
              whys[0], whys[1], whys[2]);
@@ -703,7 +780,11 @@ static dws dws_plan(const moe_layer *L, const dec_impl *im, int64_t Tc) {
 }
 
 static int use_gemm(const dec_impl *im, int64_t T) { return im->gemm && (T > im->max_t || T >= im->gemm_min_t); }
-static int use_qp(const dec_impl *im, int64_t T) { return im->qp && T > im->qp_min_t; }
+static int use_qp(const dec_impl *im, int64_t T) { return (im->qp || im->qf) && T > im->qp_min_t; }
+/* the prefill path on the GGUF blocks at this T (else dequantising) */
+static int use_qf(const moe_layer *L, const dec_impl *im, int64_t T) {
+    return im->qf && (!im->qp || T * L->desc.K <= im->qf_max_pairs * L->desc.E);
+}
 static int use_sv(const dec_impl *im, int64_t T) { return im->sv && T <= im->sv_max_t; }
 
 /* Expert-major down (MOE_SV_DOWN_E) or token-major; MOE_SV_DOWNE=0/1 forces
@@ -749,6 +830,7 @@ static size_t sv_workspace(const moe_layer *L, const dec_impl *im, int64_t T) {
 static size_t dec_workspace(const moe_layer *L, int64_t T) {
     const dec_impl *im = (const dec_impl *)L->impl;
     if (use_gemm(im, T)) return im->gemm->backend->workspace(im->gemm, T);
+    if (use_qp(im, T) && use_qf(L, im, T)) return im->qf->backend->workspace(im->qf, T);
     if (use_qp(im, T)) {
         size_t sz[3];
         qp_sizes(L, im->qp_group, sz);
@@ -1247,6 +1329,11 @@ static moe_status qp_prep(void *pctx, int64_t e0, int64_t ne) {
 
 static moe_status qp_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
     const moe_layer_desc *d = &L->desc;
+    if (use_qf(L, im, fa->T)) { /* the GEMMs decode the GGUF blocks: no used[] flags, no dequantised copy */
+        moe_status st = moe__cuda_forward_grouped(im->qf, fa, d->E, NULL, NULL);
+        if (st) moe__layer_error(L, st, "%s (cuda-quant prefill on the GGUF blocks): %s", im->qf->backend->name, im->qf->err);
+        return st;
+    }
     moe_layer *G = im->qp;
     size_t sz[3];
     qp_sizes(L, im->qp_group, sz);
@@ -1409,6 +1496,14 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     }
     char up[96] = "";
     if (im->uploaded) snprintf(up, sizeof up, ", %.1f MB of host weights copied to the device at init", im->uploaded / 1e6);
+    if (use_qp(im, T) && use_qf(L, im, T)) {
+        char inner[1024];
+        im->qf->backend->describe(im->qf, T, inner, sizeof inner);
+        snprintf(buf, n, "%s: T = %lld > %lld (prefill): %s's GEMMs on the GGUF blocks (%s/%s), no dequantised copy: %s%s",
+                 L->backend->name, (long long)T, (long long)im->qp_min_t, im->qf->backend->name,
+                 moe_type_name(L->up.type), moe_type_name(L->down.type), inner, up);
+        return;
+    }
     if (use_qp(im, T)) {
         char inner[768];
         size_t sz[3];
@@ -1499,7 +1594,12 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
         snprintf(buf + strlen(buf), n - strlen(buf), "; streaming kernels: %s", im->sv_why);
     if (im->quant && !im->qg && im->qg_why[0] && n > strlen(buf) + 40)
         snprintf(buf + strlen(buf), n - strlen(buf), "; no int8 kernels: %s", im->qg_why);
-    if (im->quant && im->qp && n > strlen(buf) + 40)
+    if (im->quant && im->qf && n > strlen(buf) + 80)
+        snprintf(buf + strlen(buf), n - strlen(buf),
+                 "; prefill path for T > %lld: GGUF blocks decoded in the GEMMs of %s up to %lld pairs an expert%s%s",
+                 (long long)im->qp_min_t, im->qf->backend->name, (long long)im->qf_max_pairs,
+                 im->qp ? ", then dequantise and run " : "", im->qp ? im->qp->backend->name : "");
+    else if (im->quant && im->qp && n > strlen(buf) + 40)
         snprintf(buf + strlen(buf), n - strlen(buf), "; prefill path (dequantise, then %s) for T > %lld",
                  im->qp->backend->name, (long long)im->qp_min_t);
     else if (im->quant && n > strlen(buf) + 40)

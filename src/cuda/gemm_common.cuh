@@ -82,6 +82,8 @@ typedef struct moe_cuda_gemm {
     int gm;                   /* sm90 raster: m-tiles (units) per band of n-tiles (moe_cuda_raster) */
     int gather;               /* sm90 mode 1, cn = 1: A = x [T, C], rows x[sorted_pair[r] / K] copied by the
                                  producer warp (cp.async), no permuted copy */
+    int qfmt;                 /* sm90: B0/B1 are GGUF blocks of this format (decode.h MOE_DF_Q8_0 / MOE_DF_Q4_K),
+                                 decoded in the kernel (gemm_sm90_q.cu); 0: bf16/f16 weights */
 } moe_cuda_gemm;
 
 #ifdef __CUDACC__

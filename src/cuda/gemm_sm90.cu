@@ -125,6 +125,29 @@ extern "C" int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtyp
     return encode(tm, data, dtype, 3, dims, strides, box, why, n);
 }
 
+/* A quantised weight's GGUF rows as bytes, [E, N, row bytes] with the
+ * tensor's byte strides (multiples of 16, as TMA requires), in boxes of
+ * box_bytes x 128 rows (gemm_sm90.cuh: quantised B). */
+extern "C" int moe__cuda_quant_tmap(CUtensorMap *tm, const void *data, int64_t E, int64_t N, int64_t row_bytes,
+                                    int64_t se, int64_t sn, int box_bytes, char *why, size_t n) {
+    PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+    if (!fn) {
+        snprintf(why, n, "cuTensorMapEncodeTiled is not available from the driver");
+        return -1;
+    }
+    cuuint64_t dims[3] = {(cuuint64_t)row_bytes, (cuuint64_t)N, (cuuint64_t)E};
+    cuuint64_t strides[2] = {(cuuint64_t)sn, (cuuint64_t)(E > 1 ? se : N * sn)};
+    cuuint32_t box[3] = {(cuuint32_t)box_bytes, 128, 1}, es[3] = {1, 1, 1};
+    CUresult r = fn(tm, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, (void *)data, dims, strides, box, es,
+                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, n, "cuTensorMapEncodeTiled of the GGUF rows failed (CUresult %d)", (int)r);
+        return -1;
+    }
+    return 0;
+}
+
 /* Output columns of one n-tile: g->bn, or half of it for gate/up. */
 static int nout_of(const moe_cuda_gemm *g) { return g->mode == 1 && g->gated ? g->bn / 2 : g->bn; }
 
@@ -204,7 +227,7 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const
  * expert order) in the boxes of BM 128's staged epilogue: 64 rows of 64 columns
  * (128B swizzle) for n-tiles of 256, of 40 (unswizzled) for 240. Made per call:
  * the workspace moves. */
-static int tmap_a_out(const moe_cuda_gemm *g, CUtensorMap *tm, char *why, size_t n) {
+extern "C" int moe__cuda_sm90_tmap_a_out(const moe_cuda_gemm *g, CUtensorMap *tm, char *why, size_t n) {
     cuuint64_t dims[2] = {(cuuint64_t)g->C, (cuuint64_t)g->TK};
     cuuint64_t strides[1] = {(cuuint64_t)g->C * 2};
     cuuint32_t box[2] = {BK, (cuuint32_t)(g->bm / g->cn)};
@@ -221,8 +244,9 @@ static int tmap_a_out(const moe_cuda_gemm *g, CUtensorMap *tm, char *why, size_t
 
 extern "C" cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                            int sm_count, cudaStream_t s, char *why, size_t n) {
+    if (g->qfmt) return moe__cuda_gemm_sm90_q(g, tmB0, tmB1, sm_count, s, why, n); /* gemm_sm90_q.cu */
     CUtensorMap tm[2];
-    if (tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
+    if (moe__cuda_sm90_tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
     return g->dtype == MOE_TYPE_BF16 ? dispatch<__nv_bfloat16>(g, tm, tmB0, tmB1, sm_count, s)
                                      : dispatch<__half>(g, tm, tmB0, tmB1, sm_count, s);
 }
@@ -274,7 +298,7 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_jit_prepare(CUfunction f, int cm, int
 extern "C" cudaError_t moe__cuda_gemm_sm90_jit(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                                CUfunction f, int max_clusters, cudaStream_t s, char *why, size_t n) {
     CUtensorMap tm[2];
-    if (tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
+    if (moe__cuda_sm90_tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
     const int cs = g->cm * g->cn;
     CUlaunchConfig cfg;
     CUlaunchAttribute at;

@@ -44,6 +44,34 @@
      ((bm) == 128 ? SM90_STAGING_BYTES : 2 * SM90_STAGES(bm) * 8 + 4 * (bm)))
 #define NTHREADS 384
 
+/* Quantised B (cuda-quant's prefill, gemm_sm90_q.cu): the weights stay GGUF
+ * blocks in global memory; per k-block TMA brings the B tile's raw bytes into
+ * a ring of SM90_Q_RAWS stages (two halves of 128 rows: Q8_0 one box of 80
+ * bytes a row, the 68 of its two blocks; Q4_K three boxes of 16, the super-
+ * block's header and the 32 bytes of the k-block's codes; 2 stages for Q8_0,
+ * 3 for Q4_K) and the producer
+ * warpgroup decodes them into the bf16/f16 B stage, 128B-swizzled as TMA
+ * would have written it. BM 128, BN 256, no clusters; 3 stages (the raw ring
+ * takes the fourth's room). SM90_QF_* are decode.h's MOE_DF_* numbers. */
+#define SM90_QF_Q8_0 3
+#define SM90_QF_Q4_K 7
+#define SM90_Q_RAWS(qf) ((qf) == SM90_QF_Q4_K ? 3 : (qf) ? 2 : 0) /* what fits beside 3 stages */
+#define SM90_Q_HALF(qf) ((qf) == SM90_QF_Q8_0 ? 128 * 80 : (qf) == SM90_QF_Q4_K ? 3 * 128 * 16 : 0)
+#define SM90_Q_STAGES 3
+/* k-blocks the A boxes may run ahead of the decoding: 0, the box of the step
+ * being decoded only (2, as soon as a stage is free, measured 1.3-1.6x slower
+ * on an H100: bench/decode/s20 run 4; so was an L2 prefetch of the raw bytes) */
+#ifndef SM90_Q_AHEAD
+#define SM90_Q_AHEAD 0
+#endif
+#ifndef SM90_Q_RELEASE0
+#define SM90_Q_RELEASE0 0 /* 1: the consumers free a stage as soon as its wgmmas are done */
+#endif
+#define SM90_SMEM_BYTES_Q(qf)                                                                                          \
+    (SM90_Q_STAGES * SM90_STAGE_BYTES(128, BN) + SM90_Q_RAWS(qf) * 2 * SM90_Q_HALF(qf) + 1024 + SM90_STAGING_BYTES)
+/* the format's raw loads and row decoder (gemm_sm90_q.cu) */
+template <int QF> struct Sm90Quant;
+
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define MOE_SM90A 1
 #endif
@@ -171,7 +199,7 @@ static __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
  * are the kernel's parameters (the maps __grid_constant__), passed by
  * reference so that TMA reads the descriptors where they are. tmO: the output
  * (h or y, sorted rows) in the boxes BM 128's staged epilogue stores. */
-template <int ACT, typename T, int CM, int CN, int BMT, int BNT>
+template <int ACT, typename T, int CM, int CN, int BMT, int BNT, int QF = 0>
 static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, const CUtensorMap &tmB0,
                                                       const CUtensorMap &tmB1, const CUtensorMap &tmO,
                                                       const moe_cuda_gemm &g) {
@@ -183,7 +211,8 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     static_assert(BMT == 128 || (BMT == 64 && CM == 1 && CN == 1), "BM 64 tiles run without clusters");
     /* BM 64's gate and up wgmmas would be n = 60, not a multiple of 8 */
     static_assert(BNT == 256 || (BNT == 240 && (!GATED || BMT == 128)), "gated n-tiles of 240 need BM 128");
-    constexpr int STAGES = SM90_STAGES(BMT), A_BYTES = BMT * BK * 2, B_BYTES = BNT * BK * 2,
+    static_assert(QF == 0 || (BMT == 128 && BNT == 256 && CM == 1 && CN == 1), "quantised B: BM 128, BN 256, 1 x 1");
+    constexpr int STAGES = QF ? SM90_Q_STAGES : SM90_STAGES(BMT), A_BYTES = BMT * BK * 2, B_BYTES = BNT * BK * 2,
                   STAGE_BYTES = A_BYTES + B_BYTES, BH = BNT / 2; /* rows of one B box */
     /* accumulators per consumer thread: 64 rows x BN (BM 128) or x BN / 2 (BM 64) columns */
     constexpr int NACC = BMT == 128 ? BNT / 2 : BNT / 4;
@@ -194,10 +223,16 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
      * barriers and GEMM 1's gather table; BM 64 (5 stages: no room for the
      * staging) has only those after the ring. */
     constexpr bool STAGED = BMT == 128 && !MOE_SM90_DIRECT_EPILOGUE;
-    const uint32_t stg0 = sbase + STAGES * STAGE_BYTES, meta = stg0 + (STAGED ? 2 * SM90_WG_STAGE : 0);
-    /* full[s] = bar(s), empty[s] = bar(STAGES + s) */
+    /* quantised B: the raw ring after the stages */
+    constexpr int RAWS = SM90_Q_RAWS(QF), RH = SM90_Q_HALF(QF), RAWB = 2 * RH;
+    const uint32_t raw0 = sbase + STAGES * STAGE_BYTES, stg0 = raw0 + RAWS * RAWB,
+                   meta = stg0 + (STAGED ? 2 * SM90_WG_STAGE : 0);
+    /* full[s] = bar(s), empty[s] = bar(STAGES + s); the raw ring's full[j] =
+     * bar(2 STAGES + j), empty[j] = bar(2 STAGES + RAWS + j) */
     auto bar = [&](int i) -> uint32_t { return meta + 8 * i; };
-    auto tab = [&](int i) -> int * { return (int *)(smem_raw + (meta + 16 * STAGES + 4 * i - smem_u32(smem_raw))); };
+    auto tab = [&](int i) -> int * {
+        return (int *)(smem_raw + (meta + 16 * STAGES + 16 * RAWS + 4 * i - smem_u32(smem_raw)));
+    };
     const int wg = threadIdx.x / 128;
     /* Cluster of CM x CN CTAs (rank = rm + CM * rn): CTAs with the same rm
      * work on the same 128 A rows and split the A load, each multicasting its
@@ -217,11 +252,16 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
      * by the producer warpgroup, 128B-swizzled by hand) instead of a TMA box of
      * xp: then the full barrier counts 1 (its expect_tx for B) + 128 (the
      * producer warpgroup's copies) arrivals */
-    const bool gather = MODE == 1 && CN == 1 && g.gather;
+    const bool gather = QF == 0 && MODE == 1 && CN == 1 && g.gather;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
-            mbar_init(bar(s), gather ? 129 : 1);
+            /* quantised B: 1 (the A box's expect_tx) + the 128 decoding threads */
+            mbar_init(bar(s), gather || QF ? 129 : 1);
             mbar_init(bar(STAGES + s), 8 * (CM + CN - 1)); /* 2 consumer warpgroups x 4 warps per CTA */
+        }
+        for (int j = 0; j < RAWS; j++) {
+            mbar_init(bar(2 * STAGES + j), 1);
+            mbar_init(bar(2 * STAGES + RAWS + j), 4); /* the producer's 4 warps */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -248,8 +288,10 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
         return rm == 0 ? ta.x : tb.x;
     };
 
+    /* the producer warpgroup's registers: 40, or 64 where it decodes B */
+    constexpr int PREG = QF ? 64 : 40, CREG = QF ? 216 : 232;
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PREG));
         /* the B tile of k-block kb into sb: two TMA boxes of BH rows (gate and up
          * rows n0.., or rows n0 and n0 + BH of one tensor); in a paired unit
          * each CTA of the pair loads one box and multicasts it (maskB) */
@@ -270,7 +312,91 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             if (CS > 1) mbar_wait_cluster(bar, parity); /* released by the peers' consumers too */
             else mbar_wait(bar, parity);
         };
-        if (gather) {
+        if constexpr (QF != 0) {
+            /* Quantised B. Thread 0 keeps the raw ring RAWS - 1 k-blocks ahead of
+             * the decoding (a slot refilled once the 4 warps have released it,
+             * the raw empty barrier) and brings each step's A box (TMA, as below),
+             * walking a cursor for each over the CTA's (unit, k-block) steps (the
+             * unit's expert and rows looked up once a unit: a lookup a step put
+             * two dependent global loads on every step's path).
+             * Every thread decodes row tid of both halves (gate and up, or rows
+             * n0 and n0 + 128) into the stage, 16-byte piece s of the row at
+             * s ^ (r % 8), fences its writes for the async proxy (wgmma) and
+             * arrives on the full barrier; each warp then releases the raw slot. */
+            const int tid = threadIdx.x;
+            const int nsteps = cid < total ? ((total - 1 - cid) / ncl + 1) * kblocks : 0;
+            struct Cur { int u, kb, e, n0, arow, i; };
+            auto cur_unit = [&](Cur &c) {
+                if (c.u >= total) return;
+                int mu, nu, m0;
+                bool pair;
+                moe_cuda_raster(c.u, MU, NU, GMR, &mu, &nu);
+                c.e = job(mu, &m0, &pair);
+                c.n0 = nu * NOUT;
+                c.arow = m0 >= 0 ? g.exp_off[c.e] + m0 : g.exp_off[c.e + 1];
+            };
+            auto cur_next = [&](Cur &c) {
+                c.i++;
+                if (++c.kb == kblocks) {
+                    c.kb = 0;
+                    c.u += ncl;
+                    cur_unit(c);
+                }
+            };
+            /* the next A box and raw load */
+            Cur ac = {cid, 0, 0, 0, 0, 0}, rc = ac;
+            auto issue_raw = [&]() {
+                const int j = rc.i % RAWS;
+                if (rc.i >= RAWS) mbar_wait(bar(2 * STAGES + RAWS + j), (uint32_t)(rc.i / RAWS - 1) & 1u);
+                const uint32_t dst = raw0 + j * RAWB, rb = bar(2 * STAGES + j);
+                mbar_expect_tx(rb, RAWB);
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    Sm90Quant<QF>::load(dst + h * RH, GATED && h == 1 ? &tmB1 : &tmB0, rc.kb,
+                                        GATED ? rc.n0 : rc.n0 + BH * h, rc.e, rb);
+                cur_next(rc);
+            };
+            /* A boxes run ahead of the decoding by up to SM90_Q_AHEAD k-blocks:
+             * one is issued as soon as its stage is free (tested, not waited
+             * for, except the box of the step being decoded), so that the A
+             * load's latency overlaps the decoding of the steps before it */
+            auto issue_a = [&](int upto, int must) {
+                while (ac.i <= upto && ac.i < nsteps) {
+                    const int st = ac.i % STAGES;
+                    const uint32_t em = bar(STAGES + st), par = ((uint32_t)(ac.i / STAGES) & 1u) ^ 1u;
+                    if (ac.i <= must) mbar_wait(em, par);
+                    else if (!mbar_test(em, par)) break;
+                    mbar_expect_tx(bar(st), A_BYTES);
+                    tma_2d(sbase + st * STAGE_BYTES, &tmA, ac.kb * BK, ac.arow, bar(st));
+                    cur_next(ac);
+                }
+            };
+            if (tid == 0) {
+                cur_unit(ac);
+                rc = ac;
+                while (rc.i < RAWS - 1 && rc.i < nsteps) issue_raw();
+            }
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int i = 0; i < nsteps; i++) {
+                const int kb = i % kblocks;
+                if (tid == 0 && rc.i < nsteps) issue_raw(); /* step i + RAWS - 1 */
+                mbar_wait(bar(STAGES + stage), phase ^ 1);
+                if (tid == 0) issue_a(i + SM90_Q_AHEAD, i);
+                const int j = i % RAWS;
+                mbar_wait(bar(2 * STAGES + j), (uint32_t)(i / RAWS) & 1u);
+                const uint32_t rs = raw0 + j * RAWB, sb = sbase + stage * STAGE_BYTES + A_BYTES;
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    Sm90Quant<QF>::template row<T>(rs + h * RH, tid, kb, sb + h * (B_BYTES / 2) + tid * 128);
+                fence_proxy_async_smem();
+                mbar_arrive(bar(stage));
+                __syncwarp();
+                if ((tid & 31) == 0) mbar_arrive(bar(2 * STAGES + RAWS + j));
+                if (SM90_Q_AHEAD && tid == 0) issue_a(i + SM90_Q_AHEAD, i);
+                if (++stage == STAGES) { stage = 0; phase ^= 1; }
+            }
+        } else if (gather) {
             /* per k-block the producer warpgroup copies the A tile's BMT rows x 8
              * chunks of 16 bytes, 4 whole rows (4 x 128 contiguous bytes) per warp
              * instruction: warp w takes rows [w BMT/4, (w + 1) BMT/4), lane l chunk
@@ -345,7 +471,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             }
         }
     } else {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CREG));
         const int cw = wg - 1, lane = threadIdx.x & 31, w4 = (threadIdx.x >> 5) & 3;
         /* frees a stage in every CTA that multicasts into this one */
         auto release = [&](uint32_t bar) {
@@ -423,7 +549,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             }
             for (int kb = 0; kb < kblocks; kb++) {
                 mbar_wait(bar(stage), phase);
-                if (gather) fence_proxy_async_smem(); /* the A rows came through the generic proxy */
+                if (gather || QF) fence_proxy_async_smem(); /* A rows or B rows came through the generic proxy */
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
                 const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
                 if (BMT == 128) {
@@ -453,9 +579,14 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     wt0 = g.w[pr0];
                     wt1 = g.w[pr1];
                 }
-                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                if (prev >= 0 && lane == 0) release(bar(STAGES + prev));
-                prev = stage;
+                if (QF && SM90_Q_RELEASE0) {
+                    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+                    if (lane == 0) release(bar(STAGES + stage));
+                } else {
+                    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                    if (prev >= 0 && lane == 0) release(bar(STAGES + prev));
+                    prev = stage;
+                }
                 if (++stage == STAGES) { stage = 0; phase ^= 1; }
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");

@@ -28,6 +28,7 @@
 #include "common.cuh"
 #include "cuda_backends.h"
 #include "device_guard.h"
+#include "decode.h" /* MOE_DF_* of the GGUF formats the GEMMs decode */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -640,6 +641,54 @@ extern "C" moe_status moe__cuda_rebind_weights(moe_layer *L) {
 }
 static moe_status init_sm80(moe_layer *L) { return init_common(L, 0); }
 
+extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, const moe__cuda_qrows w[3]) {
+    moe_cuda_impl *im = (moe_cuda_impl *)L->impl;
+    if (!im || !im->sm90 || im->jit || L->backend != &moe__backend_cuda_sm90)
+        return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs need a cuda-sm90 layer");
+    const int box1 = moe__cuda_quant_box(fmt1), box2 = moe__cuda_quant_box(fmt2);
+    if (!box1 || !box2)
+        return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: formats %d / %d, expected Q8_0 or Q4_K",
+                                fmt1, fmt2);
+    for (int i = 0; i < 3; i++) {
+        if (!w[i].data) continue;
+        if (((uintptr_t)w[i].data | (uintptr_t)w[i].se | (uintptr_t)w[i].sn) & 15)
+            return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
+                                    "GGUF weights in the GEMMs: %s rows at %p, strides %lld / %lld bytes; TMA needs "
+                                    "multiples of 16",
+                                    i == 0 ? "gate" : i == 1 ? "up" : "down", w[i].data, (long long)w[i].se,
+                                    (long long)w[i].sn);
+        if (w[i].row_bytes < (i < 2 ? box1 : box2))
+            return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: rows of %lld bytes, under a box",
+                                    (long long)w[i].row_bytes);
+    }
+    const moe_layer_desc *d = &L->desc;
+    char why[256];
+    int bad = 0;
+    CUtensorMap g, u, dn;
+    memset(&g, 0, sizeof g);
+    if (w[0].data)
+        bad |= moe__cuda_quant_tmap(&g, w[0].data, d->E, d->I, w[0].row_bytes, w[0].se, w[0].sn, box1, why, sizeof why);
+    if (!bad)
+        bad |= moe__cuda_quant_tmap(&u, w[1].data, d->E, d->I, w[1].row_bytes, w[1].se, w[1].sn, box1, why, sizeof why);
+    if (!bad)
+        bad |= moe__cuda_quant_tmap(&dn, w[2].data, d->E, d->D, w[2].row_bytes, w[2].se, w[2].sn, box2, why, sizeof why);
+    if (bad) return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: %s", why);
+    moe_cuda_dev_guard dg;
+    cudaError_t e = moe_cuda_dev_enter(im->device, &dg);
+    if (e == cudaSuccess) e = moe__cuda_gemm_sm90_q_prepare();
+    moe_cuda_dev_leave(&dg);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return moe__layer_error(L, MOE_ERR_CUDA, "GGUF weights in the GEMMs: %s", cudaGetErrorString(e));
+    }
+    im->tm_qg = w[0].data ? g : u;
+    im->tm_qu = u;
+    im->tm_qd = dn;
+    im->qfmt1 = fmt1;
+    im->qfmt2 = fmt2;
+    return MOE_OK;
+}
+
 static void fini_cuda(moe_layer *L) {
     moe_cuda_impl *im = (moe_cuda_impl *)L->impl;
     if (im) {
@@ -794,6 +843,13 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         }
         const CUtensorMap *tm0 = g1.bn != 256 ? &im->tm_b0_n : &im->tm_b0, *tm1 = g1.bn != 256 ? &im->tm_b1_n : &im->tm_b1;
         const CUtensorMap *tmd = g2.bn != 256 ? &im->tm_down_n : &im->tm_down;
+        if (im->qfmt1) { /* GGUF blocks decoded in the GEMMs (moe__cuda_sm90_quant) */
+            tm0 = &im->tm_qg;
+            tm1 = &im->tm_qu;
+            tmd = &im->tm_qd;
+            g1.qfmt = im->qfmt1;
+            g2.qfmt = im->qfmt2;
+        }
         g2.A = h;
         g2.gather = 0; /* GEMM 2 reads h through TMA */
         g2.out = y;
@@ -880,6 +936,10 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
              moe_act_name(d->act), cl, bm, im->sm90 ? moe__cuda_sm90_raster(L, T, bm) : 16 /* gemm_sm80.cu */,
              im->sm90 ? moe__cuda_sm90_tile_n(L, 2, cm, cn, bm) : 128 /* gemm_sm80.cu */, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
+    if (im->qfmt1 && n > strlen(buf) + 120)
+        snprintf(buf + strlen(buf), n - strlen(buf),
+                 "; B tiles decoded from GGUF blocks (%s / %s) by the producer warpgroup, 3 stages + a 2-slot raw ring",
+                 im->qfmt1 == MOE_DF_Q8_0 ? "Q8_0" : "Q4_K", im->qfmt2 == MOE_DF_Q8_0 ? "Q8_0" : "Q4_K");
 }
 
 /* The tile table of the sm90 GEMMs (gemm_sm90.cuh): BM 64 while the average
@@ -894,7 +954,7 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
  * per 64 rows, so it pays only where BM 128 would not need fewer tiles. */
 #define SM90_BM64_BELOW 48
 extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) {
-    if (cm != 1 || cn != 1) return 128;
+    if (cm != 1 || cn != 1 || ((const moe_cuda_impl *)L->impl)->qfmt1) return 128; /* GGUF B: BM 128 only */
     const char *ev = getenv("MOE_SM90_BM");
     if (ev && (atoi(ev) == 64 || atoi(ev) == 128)) return atoi(ev);
     return T * L->desc.K < (int64_t)SM90_BM64_BELOW * L->desc.E ? 64 : 128;
@@ -945,7 +1005,7 @@ extern "C" int moe__cuda_sm90_bn1(int64_t I, int gated) {
 
 extern "C" int moe__cuda_sm90_tile_n(const moe_layer *L, int gemm, int cm, int cn, int bm) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
-    if (cm != 1 || cn != 1) return 256; /* the cluster kernels */
+    if (cm != 1 || cn != 1 || im->qfmt1) return 256; /* the cluster kernels, GGUF B */
     if (gemm == 2) return im->bn2;
     return bm == 128 ? im->bn1 : 256; /* BM 64's gate and up halves would be 60 wide */
 }
@@ -977,7 +1037,7 @@ extern "C" int moe__cuda_sm90_c21_possible(const moe_layer *L) { return L->desc.
 extern "C" int moe__cuda_sm90_shape(const moe_layer *L, int64_t T, int *cm, int *cn) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     *cm = *cn = 1;
-    if (!im->sm90) return 0;
+    if (!im->sm90 || im->qfmt1) return 0; /* GGUF B: 1 x 1, A from the permuted copy (the producer decodes B) */
     if (im->jit) {
         *cm = im->jit->cm; /* compiled at init */
         *cn = im->jit->cn;

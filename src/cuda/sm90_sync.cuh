@@ -26,6 +26,15 @@ static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) 
                  "r"(parity)
                  : "memory");
 }
+/* whether the phase of the given parity has completed, without waiting */
+static __device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity) {
+    uint32_t done;
+    asm volatile("{\n.reg .pred P1;\nmbarrier.test_wait.parity.shared::cta.b64 P1, [%1], %2;\nselp.u32 %0, 1, 0, P1;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    return done != 0;
+}
 /* orders the calling thread's earlier generic-proxy accesses to shared memory
  * before later async-proxy ones (wgmma reads of rows it wrote, bulk copies) */
 static __device__ __forceinline__ void fence_proxy_async_smem() {
