@@ -571,12 +571,12 @@ TEST(cuda_quant_prefill_forced) {
     moe_ctx_free(ctx);
 }
 
-/* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90 with quantised
- * B, Hopper; Q8_0 and Q4_K rows that TMA can address): the layer says which
- * prefill it runs (MOE_QUANT_PREFILL_FUSED=0: the dequantising one; Q6_K
- * always), and on the same data both pass against the reference, with the
- * same error where they compute the same bf16 weights and sums (reported; the
- * dequantising path may pick other tiles). */
+/* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90, Hopper; Q8_0
+ * and Q4_K rows that TMA can address): the layer says which prefill it runs
+ * (MOE_QUANT_PREFILL_FUSED=0: the dequantising one; Q6_K always), and on the
+ * same data both kernels (MOE_SM90_QS=0|1) and the dequantising path pass
+ * against the reference, with the same error where they compute the same bf16
+ * weights and sums (reported). */
 TEST(cuda_quant_prefill_gguf_gemm) {
     moe_ctx *ctx = cuda_ctx();
     if (!ctx) SKIP("no CUDA device");
@@ -608,23 +608,27 @@ TEST(cuda_quant_prefill_gguf_gemm) {
             if (v == 1) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; c.I = 256; }
             if (v == 2) { c.layout = MOE_GATE_UP_CONCAT; c.act = MOE_ACT_GEGLU_ERF; c.E = 16; c.K = 4; c.D = 768; }
             if (v == 3) { c.act_type = MOE_TYPE_F16; c.routing = ROUTE_SKIP_LAST; c.I = 768; }
-            double err[2] = {0, 0};
-            for (int f = 0; f < 2 && !moe_test_failed(); f++) {
-                if (f) setenv("MOE_QUANT_PREFILL_FUSED", "0", 1);
+            /* both kernels on GGUF weights (MOE_SM90_QS: B decoded into shared
+             * memory, weights decoded into wgmma's A registers), then dequantising */
+            static const char *how[3] = {"GGUF GEMMs, B decoded", "GGUF GEMMs, A in registers", "dequantising"};
+            double err[3] = {0, 0, 0};
+            for (int f = 0; f < 3 && !moe_test_failed(); f++) {
+                if (f < 2) setenv("MOE_SM90_QS", f ? "1" : "0", 1);
+                else setenv("MOE_QUANT_PREFILL_FUSED", "0", 1);
                 char msg[1024];
                 moe_case_result r = moe_case_run(&c, ctx, "cuda-quant", moe_test_seed() + 53u * (unsigned)(4 * i + v),
                                                  &err[f], msg, sizeof msg);
-                CHECK_MSG(r == MOE_CASE_PASS, "%s variant %d, %s: %s", moe_type_name(q[i]), v,
-                          f ? "dequantising" : "GGUF GEMMs", msg);
+                CHECK_MSG(r == MOE_CASE_PASS, "%s variant %d, %s: %s", moe_type_name(q[i]), v, how[f], msg);
+                unsetenv("MOE_SM90_QS");
                 unsetenv("MOE_QUANT_PREFILL_FUSED");
             }
             runs++;
-            same += err[0] == err[1];
+            same += (err[0] == err[2]) + (err[1] == err[2]);
             if (getenv("MOE_TEST_VERBOSE"))
-                printf("     %s variant %d: error %.3e (GGUF GEMMs) vs %.3e (dequantising)\n", moe_type_name(q[i]), v,
-                       err[0], err[1]);
+                printf("     %s variant %d: error %.3e / %.3e (GGUF GEMMs) vs %.3e (dequantising)\n", moe_type_name(q[i]),
+                       v, err[0], err[1], err[2]);
         }
-    printf("     GGUF GEMMs against the dequantising path: the same error in %d of %d cases\n", same, runs);
+    printf("     GGUF GEMMs against the dequantising path: the same error in %d of %d runs\n", same, 2 * runs);
     unsetenv("MOE_QUANT_PREFILL_T");
     moe_ctx_free(ctx);
 }

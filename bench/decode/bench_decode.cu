@@ -144,6 +144,7 @@ static std::vector<int64_t> token_list(const char *s, std::vector<int64_t> def) 
 static int64_t only_T;
 static const char *prefill_tokens; /* --prefill-tokens 512,4096: the T of --prefill (default below) */
 static int prefill_decode;         /* --prefill-decode: --prefill times the decode kernels too */
+static int prefill_nodeq;          /* --prefill-nodeq: --prefill without the dequantising path's rows */
 
 struct timing { double med, mn; };
 
@@ -319,6 +320,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--probe")) g_probe = 1;
         else if (!strcmp(argv[i], "--prefill")) prefill = 1;
         else if (!strcmp(argv[i], "--prefill-decode")) prefill_decode = 1;
+        else if (!strcmp(argv[i], "--prefill-nodeq")) prefill_nodeq = 1;
         else if (!strcmp(argv[i], "--prefill-tokens") && i + 1 < argc) prefill_tokens = argv[++i];
     }
     if (!dense && !quant && !cross && !prefill) dense = quant = cross = 1;
@@ -556,7 +558,7 @@ int main(int argc, char **argv) {
                     L[0] = make_layer(ctx, *P, t, s, NULL);
                     names[0] = "prefill-gguf";
                     setenv("MOE_QUANT_PREFILL_FUSED", "0", 1);
-                    L[1] = make_layer(ctx, *P, t, s, NULL);
+                    if (!prefill_nodeq) L[1] = make_layer(ctx, *P, t, s, NULL);
                     unsetenv("MOE_QUANT_PREFILL_FUSED");
                     if (prefill_decode) {
                         setenv("MOE_QUANT_PREFILL_T", "-1", 1);

@@ -51,6 +51,9 @@ typedef struct moe_cuda_impl {
      * A through TMA from the permuted copy */
     int qfmt1, qfmt2;
     CUtensorMap tm_qg, tm_qu, tm_qd;
+    int qs;                   /* ... the kernel with the weights as A in registers (BM 256; its maps have 64-row
+                                 boxes): 1 / 0 as MOE_SM90_QS forces, -1 the rule per forward (moe__cuda_sm90_bm) */
+    CUtensorMap tm_qg64, tm_qu64, tm_qd64;
 } moe_cuda_impl;
 
 #ifdef __cplusplus
@@ -79,7 +82,7 @@ cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUtensorMap *tmB
                                   int sm_count, cudaStream_t s, char *why, size_t n);
 cudaError_t moe__cuda_gemm_sm90_q_prepare(void);
 int moe__cuda_quant_tmap(CUtensorMap *tm, const void *data, int64_t E, int64_t N, int64_t row_bytes, int64_t se,
-                         int64_t sn, int box_bytes, char *why, size_t n);
+                         int64_t sn, int box_bytes, int box_rows, char *why, size_t n);
 /* The driver functions cuda-jit calls, resolved through the runtime
  * (cudaGetDriverEntryPointByVersion), so that the library does not link
  * libcuda and loads where no driver is installed; NULL when unavailable. */

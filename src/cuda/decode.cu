@@ -178,9 +178,8 @@ typedef struct dec_impl {
     moe_layer *qp;               /* cuda-quant prefill: the grouped GEMM layer on dequantised weights, or NULL ... */
     int64_t qp_min_t;            /* ... for T above this, */
     int64_t qp_group;            /* ... dequantising this many experts at a time */
-    moe_layer *qf;               /* cuda-quant prefill on the GGUF blocks: cuda-sm90 with GEMMs that decode them
-                                    (gemm_sm90_q.cu), for T > qp_min_t up to qf_max_pairs pairs an expert; NULL: none */
-    int64_t qf_max_pairs;
+    moe_layer *qf;               /* ... or on the GGUF blocks: cuda-sm90 with GEMMs that decode them (gemm_sm90_q.cu),
+                                    instead of qp where the formats allow; NULL: none */
     void *qp_dummy;              /* its weights' address until a forward points them at the workspace */
     char qp_why[200];            /* why there is no prefill path, for describe */
     int qg;                      /* cuda-quant: the int8 tensor-core kernels (decode_qmma.cu) replace k_dec */
@@ -388,16 +387,6 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
  * MOE_QUANT_PREFILL_MB of workspace (default 2048; one group when all fit),
  * each group's GEMMs running before the next group overwrites them. */
 #define QP_SCRATCH_MB 2048
-/* The prefill GEMMs on the GGUF blocks (gemm_sm90_q.cu) up to this many pairs an
- * expert (T * K / E), dequantising above: their producer warpgroup decodes each
- * B tile again for every m-tile, at ~250-290 TFLOP/s on an H100, while the
- * dequantising path pays a fixed cost per expert and then runs the bf16 GEMMs
- * at up to ~650. Measured on an H100 (bench/decode/s20, runs 2 and 4; times as
- * multiples of bf16's): 128 pairs (mixtral T = 512, deepseek-v3 T = 4096) 1.28-1.83
- * against 1.99-2.89; 256 (qwen3 T = 4096) Q4_K 1.56 / 1.55, Q8_0 1.52 / 1.76;
- * 1024 (mixtral T = 4096) Q4_K 2.54 / 1.29, Q8_0 2.25 / 1.42.
- * MOE_QUANT_PREFILL_FUSED=1 takes them at every T, =0 never. */
-#define QF_MAX_PAIRS 256
 static int64_t qp_pairs(int fmt) { return fmt == MOE_DF_Q8_0 ? 8 : 16; }
 /* With the int8 kernels (decode_qmma.cu), experts of 10 MB or more stay on
  * them up to 32 pairs an expert, smaller ones up to 16 (H200, bench/decode/s16
@@ -497,15 +486,12 @@ static void qp_init(moe_layer *L, dec_impl *im) {
     }
     char fwhy[200];
     if (qp_init_fused(L, im, fwhy, sizeof fwhy)) {
-        const char *fe = getenv("MOE_QUANT_PREFILL_FUSED");
-        im->qf_max_pairs = fe && *fe == '1' ? INT32_MAX : QF_MAX_PAIRS; /* INT32_MAX: every T (times E fits) */
         im->qp_min_t = min_t;
-        moe__log(L->ctx, MOE_LOG_INFO,
-                 "cuda-quant: T > %lld runs cuda-sm90's GEMMs on the GGUF blocks (%s / %s) up to %lld pairs an expert",
-                 (long long)min_t, moe_type_name(L->up.type), moe_type_name(L->down.type), (long long)im->qf_max_pairs);
-    } else {
-        moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: prefill GEMMs on the GGUF blocks: %s; dequantising instead", fwhy);
+        moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: T > %lld runs cuda-sm90's GEMMs on the GGUF blocks (%s / %s)",
+                 (long long)min_t, moe_type_name(L->up.type), moe_type_name(L->down.type));
+        return;
     }
+    moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: prefill GEMMs on the GGUF blocks: %s; dequantising instead", fwhy);
     size_t sz[3];
     qp_sizes(L, 1, sz);
     const char *mb = getenv("MOE_QUANT_PREFILL_MB");
@@ -781,10 +767,6 @@ static dws dws_plan(const moe_layer *L, const dec_impl *im, int64_t Tc) {
 
 static int use_gemm(const dec_impl *im, int64_t T) { return im->gemm && (T > im->max_t || T >= im->gemm_min_t); }
 static int use_qp(const dec_impl *im, int64_t T) { return (im->qp || im->qf) && T > im->qp_min_t; }
-/* the prefill path on the GGUF blocks at this T (else dequantising) */
-static int use_qf(const moe_layer *L, const dec_impl *im, int64_t T) {
-    return im->qf && (!im->qp || T * L->desc.K <= im->qf_max_pairs * L->desc.E);
-}
 static int use_sv(const dec_impl *im, int64_t T) { return im->sv && T <= im->sv_max_t; }
 
 /* Expert-major down (MOE_SV_DOWN_E) or token-major; MOE_SV_DOWNE=0/1 forces
@@ -830,7 +812,7 @@ static size_t sv_workspace(const moe_layer *L, const dec_impl *im, int64_t T) {
 static size_t dec_workspace(const moe_layer *L, int64_t T) {
     const dec_impl *im = (const dec_impl *)L->impl;
     if (use_gemm(im, T)) return im->gemm->backend->workspace(im->gemm, T);
-    if (use_qp(im, T) && use_qf(L, im, T)) return im->qf->backend->workspace(im->qf, T);
+    if (use_qp(im, T) && im->qf) return im->qf->backend->workspace(im->qf, T);
     if (use_qp(im, T)) {
         size_t sz[3];
         qp_sizes(L, im->qp_group, sz);
@@ -1329,7 +1311,7 @@ static moe_status qp_prep(void *pctx, int64_t e0, int64_t ne) {
 
 static moe_status qp_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
     const moe_layer_desc *d = &L->desc;
-    if (use_qf(L, im, fa->T)) { /* the GEMMs decode the GGUF blocks: no used[] flags, no dequantised copy */
+    if (im->qf) { /* the GEMMs decode the GGUF blocks: no used[] flags, no dequantised copy */
         moe_status st = moe__cuda_forward_grouped(im->qf, fa, d->E, NULL, NULL);
         if (st) moe__layer_error(L, st, "%s (cuda-quant prefill on the GGUF blocks): %s", im->qf->backend->name, im->qf->err);
         return st;
@@ -1496,7 +1478,7 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     }
     char up[96] = "";
     if (im->uploaded) snprintf(up, sizeof up, ", %.1f MB of host weights copied to the device at init", im->uploaded / 1e6);
-    if (use_qp(im, T) && use_qf(L, im, T)) {
+    if (use_qp(im, T) && im->qf) {
         char inner[1024];
         im->qf->backend->describe(im->qf, T, inner, sizeof inner);
         snprintf(buf, n, "%s: T = %lld > %lld (prefill): %s's GEMMs on the GGUF blocks (%s/%s), no dequantised copy: %s%s",
@@ -1595,10 +1577,8 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     if (im->quant && !im->qg && im->qg_why[0] && n > strlen(buf) + 40)
         snprintf(buf + strlen(buf), n - strlen(buf), "; no int8 kernels: %s", im->qg_why);
     if (im->quant && im->qf && n > strlen(buf) + 80)
-        snprintf(buf + strlen(buf), n - strlen(buf),
-                 "; prefill path for T > %lld: GGUF blocks decoded in the GEMMs of %s up to %lld pairs an expert%s%s",
-                 (long long)im->qp_min_t, im->qf->backend->name, (long long)im->qf_max_pairs,
-                 im->qp ? ", then dequantise and run " : "", im->qp ? im->qp->backend->name : "");
+        snprintf(buf + strlen(buf), n - strlen(buf), "; prefill path for T > %lld: GGUF blocks decoded in the GEMMs of %s",
+                 (long long)im->qp_min_t, im->qf->backend->name);
     else if (im->quant && im->qp && n > strlen(buf) + 40)
         snprintf(buf + strlen(buf), n - strlen(buf), "; prefill path (dequantise, then %s) for T > %lld",
                  im->qp->backend->name, (long long)im->qp_min_t);

@@ -26,17 +26,34 @@
 #include "cuda_backends.h"
 #include "decode_kernels.h"
 #include "gemm_sm90.cuh"
+#include "wgmma_rs_gen.cuh"
 
 #include <stdio.h>
 #include <string.h>
 
 static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K, "gemm_sm90.cuh's format numbers");
 
+/* gemm_sm90_qs's tile (below) */
+#define QS_TOK 256
+#define QS_STAGES 4
+#define QS_RH(qf) ((qf) == SM90_QF_Q8_0 ? 64 * 80 : 3 * 64 * 16) /* one box set of 64 rows */
+#define QS_STAGE(qf) (QS_TOK * BK * 2 + 2 * QS_RH(qf))
+#define QS_STG 16384 /* a warpgroup's staging: 256 tokens x 32 columns */
+#define QS_SMEM(qf) (1024 + QS_STAGES * QS_STAGE(qf) + 2 * QS_STG + 2 * 1024 + 2 * QS_STAGES * 8)
+
 #ifdef MOE_SM90A
 static __device__ __forceinline__ uint4 lds128(uint32_t a) {
     uint4 v;
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
     return v;
+}
+static __device__ __forceinline__ uint32_t lds16(uint32_t a) {
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a));
+    return v;
+}
+static __device__ __forceinline__ void sts16(uint32_t a, unsigned short v) {
+    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(a), "h"(v) : "memory");
 }
 static __device__ __forceinline__ void sts128(uint32_t a, uint4 v) {
     asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
@@ -60,10 +77,26 @@ static __device__ __forceinline__ void sts_piece(uint32_t dst, int s, int r, con
  * start at multiples of 16 bytes, so the box of 80 bytes starts at
  * 68 kb - 4 (kb % 4) (68 = 4 mod 16) and the blocks sit (kb % 4) words in. */
 template <> struct Sm90Quant<SM90_QF_Q8_0> {
+    static constexpr int RB = 80; /* bytes of a row's box */
     static __device__ __forceinline__ int x0(int kb) { return 68 * kb - 4 * (kb & 3); }
+    template <int ROWS = 128>
     static __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
                                                 uint32_t bar) {
         tma_3d(dst, tm, x0(kb), row, e, bar);
+    }
+    /* gemm_sm90_qs: row r's 16 weights of wgmma A fragments, as bf16/f16 pairs:
+     * p[2 kk + h] = columns 16 kk + 8 h + 2 q, + 1 (q = lane % 4) */
+    template <typename T> static __device__ __forceinline__ void frag(uint32_t raw, int r, int kb, int q, uint32_t p[8]) {
+        const uint32_t base = raw + r * 80 + 4 * (kb & 3);
+        const float d[2] = {dq_h2f(lds16(base)), dq_h2f(lds16(base + 34))};
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint32_t x = lds16(base + 2 + 34 * (kk >> 1) + 16 * (kk & 1) + 8 * h + 2 * q) ^ 0x8080u;
+                p[2 * kk + h] = dk_pack<T>(d[kk >> 1] * (magic_byte(x, 0) - 8388736.0f),
+                                           d[kk >> 1] * (magic_byte(x, 1) - 8388736.0f));
+            }
     }
     /* the 20 words of row r's box, the blocks from word Q: block 0's f16 scale
      * at byte 0 and codes at 2 (realigned), block 1's at 34 and 36. Codes
@@ -105,12 +138,37 @@ template <> struct Sm90Quant<SM90_QF_Q8_0> {
 };
 
 template <> struct Sm90Quant<SM90_QF_Q4_K> {
+    static constexpr int RB = 16;
+    /* three boxes of ROWS rows: the header, code bytes 0-15, 16-31 */
+    template <int ROWS = 128>
     static __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
                                                 uint32_t bar) {
         const int sb = 144 * (kb >> 2), q = sb + 16 + 32 * (kb & 3);
         tma_3d(dst, tm, sb, row, e, bar);
-        tma_3d(dst + 2048, tm, q, row, e, bar);
-        tma_3d(dst + 4096, tm, q + 16, row, e, bar);
+        tma_3d(dst + 16 * ROWS, tm, q, row, e, bar);
+        tma_3d(dst + 32 * ROWS, tm, q + 16, row, e, bar);
+    }
+    /* as Q8_0's; boxes of 64 rows. Columns k < 32: low nibbles of code bytes k
+     * (sub-block 2t), k >= 32: high nibbles of bytes k - 32 (sub-block 2t + 1) */
+    template <typename T> static __device__ __forceinline__ void frag(uint32_t raw, int r, int kb, int q, uint32_t p[8]) {
+        FmtQ4_K::Raw R;
+        R.hdr = lds128(raw + 16 * r);
+        FmtQ4_K::Dec dc;
+        FmtQ4_K::prep(R, kb & 3, dc);
+        uint32_t x[2][2];
+#pragma unroll
+        for (int b = 0; b < 2; b++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) x[b][h] = lds16(raw + 1024 * (1 + b) + 16 * r + 8 * h + 2 * q);
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int k = kk >> 1;
+                const uint32_t n = (x[kk & 1][h] >> (4 * k)) & 0x0F0Fu;
+                p[2 * kk + h] = dk_pack<T>(dc.dl[k] * (magic_byte(n, 0) - 8388608.0f) - dc.ml[k],
+                                           dc.dl[k] * (magic_byte(n, 1) - 8388608.0f) - dc.ml[k]);
+            }
     }
     /* sub-blocks 2t (low nibbles of the 32 code bytes) and 2t + 1 (high), t = kb % 4 */
     template <typename T> static __device__ __forceinline__ void row(uint32_t raw, int r, int kb, uint32_t dst) {
@@ -135,6 +193,225 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
         }
     }
 };
+
+/* ---- gemm_sm90_qs: the weights as wgmma's A operand, decoded into registers ----
+ * The tile is 128 weight rows (two consumer warpgroups of 64: m64) by 256 rows
+ * of the permuted x or h (the m-tile: wgmma's N = 256, K-major in shared memory
+ * as TMA writes it). The producer (one thread) brings, per k-block, the token
+ * box and the raw bytes of the 128 weight rows (two boxes of 64 rows); each
+ * consumer thread decodes the 16 weights of its two A-fragment rows straight
+ * into registers (frag: no bf16 tile in shared memory, and the decoding spread
+ * over the 256 consumer threads, which have the issue slots that wgmma leaves),
+ * two register sets in turn so that a k-block's decoding overlaps the previous
+ * k-block's wgmmas. Gate/up: a warpgroup's 64 rows are 32 gate rows and the same
+ * 32 up rows, 8 and 8 a 16-row slab, so a thread holds gate and up of one output
+ * (rows g and g + 8); down and up-only: 64 consecutive rows. The accumulators
+ * hold out^T: the epilogue writes them token-major into shared memory, 32
+ * columns a pass, and the warpgroup copies the rows of the expert out with
+ * 16-byte stores. */
+
+template <int ACT, typename T, int QF>
+static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA, const CUtensorMap &tmB0,
+                                                         const CUtensorMap &tmB1, const moe_cuda_gemm &g) {
+    constexpr int MODE = ACT < 0 ? 2 : 1;
+    constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
+    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF), TOKB = QS_TOK * BK * 2;
+    constexpr int NOUT = GATED ? 64 : 128; /* outputs of a tile */
+    static_assert(STB % 1024 == 0, "stages keep the token box 1024-byte aligned (128B swizzle)");
+    extern __shared__ unsigned char smem_raw[];
+    uint32_t sbase = (smem_u32(smem_raw) + 1023) & ~1023u;
+    const uint32_t stg0 = sbase + QS_STAGES * STB, wt0 = stg0 + 2 * QS_STG, meta = wt0 + 2048;
+    auto bar = [&](int i) -> uint32_t { return meta + 8 * i; }; /* full[s], empty[s] = bar(QS_STAGES + s) */
+    const int wg = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < QS_STAGES; s++) {
+            mbar_init(bar(s), 1);
+            mbar_init(bar(QS_STAGES + s), 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int N = g.N, C = g.C;
+    const int MU = *g.n_mtiles, NU = (N + NOUT - 1) / NOUT, total = MU * NU, kblocks = (C + BK - 1) / BK;
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int u = blockIdx.x; u < total; u += gridDim.x) {
+                int mu, nu;
+                moe_cuda_raster(u, MU, NU, g.gm, &mu, &nu);
+                const int2 t = g.tiles[mu];
+                const int e = t.x, n0 = nu * NOUT;
+                const int arow = t.y >= 0 ? g.exp_off[e] + t.y : g.exp_off[e + 1];
+                for (int kb = 0; kb < kblocks; kb++) {
+                    const uint32_t full = bar(stage), sa = sbase + stage * STB;
+                    mbar_wait(bar(QS_STAGES + stage), phase ^ 1);
+                    mbar_expect_tx(full, STB);
+                    tma_2d(sa, &tmA, kb * BK, arow, full);
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        Sm90Quant<QF>::template load<64>(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0, kb,
+                                                         GATED ? n0 : n0 + 64 * h, e, full);
+                    if (++stage == QS_STAGES) { stage = 0; phase ^= 1; }
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int cw = wg - 1, t128 = threadIdx.x & 127, lane = threadIdx.x & 31, w4 = t128 >> 5;
+        const int gq = lane >> 2, q = lane & 3;
+        /* the thread's two A rows: (box set, row in it) and their outputs */
+        const int h0 = GATED ? 0 : cw, h1 = GATED ? 1 : cw;
+        const int r0 = GATED ? 32 * cw + 8 * w4 + gq : 16 * w4 + gq, r1 = GATED ? r0 : r0 + 8;
+        const uint32_t stg = stg0 + cw * QS_STG, wtab = wt0 + cw * 1024;
+        float acc[128];
+        uint32_t fa[16], fb[16];
+        int stage = 0;
+        uint32_t phase = 0;
+        for (int u = blockIdx.x; u < total; u += gridDim.x) {
+            int mu, nu;
+            moe_cuda_raster(u, MU, NU, g.gm, &mu, &nu);
+            const int2 t = g.tiles[mu];
+            const int e = t.x, n0 = nu * NOUT, rbase = g.exp_off[e];
+            const int rows = t.y >= 0 ? g.exp_off[e + 1] - rbase : 0, m0 = t.y >= 0 ? t.y : 0;
+            /* output index of the thread's rows (GATED: one, i; else two, n) */
+            const int o0 = n0 + (GATED ? 32 * cw + 8 * w4 + gq : 64 * cw + 16 * w4 + gq), o1 = GATED ? o0 : o0 + 8;
+            {
+                float b0 = 0.f, b1 = 0.f;
+                if (o0 < N && g.fb0) b0 = g.fb0[(int64_t)e * N + o0];
+                if (GATED) {
+                    if (o1 < N && g.fb1) b1 = g.fb1[(int64_t)e * N + o1];
+                } else if (o1 < N && g.fb0) {
+                    b1 = g.fb0[(int64_t)e * N + o1];
+                }
+#pragma unroll
+                for (int b = 0; b < 32; b++) {
+                    acc[4 * b] = acc[4 * b + 1] = b0;
+                    acc[4 * b + 2] = acc[4 * b + 3] = b1;
+                }
+            }
+            /* The k-blocks in pairs, A fragments in two register sets: a k-block's
+             * fragments are decoded while the other set's wgmmas run, and a set is
+             * redefined only after a wait that ptxas can see retires its wgmmas
+             * (within the loop body, or the wait for all at its end): across the
+             * back edge it could not tell, and serialized every wgmma (C7513). */
+            auto wait_full = [&](int *st) -> uint32_t {
+                mbar_wait(bar(stage), phase);
+                *st = stage;
+                const uint32_t sa = sbase + stage * STB;
+                if (++stage == QS_STAGES) { stage = 0; phase ^= 1; }
+                return sa;
+            };
+            auto decode = [&](uint32_t (&f)[16], uint32_t sa, int kb) {
+                uint32_t p0[8], p1[8];
+                Sm90Quant<QF>::template frag<T>(sa + TOKB + h0 * RH, r0, kb, q, p0);
+                Sm90Quant<QF>::template frag<T>(sa + TOKB + h1 * RH, r1, kb, q, p1);
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++) {
+                    f[4 * kk] = p0[2 * kk];
+                    f[4 * kk + 1] = p1[2 * kk];
+                    f[4 * kk + 2] = p0[2 * kk + 1];
+                    f[4 * kk + 3] = p1[2 * kk + 1];
+                }
+            };
+            auto mma = [&](const uint32_t (&f)[16], uint32_t sa) {
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++) wgmma_rs_m64k16<256, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            };
+            auto release = [&](int st) {
+                if (lane == 0) mbar_arrive(bar(QS_STAGES + st));
+            };
+            int st_a, st_b = 0;
+            uint32_t sa_a = wait_full(&st_a);
+            decode(fa, sa_a, 0);
+            for (int kb = 0; kb < kblocks; kb += 2) {
+                mma(fa, sa_a);
+                const bool two = kb + 1 < kblocks;
+                if (two) {
+                    const uint32_t sa_b = wait_full(&st_b);
+                    decode(fb, sa_b, kb + 1);
+                    mma(fb, sa_b);
+                    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                } else {
+                    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+                }
+                release(st_a);
+                if (kb + 2 < kblocks) {
+                    sa_a = wait_full(&st_a);
+                    decode(fa, sa_a, kb + 2);
+                }
+                asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+                if (two) release(st_b);
+            }
+#pragma unroll
+            for (int i = 0; i < 128; i++) asm volatile("" : "+f"(acc[i])::"memory");
+
+            /* ---- epilogue: out^T through shared memory ----
+             * GEMM 2's routing weights of the tile's 256 rows first (0 past the expert's) */
+            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory"); /* the previous tile's copies are done */
+            if (MODE == 2) {
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const int m = m0 + t128 + 128 * j;
+                    const float w = m < rows ? g.w[g.sorted_pair[rbase + m]] : 0.f;
+                    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(wtab + 4 * (t128 + 128 * j)), "f"(w) : "memory");
+                }
+                asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            }
+            /* passes of 32 columns: GATED one (the warpgroup's 32 outputs), else two
+             * (rows 0-31, then 32-63 of its 64: the slabs 2 pass and 2 pass + 1) */
+            constexpr int PASSES = GATED ? 1 : 2;
+#pragma unroll
+            for (int pass = 0; pass < PASSES; pass++) {
+                const bool mine = GATED || (w4 >> 1) == pass;
+                if (mine) {
+                    /* staging column of the thread's output(s) */
+                    const int c0 = GATED ? 8 * w4 + gq : 16 * (w4 & 1) + gq;
+#pragma unroll
+                    for (int b = 0; b < 32; b++) {
+#pragma unroll
+                        for (int j = 0; j < 2; j++) {
+                            const int tok = 8 * b + 2 * q + j;
+                            float wt = 1.f;
+                            if (MODE == 2) asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(wt) : "r"(wtab + 4 * tok));
+                            if (GATED) {
+                                const float v = moe_cuda_act(ACT, acc[4 * b + j], acc[4 * b + 2 + j], g.alpha, g.limit);
+                                sts16(stg + tok * 64 + 2 * c0, (unsigned short)(moe_cuda_pack2<T>(v, 0.f) & 0xffffu));
+                            } else {
+#pragma unroll
+                                for (int hh = 0; hh < 2; hh++) {
+                                    const float a = acc[4 * b + 2 * hh + j];
+                                    const float v = MODE == 2 ? wt * a : moe_cuda_act(ACT, 0.f, a, g.alpha, g.limit);
+                                    sts16(stg + tok * 64 + 2 * (c0 + 8 * hh),
+                                          (unsigned short)(moe_cuda_pack2<T>(v, 0.f) & 0xffffu));
+                                }
+                            }
+                        }
+                    }
+                }
+                asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+                /* the expert's rows of the 256 x 32 staging to out, 16 bytes a store */
+                const int col0 = n0 + (GATED ? 32 * cw : 64 * cw + 32 * pass);
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    const int ch = t128 + 128 * j, tok = ch >> 2, part = ch & 3;
+                    const int col = col0 + 8 * part;
+                    if (m0 + tok < rows && col < N) {
+                        uint4 v;
+                        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                                     : "r"(stg + tok * 64 + 16 * part));
+                        *(uint4 *)((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col) = v;
+                    }
+                }
+                if (pass + 1 < PASSES) asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+            }
+        }
+    }
+}
 #endif
 
 template <int ACT, typename T, int QF>
@@ -142,6 +419,15 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
     gemm_sm90_q(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
                 const __grid_constant__ CUtensorMap tmB1, const __grid_constant__ CUtensorMap tmO, const moe_cuda_gemm g) {
     gemm_sm90_body<ACT, T, 1, 1, 128, 256, QF>(tmA, tmB0, tmB1, tmO, g);
+}
+
+template <int ACT, typename T, int QF>
+static __global__ void __launch_bounds__(NTHREADS, 1)
+    gemm_sm90_qs(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
+                 const __grid_constant__ CUtensorMap tmB1, const moe_cuda_gemm g) {
+#ifdef MOE_SM90A
+    gemm_sm90_qs_body<ACT, T, QF>(tmA, tmB0, tmB1, g);
+#endif
 }
 
 extern "C" int moe__cuda_quant_box(int fmt) { return fmt == MOE_DF_Q8_0 ? 80 : fmt == MOE_DF_Q4_K ? 16 : 0; }
@@ -169,8 +455,41 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const
     return cudaErrorInvalidValue;
 }
 
+template <int ACT, typename T, int QF>
+static cudaError_t launch_qs(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0,
+                             const CUtensorMap *b1, int sm_count, cudaStream_t s) {
+    const int nout = g->mode == 1 && g->gated ? 64 : 128;
+    const int64_t most = (int64_t)g->max_mtiles * ((g->N + nout - 1) / nout);
+    const unsigned grid = (unsigned)(most < sm_count ? (most < 1 ? 1 : most) : sm_count);
+    gemm_sm90_qs<ACT, T, QF><<<grid, NTHREADS, QS_SMEM(QF), s>>>(tm[0], *b0, *b1, *g);
+    return cudaGetLastError();
+}
+
+template <typename T, int QF>
+static cudaError_t dispatch_qs(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0,
+                               const CUtensorMap *b1, int sm_count, cudaStream_t s) {
+    switch (g->mode == 2 ? -1 : g->act) {
+#define MOE_ACT_CASE_(a) \
+    case a: return launch_qs<a, T, QF>(g, tm, b0, b1, sm_count, s);
+        MOE_CUDA_FOR_ACTS(MOE_ACT_CASE_)
+#undef MOE_ACT_CASE_
+    }
+    return cudaErrorInvalidValue;
+}
+
 extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                              int sm_count, cudaStream_t s, char *why, size_t n) {
+    if (g->bm == 256 && g->cm == 1 && g->cn == 1 && !g->gather &&
+        (g->qfmt == MOE_DF_Q8_0 || g->qfmt == MOE_DF_Q4_K)) { /* weights as A, decoded into registers */
+        CUtensorMap tm[2];
+        if (moe__cuda_sm90_tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
+        const int f16 = g->dtype == MOE_TYPE_F16;
+        if (g->qfmt == MOE_DF_Q8_0)
+            return f16 ? dispatch_qs<__half, SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s)
+                       : dispatch_qs<__nv_bfloat16, SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s);
+        return f16 ? dispatch_qs<__half, SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s)
+                   : dispatch_qs<__nv_bfloat16, SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s);
+    }
     if (g->bm != 128 || g->bn != 256 || g->cm != 1 || g->cn != 1 || g->gather ||
         (g->qfmt != MOE_DF_Q8_0 && g->qfmt != MOE_DF_Q4_K)) {
         snprintf(why, n, "quantised B (format %d) runs BM 128, BN 256, 1 x 1, A through TMA; got BM %d BN %d %dx%d%s",
@@ -192,7 +511,8 @@ template <typename T, int QF> static cudaError_t prepare_q(void) {
 #define MOE_ACT_PREP_(a)                                                                                               \
     if (!e)                                                                                                            \
         e = cudaFuncSetAttribute(gemm_sm90_q<a, T, QF>, cudaFuncAttributeMaxDynamicSharedMemorySize,                  \
-                                 SM90_SMEM_BYTES_Q(QF));
+                                 SM90_SMEM_BYTES_Q(QF));                                                               \
+    if (!e) e = cudaFuncSetAttribute(gemm_sm90_qs<a, T, QF>, cudaFuncAttributeMaxDynamicSharedMemorySize, QS_SMEM(QF));
     MOE_CUDA_FOR_ACTS(MOE_ACT_PREP_)
 #undef MOE_ACT_PREP_
     return e;

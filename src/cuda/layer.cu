@@ -664,14 +664,20 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     const moe_layer_desc *d = &L->desc;
     char why[256];
     int bad = 0;
-    CUtensorMap g, u, dn;
-    memset(&g, 0, sizeof g);
-    if (w[0].data)
-        bad |= moe__cuda_quant_tmap(&g, w[0].data, d->E, d->I, w[0].row_bytes, w[0].se, w[0].sn, box1, why, sizeof why);
-    if (!bad)
-        bad |= moe__cuda_quant_tmap(&u, w[1].data, d->E, d->I, w[1].row_bytes, w[1].se, w[1].sn, box1, why, sizeof why);
-    if (!bad)
-        bad |= moe__cuda_quant_tmap(&dn, w[2].data, d->E, d->D, w[2].row_bytes, w[2].se, w[2].sn, box2, why, sizeof why);
+    CUtensorMap g[2], u[2], dn[2];
+    memset(g, 0, sizeof g);
+    for (int k = 0; k < 2 && !bad; k++) { /* boxes of 128 rows (B decoded into shared memory), of 64 (A in registers) */
+        const int br = k ? 64 : 128;
+        if (w[0].data)
+            bad |= moe__cuda_quant_tmap(&g[k], w[0].data, d->E, d->I, w[0].row_bytes, w[0].se, w[0].sn, box1, br, why,
+                                        sizeof why);
+        if (!bad)
+            bad |= moe__cuda_quant_tmap(&u[k], w[1].data, d->E, d->I, w[1].row_bytes, w[1].se, w[1].sn, box1, br, why,
+                                        sizeof why);
+        if (!bad)
+            bad |= moe__cuda_quant_tmap(&dn[k], w[2].data, d->E, d->D, w[2].row_bytes, w[2].se, w[2].sn, box2, br, why,
+                                        sizeof why);
+    }
     if (bad) return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: %s", why);
     moe_cuda_dev_guard dg;
     cudaError_t e = moe_cuda_dev_enter(im->device, &dg);
@@ -681,9 +687,14 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
         cudaGetLastError();
         return moe__layer_error(L, MOE_ERR_CUDA, "GGUF weights in the GEMMs: %s", cudaGetErrorString(e));
     }
-    im->tm_qg = w[0].data ? g : u;
-    im->tm_qu = u;
-    im->tm_qd = dn;
+    im->tm_qg = w[0].data ? g[0] : u[0];
+    im->tm_qu = u[0];
+    im->tm_qd = dn[0];
+    im->tm_qg64 = w[0].data ? g[1] : u[1];
+    im->tm_qu64 = u[1];
+    im->tm_qd64 = dn[1];
+    const char *qs = getenv("MOE_SM90_QS");
+    im->qs = qs && *qs ? (*qs != '0') : -1;
     im->qfmt1 = fmt1;
     im->qfmt2 = fmt2;
     return MOE_OK;
@@ -843,10 +854,10 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         }
         const CUtensorMap *tm0 = g1.bn != 256 ? &im->tm_b0_n : &im->tm_b0, *tm1 = g1.bn != 256 ? &im->tm_b1_n : &im->tm_b1;
         const CUtensorMap *tmd = g2.bn != 256 ? &im->tm_down_n : &im->tm_down;
-        if (im->qfmt1) { /* GGUF blocks decoded in the GEMMs (moe__cuda_sm90_quant) */
-            tm0 = &im->tm_qg;
-            tm1 = &im->tm_qu;
-            tmd = &im->tm_qd;
+        if (im->qfmt1) { /* GGUF blocks decoded in the GEMMs (moe__cuda_sm90_quant); bm 256: the register-A kernel */
+            tm0 = bm == 256 ? &im->tm_qg64 : &im->tm_qg;
+            tm1 = bm == 256 ? &im->tm_qu64 : &im->tm_qu;
+            tmd = bm == 256 ? &im->tm_qd64 : &im->tm_qd;
             g1.qfmt = im->qfmt1;
             g2.qfmt = im->qfmt2;
         }
@@ -936,10 +947,11 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
              moe_act_name(d->act), cl, bm, im->sm90 ? moe__cuda_sm90_raster(L, T, bm) : 16 /* gemm_sm80.cu */,
              im->sm90 ? moe__cuda_sm90_tile_n(L, 2, cm, cn, bm) : 128 /* gemm_sm80.cu */, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
-    if (im->qfmt1 && n > strlen(buf) + 120)
-        snprintf(buf + strlen(buf), n - strlen(buf),
-                 "; B tiles decoded from GGUF blocks (%s / %s) by the producer warpgroup, 3 stages + a 2-slot raw ring",
-                 im->qfmt1 == MOE_DF_Q8_0 ? "Q8_0" : "Q4_K", im->qfmt2 == MOE_DF_Q8_0 ? "Q8_0" : "Q4_K");
+    if (im->qfmt1 && n > strlen(buf) + 160)
+        snprintf(buf + strlen(buf), n - strlen(buf), "; GGUF weights (%s / %s) %s",
+                 im->qfmt1 == MOE_DF_Q8_0 ? "Q8_0" : "Q4_K", im->qfmt2 == MOE_DF_Q8_0 ? "Q8_0" : "Q4_K",
+                 bm == 256 ? "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens a tile"
+                           : "decoded into the B tiles by the producer warpgroup, 3 stages + a raw ring");
 }
 
 /* The tile table of the sm90 GEMMs (gemm_sm90.cuh): BM 64 while the average
@@ -953,8 +965,20 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
  * T=512, the others at T >= 1024-2048): it reads each expert's weights once
  * per 64 rows, so it pays only where BM 128 would not need fewer tiles. */
 #define SM90_BM64_BELOW 48
+/* Layers on GGUF weights (moe__cuda_sm90_quant) run gemm_sm90_q.cu's register-A
+ * kernel (the m-tile 256 tokens) from this many pairs an expert, below it the
+ * kernel whose producer decodes B into shared memory (BM 128), whose tiles
+ * waste less: H100 (bench/decode/s20 run 7), times as multiples of bf16's,
+ * register-A / B decoded: qwen3 T = 512 (32 pairs) 1.37-1.43 / 1.06-1.14;
+ * mixtral T = 512 (128) 0.87-0.88 / 1.23-1.36, T = 4096 (1024) 1.28-1.31 /
+ * 1.94-1.99; qwen3 T = 4096 (256) 1.41-1.43 / 1.64-1.69. MOE_SM90_QS=0|1 forces
+ * either (layer creation). */
+#define SM90_QS_MIN_PAIRS 128
 extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) {
-    if (cm != 1 || cn != 1 || ((const moe_cuda_impl *)L->impl)->qfmt1) return 128; /* GGUF B: BM 128 only */
+    const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
+    if (im->qfmt1) /* GGUF weights: 256 tokens as N of the register-A kernel, or BM 128 */
+        return (im->qs < 0 ? T * L->desc.K >= (int64_t)SM90_QS_MIN_PAIRS * L->desc.E : im->qs) ? 256 : 128;
+    if (cm != 1 || cn != 1) return 128;
     const char *ev = getenv("MOE_SM90_BM");
     if (ev && (atoi(ev) == 64 || atoi(ev) == 128)) return atoi(ev);
     return T * L->desc.K < (int64_t)SM90_BM64_BELOW * L->desc.E ? 64 : 128;
