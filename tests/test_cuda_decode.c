@@ -574,7 +574,7 @@ TEST(cuda_quant_prefill_forced) {
 /* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90, Hopper; Q8_0
  * and Q4_K rows that TMA can address): the layer says which prefill it runs
  * (MOE_QUANT_PREFILL_FUSED=0: the dequantising one; Q6_K always), and on the
- * same data both kernels (MOE_SM90_QS=0|1) and the dequantising path pass
+ * same data both kernels (MOE_SM90_QS=128: B decoded; 256, 64: A in registers) and the dequantising path pass
  * against the reference, with the same error where they compute the same bf16
  * weights and sums (reported). */
 TEST(cuda_quant_prefill_gguf_gemm) {
@@ -610,10 +610,12 @@ TEST(cuda_quant_prefill_gguf_gemm) {
             if (v == 3) { c.act_type = MOE_TYPE_F16; c.routing = ROUTE_SKIP_LAST; c.I = 768; }
             /* both kernels on GGUF weights (MOE_SM90_QS: B decoded into shared
              * memory, weights decoded into wgmma's A registers), then dequantising */
-            static const char *how[3] = {"GGUF GEMMs, B decoded", "GGUF GEMMs, A in registers", "dequantising"};
-            double err[3] = {0, 0, 0};
-            for (int f = 0; f < 3 && !moe_test_failed(); f++) {
-                if (f < 2) setenv("MOE_SM90_QS", f ? "1" : "0", 1);
+            static const char *how[4] = {"GGUF GEMMs, B decoded", "GGUF GEMMs, A in registers, 256 tokens",
+                                         "GGUF GEMMs, A in registers, 64 tokens", "dequantising"};
+            static const char *qs[3] = {"128", "256", "64"};
+            double err[4] = {0, 0, 0, 0};
+            for (int f = 0; f < 4 && !moe_test_failed(); f++) {
+                if (f < 3) setenv("MOE_SM90_QS", qs[f], 1);
                 else setenv("MOE_QUANT_PREFILL_FUSED", "0", 1);
                 char msg[1024];
                 moe_case_result r = moe_case_run(&c, ctx, "cuda-quant", moe_test_seed() + 53u * (unsigned)(4 * i + v),
@@ -623,12 +625,12 @@ TEST(cuda_quant_prefill_gguf_gemm) {
                 unsetenv("MOE_QUANT_PREFILL_FUSED");
             }
             runs++;
-            same += (err[0] == err[2]) + (err[1] == err[2]);
+            same += (err[0] == err[3]) + (err[1] == err[3]) + (err[2] == err[3]);
             if (getenv("MOE_TEST_VERBOSE"))
-                printf("     %s variant %d: error %.3e / %.3e (GGUF GEMMs) vs %.3e (dequantising)\n", moe_type_name(q[i]),
-                       v, err[0], err[1], err[2]);
+                printf("     %s variant %d: error %.3e / %.3e / %.3e (GGUF GEMMs) vs %.3e (dequantising)\n",
+                       moe_type_name(q[i]), v, err[0], err[1], err[2], err[3]);
         }
-    printf("     GGUF GEMMs against the dequantising path: the same error in %d of %d runs\n", same, 2 * runs);
+    printf("     GGUF GEMMs against the dequantising path: the same error in %d of %d runs\n", same, 3 * runs);
     unsetenv("MOE_QUANT_PREFILL_T");
     moe_ctx_free(ctx);
 }

@@ -51,8 +51,9 @@ typedef struct moe_cuda_impl {
      * A through TMA from the permuted copy */
     int qfmt1, qfmt2;
     CUtensorMap tm_qg, tm_qu, tm_qd;
-    int qs;                   /* ... the kernel with the weights as A in registers (BM 256; its maps have 64-row
-                                 boxes): 1 / 0 as MOE_SM90_QS forces, -1 the rule per forward (moe__cuda_sm90_bm) */
+    int qs;                   /* ... the m-tile: 256 or 64 (the kernel with the weights as A in registers; its maps
+                                 have 64-row boxes) or 128 (B decoded into shared memory) as MOE_SM90_QS forces,
+                                 -1 the rule per forward (moe__cuda_sm90_bm) */
     CUtensorMap tm_qg64, tm_qu64, tm_qd64;
 } moe_cuda_impl;
 

@@ -34,12 +34,11 @@
 static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K, "gemm_sm90.cuh's format numbers");
 
 /* gemm_sm90_qs's tile (below) */
-#define QS_TOK 256
-#define QS_STAGES 4
+#define QS_STAGES(nt) ((nt) == 256 ? 4 : 8)
 #define QS_RH(qf) ((qf) == SM90_QF_Q8_0 ? 64 * 80 : 3 * 64 * 16) /* one box set of 64 rows */
-#define QS_STAGE(qf) (QS_TOK * BK * 2 + 2 * QS_RH(qf))
-#define QS_STG 16384 /* a warpgroup's staging: 256 tokens x 32 columns */
-#define QS_SMEM(qf) (1024 + QS_STAGES * QS_STAGE(qf) + 2 * QS_STG + 2 * 1024 + 2 * QS_STAGES * 8)
+#define QS_STAGE(qf, nt) ((nt) * BK * 2 + 2 * QS_RH(qf))
+#define QS_STG(nt) ((nt) * 64) /* a warpgroup's staging: nt tokens x 32 columns */
+#define QS_SMEM(qf, nt) (1024 + QS_STAGES(nt) * QS_STAGE(qf, nt) + 2 * QS_STG(nt) + 2 * 1024 + 2 * QS_STAGES(nt) * 8)
 
 #ifdef MOE_SM90A
 static __device__ __forceinline__ uint4 lds128(uint32_t a) {
@@ -195,9 +194,9 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
 };
 
 /* ---- gemm_sm90_qs: the weights as wgmma's A operand, decoded into registers ----
- * The tile is 128 weight rows (two consumer warpgroups of 64: m64) by 256 rows
- * of the permuted x or h (the m-tile: wgmma's N = 256, K-major in shared memory
- * as TMA writes it). The producer (one thread) brings, per k-block, the token
+ * The tile is 128 weight rows (two consumer warpgroups of 64: m64) by NT = 256
+ * or 64 rows of the permuted x or h (the m-tile: wgmma's N, K-major in shared
+ * memory as TMA writes it; 64 for experts with few rows). The producer (one thread) brings, per k-block, the token
  * box and the raw bytes of the 128 weight rows (two boxes of 64 rows); each
  * consumer thread decodes the 16 weights of its two A-fragment rows straight
  * into registers (frag: no bf16 tile in shared memory, and the decoding spread
@@ -210,23 +209,23 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
  * columns a pass, and the warpgroup copies the rows of the expert out with
  * 16-byte stores. */
 
-template <int ACT, typename T, int QF>
+template <int ACT, typename T, int QF, int NT>
 static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA, const CUtensorMap &tmB0,
                                                          const CUtensorMap &tmB1, const moe_cuda_gemm &g) {
     constexpr int MODE = ACT < 0 ? 2 : 1;
     constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
-    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF), TOKB = QS_TOK * BK * 2;
+    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(NT), NG = NT / 8;
     constexpr int NOUT = GATED ? 64 : 128; /* outputs of a tile */
     static_assert(STB % 1024 == 0, "stages keep the token box 1024-byte aligned (128B swizzle)");
     extern __shared__ unsigned char smem_raw[];
     uint32_t sbase = (smem_u32(smem_raw) + 1023) & ~1023u;
-    const uint32_t stg0 = sbase + QS_STAGES * STB, wt0 = stg0 + 2 * QS_STG, meta = wt0 + 2048;
-    auto bar = [&](int i) -> uint32_t { return meta + 8 * i; }; /* full[s], empty[s] = bar(QS_STAGES + s) */
+    const uint32_t stg0 = sbase + STAGES * STB, wt0 = stg0 + 2 * QS_STG(NT), meta = wt0 + 2048;
+    auto bar = [&](int i) -> uint32_t { return meta + 8 * i; }; /* full[s], empty[s] = bar(STAGES + s) */
     const int wg = threadIdx.x / 128;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < QS_STAGES; s++) {
+        for (int s = 0; s < STAGES; s++) {
             mbar_init(bar(s), 1);
-            mbar_init(bar(QS_STAGES + s), 8);
+            mbar_init(bar(STAGES + s), 8);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -246,14 +245,14 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                 const int arow = t.y >= 0 ? g.exp_off[e] + t.y : g.exp_off[e + 1];
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bar(stage), sa = sbase + stage * STB;
-                    mbar_wait(bar(QS_STAGES + stage), phase ^ 1);
+                    mbar_wait(bar(STAGES + stage), phase ^ 1);
                     mbar_expect_tx(full, STB);
                     tma_2d(sa, &tmA, kb * BK, arow, full);
 #pragma unroll
                     for (int h = 0; h < 2; h++)
                         Sm90Quant<QF>::template load<64>(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0, kb,
                                                          GATED ? n0 : n0 + 64 * h, e, full);
-                    if (++stage == QS_STAGES) { stage = 0; phase ^= 1; }
+                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
             }
         }
@@ -264,8 +263,8 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
         /* the thread's two A rows: (box set, row in it) and their outputs */
         const int h0 = GATED ? 0 : cw, h1 = GATED ? 1 : cw;
         const int r0 = GATED ? 32 * cw + 8 * w4 + gq : 16 * w4 + gq, r1 = GATED ? r0 : r0 + 8;
-        const uint32_t stg = stg0 + cw * QS_STG, wtab = wt0 + cw * 1024;
-        float acc[128];
+        const uint32_t stg = stg0 + cw * QS_STG(NT), wtab = wt0 + cw * 1024;
+        float acc[NT / 2];
         uint32_t fa[16], fb[16];
         int stage = 0;
         uint32_t phase = 0;
@@ -286,7 +285,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                     b1 = g.fb0[(int64_t)e * N + o1];
                 }
 #pragma unroll
-                for (int b = 0; b < 32; b++) {
+                for (int b = 0; b < NG; b++) {
                     acc[4 * b] = acc[4 * b + 1] = b0;
                     acc[4 * b + 2] = acc[4 * b + 3] = b1;
                 }
@@ -300,7 +299,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                 mbar_wait(bar(stage), phase);
                 *st = stage;
                 const uint32_t sa = sbase + stage * STB;
-                if (++stage == QS_STAGES) { stage = 0; phase ^= 1; }
+                if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 return sa;
             };
             auto decode = [&](uint32_t (&f)[16], uint32_t sa, int kb) {
@@ -318,11 +317,11 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
             auto mma = [&](const uint32_t (&f)[16], uint32_t sa) {
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-                for (int kk = 0; kk < 4; kk++) wgmma_rs_m64k16<256, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+                for (int kk = 0; kk < 4; kk++) wgmma_rs_m64k16<NT, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
             };
             auto release = [&](int st) {
-                if (lane == 0) mbar_arrive(bar(QS_STAGES + st));
+                if (lane == 0) mbar_arrive(bar(STAGES + st));
             };
             int st_a, st_b = 0;
             uint32_t sa_a = wait_full(&st_a);
@@ -347,17 +346,18 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                 if (two) release(st_b);
             }
 #pragma unroll
-            for (int i = 0; i < 128; i++) asm volatile("" : "+f"(acc[i])::"memory");
+            for (int i = 0; i < NT / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
 
             /* ---- epilogue: out^T through shared memory ----
-             * GEMM 2's routing weights of the tile's 256 rows first (0 past the expert's) */
+             * GEMM 2's routing weights of the tile's NT rows first (0 past the expert's) */
             asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory"); /* the previous tile's copies are done */
             if (MODE == 2) {
 #pragma unroll
-                for (int j = 0; j < 2; j++) {
+                for (int j = 0; j < (NT + 127) / 128; j++) {
                     const int m = m0 + t128 + 128 * j;
-                    const float w = m < rows ? g.w[g.sorted_pair[rbase + m]] : 0.f;
-                    asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(wtab + 4 * (t128 + 128 * j)), "f"(w) : "memory");
+                    const float w = m < rows && t128 + 128 * j < NT ? g.w[g.sorted_pair[rbase + m]] : 0.f;
+                    if (t128 + 128 * j < NT)
+                        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(wtab + 4 * (t128 + 128 * j)), "f"(w) : "memory");
                 }
                 asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
             }
@@ -371,7 +371,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                     /* staging column of the thread's output(s) */
                     const int c0 = GATED ? 8 * w4 + gq : 16 * (w4 & 1) + gq;
 #pragma unroll
-                    for (int b = 0; b < 32; b++) {
+                    for (int b = 0; b < NG; b++) {
 #pragma unroll
                         for (int j = 0; j < 2; j++) {
                             const int tok = 8 * b + 2 * q + j;
@@ -393,10 +393,10 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                     }
                 }
                 asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-                /* the expert's rows of the 256 x 32 staging to out, 16 bytes a store */
+                /* the expert's rows of the NT x 32 staging to out, 16 bytes a store */
                 const int col0 = n0 + (GATED ? 32 * cw : 64 * cw + 32 * pass);
 #pragma unroll
-                for (int j = 0; j < 8; j++) {
+                for (int j = 0; j < NT / 32; j++) {
                     const int ch = t128 + 128 * j, tok = ch >> 2, part = ch & 3;
                     const int col = col0 + 8 * part;
                     if (m0 + tok < rows && col < N) {
@@ -421,12 +421,12 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
     gemm_sm90_body<ACT, T, 1, 1, 128, 256, QF>(tmA, tmB0, tmB1, tmO, g);
 }
 
-template <int ACT, typename T, int QF>
+template <int ACT, typename T, int QF, int NT>
 static __global__ void __launch_bounds__(NTHREADS, 1)
     gemm_sm90_qs(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
                  const __grid_constant__ CUtensorMap tmB1, const moe_cuda_gemm g) {
 #ifdef MOE_SM90A
-    gemm_sm90_qs_body<ACT, T, QF>(tmA, tmB0, tmB1, g);
+    gemm_sm90_qs_body<ACT, T, QF, NT>(tmA, tmB0, tmB1, g);
 #endif
 }
 
@@ -461,7 +461,8 @@ static cudaError_t launch_qs(const moe_cuda_gemm *g, const CUtensorMap *tm, cons
     const int nout = g->mode == 1 && g->gated ? 64 : 128;
     const int64_t most = (int64_t)g->max_mtiles * ((g->N + nout - 1) / nout);
     const unsigned grid = (unsigned)(most < sm_count ? (most < 1 ? 1 : most) : sm_count);
-    gemm_sm90_qs<ACT, T, QF><<<grid, NTHREADS, QS_SMEM(QF), s>>>(tm[0], *b0, *b1, *g);
+    if (g->bm == 64) gemm_sm90_qs<ACT, T, QF, 64><<<grid, NTHREADS, QS_SMEM(QF, 64), s>>>(tm[0], *b0, *b1, *g);
+    else gemm_sm90_qs<ACT, T, QF, 256><<<grid, NTHREADS, QS_SMEM(QF, 256), s>>>(tm[0], *b0, *b1, *g);
     return cudaGetLastError();
 }
 
@@ -479,7 +480,7 @@ static cudaError_t dispatch_qs(const moe_cuda_gemm *g, const CUtensorMap *tm, co
 
 extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                              int sm_count, cudaStream_t s, char *why, size_t n) {
-    if (g->bm == 256 && g->cm == 1 && g->cn == 1 && !g->gather &&
+    if ((g->bm == 256 || g->bm == 64) && g->cm == 1 && g->cn == 1 && !g->gather &&
         (g->qfmt == MOE_DF_Q8_0 || g->qfmt == MOE_DF_Q4_K)) { /* weights as A, decoded into registers */
         CUtensorMap tm[2];
         if (moe__cuda_sm90_tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
@@ -512,7 +513,10 @@ template <typename T, int QF> static cudaError_t prepare_q(void) {
     if (!e)                                                                                                            \
         e = cudaFuncSetAttribute(gemm_sm90_q<a, T, QF>, cudaFuncAttributeMaxDynamicSharedMemorySize,                  \
                                  SM90_SMEM_BYTES_Q(QF));                                                               \
-    if (!e) e = cudaFuncSetAttribute(gemm_sm90_qs<a, T, QF>, cudaFuncAttributeMaxDynamicSharedMemorySize, QS_SMEM(QF));
+    if (!e) e = cudaFuncSetAttribute(gemm_sm90_qs<a, T, QF, 256>, cudaFuncAttributeMaxDynamicSharedMemorySize,       \
+                                     QS_SMEM(QF, 256));                                                                \
+    if (!e) e = cudaFuncSetAttribute(gemm_sm90_qs<a, T, QF, 64>, cudaFuncAttributeMaxDynamicSharedMemorySize,        \
+                                     QS_SMEM(QF, 64));
     MOE_CUDA_FOR_ACTS(MOE_ACT_PREP_)
 #undef MOE_ACT_PREP_
     return e;

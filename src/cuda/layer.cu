@@ -693,8 +693,8 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     im->tm_qg64 = w[0].data ? g[1] : u[1];
     im->tm_qu64 = u[1];
     im->tm_qd64 = dn[1];
-    const char *qs = getenv("MOE_SM90_QS");
-    im->qs = qs && *qs ? (*qs != '0') : -1;
+    const char *qs = getenv("MOE_SM90_QS"); /* the m-tile: 256 or 64 (register-A kernel), 128 (B decoded) */
+    im->qs = qs && (atoi(qs) == 256 || atoi(qs) == 128 || atoi(qs) == 64) ? atoi(qs) : -1;
     im->qfmt1 = fmt1;
     im->qfmt2 = fmt2;
     return MOE_OK;
@@ -855,9 +855,9 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         const CUtensorMap *tm0 = g1.bn != 256 ? &im->tm_b0_n : &im->tm_b0, *tm1 = g1.bn != 256 ? &im->tm_b1_n : &im->tm_b1;
         const CUtensorMap *tmd = g2.bn != 256 ? &im->tm_down_n : &im->tm_down;
         if (im->qfmt1) { /* GGUF blocks decoded in the GEMMs (moe__cuda_sm90_quant); bm 256: the register-A kernel */
-            tm0 = bm == 256 ? &im->tm_qg64 : &im->tm_qg;
-            tm1 = bm == 256 ? &im->tm_qu64 : &im->tm_qu;
-            tmd = bm == 256 ? &im->tm_qd64 : &im->tm_qd;
+            tm0 = bm != 128 ? &im->tm_qg64 : &im->tm_qg;
+            tm1 = bm != 128 ? &im->tm_qu64 : &im->tm_qu;
+            tmd = bm != 128 ? &im->tm_qd64 : &im->tm_qd;
             g1.qfmt = im->qfmt1;
             g2.qfmt = im->qfmt2;
         }
@@ -950,7 +950,7 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
     if (im->qfmt1 && n > strlen(buf) + 160)
         snprintf(buf + strlen(buf), n - strlen(buf), "; GGUF weights (%s / %s) %s",
                  im->qfmt1 == MOE_DF_Q8_0 ? "Q8_0" : "Q4_K", im->qfmt2 == MOE_DF_Q8_0 ? "Q8_0" : "Q4_K",
-                 bm == 256 ? "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens a tile"
+                 bm != 128 ? "decoded into wgmma's A registers by the consumer warpgroups, 256 or 64 tokens a tile"
                            : "decoded into the B tiles by the producer warpgroup, 3 stages + a raw ring");
 }
 
@@ -965,19 +965,26 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
  * T=512, the others at T >= 1024-2048): it reads each expert's weights once
  * per 64 rows, so it pays only where BM 128 would not need fewer tiles. */
 #define SM90_BM64_BELOW 48
-/* Layers on GGUF weights (moe__cuda_sm90_quant) run gemm_sm90_q.cu's register-A
- * kernel (the m-tile 256 tokens) from this many pairs an expert, below it the
- * kernel whose producer decodes B into shared memory (BM 128), whose tiles
- * waste less: H100 (bench/decode/s20 run 7), times as multiples of bf16's,
- * register-A / B decoded: qwen3 T = 512 (32 pairs) 1.37-1.43 / 1.06-1.14;
- * mixtral T = 512 (128) 0.87-0.88 / 1.23-1.36, T = 4096 (1024) 1.28-1.31 /
- * 1.94-1.99; qwen3 T = 4096 (256) 1.41-1.43 / 1.64-1.69. MOE_SM90_QS=0|1 forces
- * either (layer creation). */
+/* Layers on GGUF weights (moe__cuda_sm90_quant): the m-tile by pairs an
+ * expert (T * K / E). From SM90_QS_MIN_PAIRS, gemm_sm90_q.cu's register-A
+ * kernel with 256 tokens a tile; below SM90_QS64_BELOW the same with 64; in
+ * between the kernel whose producer decodes B into shared memory (BM 128).
+ * Measured, times as multiples of bf16's (bench/decode/s20): H200 run 10,
+ * 64 / 128 / 256: 16-32 pairs (qwen3 T = 256-512, deepseek-v3 T = 512-1024,
+ * mixtral T = 64-128) 0.95-1.23 / 1.35-1.54 / 1.80-2.97; 64 pairs Q8_0
+ * 1.28-1.36 / 1.32-1.38, Q4_K 1.49-1.57 / 1.40-1.48; 128 pairs 1.33-2.01 /
+ * 1.38-1.64 / 0.98-1.51. H100 run 8, 128 / 256: 128 pairs 1.18-1.35 / 0.87-1.21,
+ * 1024 pairs (mixtral T = 4096) 1.78-1.89 / 1.30-1.33. MOE_SM90_QS=64|128|256
+ * forces one (layer creation). */
 #define SM90_QS_MIN_PAIRS 128
+#define SM90_QS64_BELOW 64
 extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
-    if (im->qfmt1) /* GGUF weights: 256 tokens as N of the register-A kernel, or BM 128 */
-        return (im->qs < 0 ? T * L->desc.K >= (int64_t)SM90_QS_MIN_PAIRS * L->desc.E : im->qs) ? 256 : 128;
+    if (im->qfmt1) { /* GGUF weights: 256 or 64 tokens as N of the register-A kernel, or BM 128 */
+        if (im->qs >= 0) return im->qs;
+        const int64_t TK = T * L->desc.K, E = L->desc.E;
+        return TK >= (int64_t)SM90_QS_MIN_PAIRS * E ? 256 : TK < (int64_t)SM90_QS64_BELOW * E ? 64 : 128;
+    }
     if (cm != 1 || cn != 1) return 128;
     const char *ev = getenv("MOE_SM90_BM");
     if (ev && (atoi(ev) == 64 || atoi(ev) == 128)) return atoi(ev);
