@@ -1,26 +1,35 @@
 /*
- * The Hopper grouped GEMM (gemm_sm90.cuh) on GGUF-quantised weights: the
- * GEMMs of cuda-quant's prefill path (decode.cu) for Q8_0 and Q4_K, without
- * dequantising the experts into the workspace first.
+ * The Hopper grouped GEMM on GGUF-quantised weights: the GEMMs of cuda-quant's
+ * prefill path (decode.cu) for Q8_0 and Q4_K, without dequantising the experts
+ * into the workspace first. Two kernels (layer.cu moe__cuda_sm90_bm picks one
+ * by pairs an expert; MOE_SM90_QS forces it):
  *
- * Per k-block (64 columns of the reduced dimension) TMA brings the B tile's
- * raw bytes, 256 rows of GGUF blocks, into a two-slot ring; the producer
- * warpgroup decodes them with the decode kernels' format decoders
- * (decode_kernels.h: the same Raw words, prep and dk_frag as dequant.cu, so a
- * weight becomes the very bf16/f16 value the dequantising path writes) into the
- * stage's B tile, in the 128B-swizzled layout the wgmma descriptors read, and
- * the consumer warpgroups run unchanged. The quantised bytes are read once per
- * m-tile (from L2 after the first), the dequantised copy never exists.
+ * gemm_sm90_q (BM 128, for 64-127 pairs an expert): gemm_sm90.cuh's kernel with
+ * quantised B. Per k-block TMA brings the B tile's raw bytes, 256 rows of GGUF
+ * blocks, into a small ring; the producer warpgroup decodes them into the
+ * stage's B tile, 128B-swizzled as TMA would have written it, and the consumer
+ * warpgroups run unchanged.
  *
- * Raw boxes (3-D maps over [E, N, row bytes], moe__cuda_quant_tmap):
+ * gemm_sm90_qs (below: 256 tokens a tile from 128 pairs an expert, 64 below
+ * 64): the weights as wgmma's A operand, decoded by the consumer threads
+ * straight into registers, the tokens as B from shared memory.
+ *
+ * Both use the decode kernels' format arithmetic (decode_kernels.h: the same
+ * scale handling and f32 products as dequant.cu), so a weight becomes the very
+ * bf16/f16 value the dequantising path writes. The quantised bytes are read once
+ * per m-tile (from L2 after the first), the dequantised copy never exists.
+ *
+ * Raw boxes (3-D maps over [E, N, row bytes], moe__cuda_quant_tmap; 128-row
+ * boxes for gemm_sm90_q, 64-row for gemm_sm90_qs):
  *   Q8_0: one box of 80 bytes a row from the 16-byte boundary at or below byte
- *     68 kb: blocks 2 kb and 2 kb + 1 (34 bytes each: f16 scale, 32 int8),
- *     4 (kb % 4) bytes into the box;
+ *     68 kb (TMA boxes start on 16-byte boundaries): blocks 2 kb and 2 kb + 1
+ *     (34 bytes each: f16 scale, 32 int8), 4 (kb % 4) bytes into the box;
  *   Q4_K: three boxes of 16 bytes a row: the super-block's header (d, dmin,
  *     12 bytes of 6-bit scales and mins) at 144 (kb / 4), and the 32 code bytes
  *     of sub-blocks 2 (kb % 4) and 2 (kb % 4) + 1 at 144 (kb / 4) + 16 + 32 (kb % 4).
  * Rows need byte strides that are multiples of 16 (D and I multiples of 256
  * for Q8_0; always for Q4_K); decode.cu checks them before choosing this path.
+ * Measurements: bench/decode/README.md and src/cuda/NOTES_decode.md, session 20.
  */
 #include "common.cuh"
 #include "cuda_backends.h"
