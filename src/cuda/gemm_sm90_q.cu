@@ -441,14 +441,17 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
 
 extern "C" int moe__cuda_quant_box(int fmt) { return fmt == MOE_DF_Q8_0 ? 80 : fmt == MOE_DF_Q4_K ? 16 : 0; }
 
+/* persistent: one CTA an SM (its shared memory), no more than there are tiles;
+ * m-tiles of 256 or 64 tokens run the register-A kernel, of 128 the B-decoding one */
 template <int ACT, typename T, int QF>
 static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0, const CUtensorMap *b1,
                           int sm_count, cudaStream_t s) {
-    /* persistent: one CTA an SM (its shared memory), no more than there are tiles */
-    const int nout = g->mode == 1 && g->gated ? 128 : 256;
+    const int nout = (g->mode == 1 && g->gated ? 128 : 256) / (g->bm == 128 ? 1 : 2);
     const int64_t most = (int64_t)g->max_mtiles * ((g->N + nout - 1) / nout);
     const unsigned grid = (unsigned)(most < sm_count ? (most < 1 ? 1 : most) : sm_count);
-    gemm_sm90_q<ACT, T, QF><<<grid, NTHREADS, SM90_SMEM_BYTES_Q(QF), s>>>(tm[0], *b0, *b1, tm[1], *g);
+    if (g->bm == 64) gemm_sm90_qs<ACT, T, QF, 64><<<grid, NTHREADS, QS_SMEM(QF, 64), s>>>(tm[0], *b0, *b1, *g);
+    else if (g->bm == 256) gemm_sm90_qs<ACT, T, QF, 256><<<grid, NTHREADS, QS_SMEM(QF, 256), s>>>(tm[0], *b0, *b1, *g);
+    else gemm_sm90_q<ACT, T, QF><<<grid, NTHREADS, SM90_SMEM_BYTES_Q(QF), s>>>(tm[0], *b0, *b1, tm[1], *g);
     return cudaGetLastError();
 }
 
@@ -464,45 +467,13 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const
     return cudaErrorInvalidValue;
 }
 
-template <int ACT, typename T, int QF>
-static cudaError_t launch_qs(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0,
-                             const CUtensorMap *b1, int sm_count, cudaStream_t s) {
-    const int nout = g->mode == 1 && g->gated ? 64 : 128;
-    const int64_t most = (int64_t)g->max_mtiles * ((g->N + nout - 1) / nout);
-    const unsigned grid = (unsigned)(most < sm_count ? (most < 1 ? 1 : most) : sm_count);
-    if (g->bm == 64) gemm_sm90_qs<ACT, T, QF, 64><<<grid, NTHREADS, QS_SMEM(QF, 64), s>>>(tm[0], *b0, *b1, *g);
-    else gemm_sm90_qs<ACT, T, QF, 256><<<grid, NTHREADS, QS_SMEM(QF, 256), s>>>(tm[0], *b0, *b1, *g);
-    return cudaGetLastError();
-}
-
-template <typename T, int QF>
-static cudaError_t dispatch_qs(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0,
-                               const CUtensorMap *b1, int sm_count, cudaStream_t s) {
-    switch (g->mode == 2 ? -1 : g->act) {
-#define MOE_ACT_CASE_(a) \
-    case a: return launch_qs<a, T, QF>(g, tm, b0, b1, sm_count, s);
-        MOE_CUDA_FOR_ACTS(MOE_ACT_CASE_)
-#undef MOE_ACT_CASE_
-    }
-    return cudaErrorInvalidValue;
-}
-
 extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                              int sm_count, cudaStream_t s, char *why, size_t n) {
-    if ((g->bm == 256 || g->bm == 64) && g->cm == 1 && g->cn == 1 && !g->gather &&
-        (g->qfmt == MOE_DF_Q8_0 || g->qfmt == MOE_DF_Q4_K)) { /* weights as A, decoded into registers */
-        CUtensorMap tm[2];
-        if (moe__cuda_sm90_tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
-        const int f16 = g->dtype == MOE_TYPE_F16;
-        if (g->qfmt == MOE_DF_Q8_0)
-            return f16 ? dispatch_qs<__half, SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s)
-                       : dispatch_qs<__nv_bfloat16, SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s);
-        return f16 ? dispatch_qs<__half, SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s)
-                   : dispatch_qs<__nv_bfloat16, SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s);
-    }
-    if (g->bm != 128 || g->bn != 256 || g->cm != 1 || g->cn != 1 || g->gather ||
-        (g->qfmt != MOE_DF_Q8_0 && g->qfmt != MOE_DF_Q4_K)) {
-        snprintf(why, n, "quantised B (format %d) runs BM 128, BN 256, 1 x 1, A through TMA; got BM %d BN %d %dx%d%s",
+    const bool tile_ok = g->bm == 256 || g->bm == 64 || (g->bm == 128 && g->bn == 256);
+    if (!tile_ok || g->cm != 1 || g->cn != 1 || g->gather || (g->qfmt != MOE_DF_Q8_0 && g->qfmt != MOE_DF_Q4_K)) {
+        snprintf(why, n,
+                 "GGUF weights (format %d) run m-tiles of 64, 256, or 128 with BN 256, 1 x 1, A through TMA; got BM %d "
+                 "BN %d %dx%d%s",
                  g->qfmt, g->bm, g->bn, g->cm, g->cn, g->gather ? ", gather" : "");
         return cudaErrorInvalidValue;
     }
