@@ -64,9 +64,6 @@
 #ifndef SM90_Q_AHEAD
 #define SM90_Q_AHEAD 0
 #endif
-#ifndef SM90_Q_RELEASE0
-#define SM90_Q_RELEASE0 0 /* 1: the consumers free a stage as soon as its wgmmas are done */
-#endif
 #define SM90_SMEM_BYTES_Q(qf)                                                                                          \
     (SM90_Q_STAGES * SM90_STAGE_BYTES(128, BN) + SM90_Q_RAWS(qf) * 2 * SM90_Q_HALF(qf) + 1024 + SM90_STAGING_BYTES)
 /* the format's raw loads and row decoder (gemm_sm90_q.cu) */
@@ -579,14 +576,9 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     wt0 = g.w[pr0];
                     wt1 = g.w[pr1];
                 }
-                if (QF && SM90_Q_RELEASE0) {
-                    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-                    if (lane == 0) release(bar(STAGES + stage));
-                } else {
-                    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                    if (prev >= 0 && lane == 0) release(bar(STAGES + prev));
-                    prev = stage;
-                }
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                if (prev >= 0 && lane == 0) release(bar(STAGES + prev));
+                prev = stage;
                 if (++stage == STAGES) { stage = 0; phase ^= 1; }
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
