@@ -576,7 +576,8 @@ TEST(cuda_quant_prefill_forced) {
  * (MOE_QUANT_PREFILL_FUSED=0: the dequantising one; Q6_K always), and on the
  * same data both kernels (MOE_SM90_QS=128: B decoded; 256, 64: A in registers) and the dequantising path pass
  * against the reference, with the same error where they compute the same bf16
- * weights and sums (reported). */
+ * weights and sums (reported: Q8_0's weights are the dequantised ones, Q4_K's
+ * carry one more f32 rounding in the GGUF GEMMs). */
 TEST(cuda_quant_prefill_gguf_gemm) {
     moe_ctx *ctx = cuda_ctx();
     if (!ctx) SKIP("no CUDA device");

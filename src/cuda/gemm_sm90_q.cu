@@ -14,9 +14,11 @@
  * 64): the weights as wgmma's A operand, decoded by the consumer threads
  * straight into registers, the tokens as B from shared memory.
  *
- * Both use the decode kernels' format arithmetic (decode_kernels.h: the same
- * scale handling and f32 products as dequant.cu), so a weight becomes the very
- * bf16/f16 value the dequantising path writes. The quantised bytes are read once
+ * Both use the decode kernels' scale handling (decode_kernels.h) and one FFMA
+ * a weight (mag_q8, mag_q4 below): a Q8_0 weight is the very bf16/f16 value
+ * the dequantising path writes; a Q4_K weight carries one more f32 rounding
+ * (at most 2^-17 of a quantisation step), so about 0.8% of them differ from
+ * it by one bf16 unit (bench/decode/s21/check_decode_math.c). The quantised bytes are read once
  * per m-tile (from L2 after the first), the dequantised copy never exists.
  *
  * Raw boxes (3-D maps over [E, N, row bytes], moe__cuda_quant_tmap; 128-row
@@ -46,8 +48,9 @@ static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K, "gemm_
 #define QS_STAGES(nt) ((nt) == 256 ? 4 : 8)
 #define QS_RH(qf) ((qf) == SM90_QF_Q8_0 ? 64 * 80 : 3 * 64 * 16) /* one box set of 64 rows */
 #define QS_STAGE(qf, nt) ((nt) * BK * 2 + 2 * QS_RH(qf))
-#define QS_STG(nt) ((nt) * 64) /* a warpgroup's staging: nt tokens x 32 columns */
-#define QS_SMEM(qf, nt) (1024 + QS_STAGES(nt) * QS_STAGE(qf, nt) + 2 * QS_STG(nt) + 2 * 1024 + 2 * QS_STAGES(nt) * 8)
+#define QS_STGW 4096 /* a warp's staging: its 8 or 16 columns of up to 256 or 128 tokens */
+#define QS_WT(nt) (2 * (nt) * 4) /* a warpgroup's routing weights, two tiles in turn */
+#define QS_SMEM(qf, nt) (1024 + QS_STAGES(nt) * QS_STAGE(qf, nt) + 8 * QS_STGW + 2 * QS_WT(nt) + 2 * QS_STAGES(nt) * 8)
 
 #ifdef MOE_SM90A
 static __device__ __forceinline__ uint4 lds128(uint32_t a) {
@@ -60,20 +63,31 @@ static __device__ __forceinline__ uint32_t lds16(uint32_t a) {
     asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a));
     return v;
 }
-static __device__ __forceinline__ void sts16(uint32_t a, unsigned short v) {
-    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(a), "h"(v) : "memory");
-}
 static __device__ __forceinline__ void sts128(uint32_t a, uint4 v) {
     asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                  : "memory");
 }
-/* Four byte-sized integers b (bytes of u) as floats 2^23 + b: a byte permute
- * against 2^23's bits (0x4B000000), no I2F. Subtracting 2^23 (plus a bias) is
- * exact, so every weight is the value the format decoders make
- * (decode_kernels.h: FmtQ8_0 / FmtQ4_K::dq, d * q and dl * q - ml), with about
- * 4 instructions an element instead of 7. */
-static __device__ __forceinline__ float magic_byte(uint32_t u, int j) {
-    return __int_as_float(__byte_perm(u, 0x4B000000u, 0x7440 | j));
+/* four 8x8 b16 matrices, transposed: lanes 8i..8i+7 address matrix i's rows */
+static __device__ __forceinline__ void stsm_x4_trans(uint32_t a, const uint32_t r[4]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(r[0]), "r"(r[1]),
+                 "r"(r[2]), "r"(r[3])
+                 : "memory");
+}
+/* Integer codes as floats by a byte permute against a float's exponent bits
+ * (no I2F), so that one FFMA makes the weight:
+ * Q8_0: a code byte xor 0x80 (u = q + 128) placed in bits 8-15 under 0x47 is
+ *   the float 2^15 + u, and fma(f, d, -32896 d) = q d exactly: 32896 d has 20
+ *   significant bits (32896 = 2^7 257, d an f16), q d at most 19. So the weight
+ *   is d * q as the format decoders make it (decode_kernels.h FmtQ8_0::dq).
+ * Q4_K: a nibble (a byte 0..15) in bits 16-23 under 0x43 is the float 128 + q,
+ *   and fma(f, dl, -(128 dl + ml)) = dl q - ml with one more rounding (of
+ *   128 dl + ml, at most 2^-17 dl: 1/131072 of a quantisation step) than
+ *   FmtQ4_K::dq, far below the bf16 rounding that follows. */
+static __device__ __forceinline__ float mag_q8(uint32_t u, int j) {
+    return __int_as_float(__byte_perm(u, 0x47000000u, 0x7404 | (j << 4)));
+}
+static __device__ __forceinline__ float mag_q4(uint32_t n, int j) {
+    return __int_as_float(__byte_perm(n, 0x43000000u, 0x7044 | (j << 8)));
 }
 template <typename T>
 static __device__ __forceinline__ void sts_piece(uint32_t dst, int s, int r, const float f[8]) {
@@ -97,21 +111,23 @@ template <> struct Sm90Quant<SM90_QF_Q8_0> {
     template <typename T> static __device__ __forceinline__ void frag(uint32_t raw, int r, int kb, int q, uint32_t p[8]) {
         const uint32_t base = raw + r * 80 + 4 * (kb & 3);
         const float d[2] = {dq_h2f(lds16(base)), dq_h2f(lds16(base + 34))};
+        const float c[2] = {-32896.0f * d[0], -32896.0f * d[1]};
 #pragma unroll
         for (int kk = 0; kk < 4; kk++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const uint32_t x = lds16(base + 2 + 34 * (kk >> 1) + 16 * (kk & 1) + 8 * h + 2 * q) ^ 0x8080u;
-                p[2 * kk + h] = dk_pack<T>(d[kk >> 1] * (magic_byte(x, 0) - 8388736.0f),
-                                           d[kk >> 1] * (magic_byte(x, 1) - 8388736.0f));
+                const int b = kk >> 1;
+                const uint32_t x = lds16(base + 2 + 34 * b + 16 * (kk & 1) + 8 * h + 2 * q) ^ 0x8080u;
+                p[2 * kk + h] = dk_pack<T>(fmaf(mag_q8(x, 0), d[b], c[b]), fmaf(mag_q8(x, 1), d[b], c[b]));
             }
     }
     /* the 20 words of row r's box, the blocks from word Q: block 0's f16 scale
      * at byte 0 and codes at 2 (realigned), block 1's at 34 and 36. Codes
-     * biased by 128 (xor), 2^23 + 128 + q made by the permute. */
+     * biased by 128 (xor), 2^15 + 128 + q made by the permute. */
     template <int Q, typename T> static __device__ __forceinline__ void row_q(const uint32_t *v, int r, uint32_t dst) {
         const uint32_t *w = v + Q;
         const float d[2] = {dq_h2f(w[0] & 0xffffu), dq_h2f(w[8] >> 16)};
+        const float c[2] = {-32896.0f * d[0], -32896.0f * d[1]};
 #pragma unroll
         for (int s = 0; s < 8; s++) {
             const int bb = s >> 2, i = 2 * (s & 3);
@@ -121,7 +137,7 @@ template <> struct Sm90Quant<SM90_QF_Q8_0> {
                 q[h] = (bb ? w[9 + i + h] : __byte_perm(w[i + h], w[i + h + 1], 0x5432)) ^ 0x80808080u;
             float f[8];
 #pragma unroll
-            for (int j = 0; j < 8; j++) f[j] = d[bb] * (magic_byte(q[j >> 2], j & 3) - 8388736.0f);
+            for (int j = 0; j < 8; j++) f[j] = fmaf(mag_q8(q[j >> 2], j & 3), d[bb], c[bb]);
             sts_piece<T>(dst, s, r, f);
         }
     }
@@ -163,6 +179,7 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
         R.hdr = lds128(raw + 16 * r);
         FmtQ4_K::Dec dc;
         FmtQ4_K::prep(R, kb & 3, dc);
+        const float c[2] = {-fmaf(128.0f, dc.dl[0], dc.ml[0]), -fmaf(128.0f, dc.dl[1], dc.ml[1])};
         uint32_t x[2][2];
 #pragma unroll
         for (int b = 0; b < 2; b++)
@@ -174,8 +191,7 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
             for (int h = 0; h < 2; h++) {
                 const int k = kk >> 1;
                 const uint32_t n = (x[kk & 1][h] >> (4 * k)) & 0x0F0Fu;
-                p[2 * kk + h] = dk_pack<T>(dc.dl[k] * (magic_byte(n, 0) - 8388608.0f) - dc.ml[k],
-                                           dc.dl[k] * (magic_byte(n, 1) - 8388608.0f) - dc.ml[k]);
+                p[2 * kk + h] = dk_pack<T>(fmaf(mag_q4(n, 0), dc.dl[k], c[k]), fmaf(mag_q4(n, 1), dc.dl[k], c[k]));
             }
     }
     /* sub-blocks 2t (low nibbles of the 32 code bytes) and 2t + 1 (high), t = kb % 4 */
@@ -186,6 +202,7 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
         R.q[1] = lds128(raw + 4096 + 16 * r);
         FmtQ4_K::Dec dc;
         FmtQ4_K::prep(R, kb & 3, dc);
+        const float c[2] = {-fmaf(128.0f, dc.dl[0], dc.ml[0]), -fmaf(128.0f, dc.dl[1], dc.ml[1])};
         const uint32_t w[8] = {R.q[0].x, R.q[0].y, R.q[0].z, R.q[0].w, R.q[1].x, R.q[1].y, R.q[1].z, R.q[1].w};
 #pragma unroll
         for (int s = 0; s < 8; s++) {
@@ -195,7 +212,7 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
             for (int h = 0; h < 2; h++) {
                 const uint32_t n = (w[w0 + h] >> (4 * k)) & 0x0F0F0F0Fu;
 #pragma unroll
-                for (int j = 0; j < 4; j++) f[4 * h + j] = dc.dl[k] * (magic_byte(n, j) - 8388608.0f) - dc.ml[k];
+                for (int j = 0; j < 4; j++) f[4 * h + j] = fmaf(mag_q4(n, j), dc.dl[k], c[k]);
             }
             sts_piece<T>(dst, s, r, f);
         }
@@ -228,7 +245,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
     static_assert(STB % 1024 == 0, "stages keep the token box 1024-byte aligned (128B swizzle)");
     extern __shared__ unsigned char smem_raw[];
     uint32_t sbase = (smem_u32(smem_raw) + 1023) & ~1023u;
-    const uint32_t stg0 = sbase + STAGES * STB, wt0 = stg0 + 2 * QS_STG(NT), meta = wt0 + 2048;
+    const uint32_t stg0 = sbase + STAGES * STB, wt0 = stg0 + 8 * QS_STGW, meta = wt0 + 2 * QS_WT(NT);
     auto bar = [&](int i) -> uint32_t { return meta + 8 * i; }; /* full[s], empty[s] = bar(STAGES + s) */
     const int wg = threadIdx.x / 128;
     if (threadIdx.x == 0) {
@@ -272,7 +289,8 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
         /* the thread's two A rows: (box set, row in it) and their outputs */
         const int h0 = GATED ? 0 : cw, h1 = GATED ? 1 : cw;
         const int r0 = GATED ? 32 * cw + 8 * w4 + gq : 16 * w4 + gq, r1 = GATED ? r0 : r0 + 8;
-        const uint32_t stg = stg0 + cw * QS_STG(NT), wtab = wt0 + cw * 1024;
+        const uint32_t stg = stg0 + (4 * cw + w4) * QS_STGW, wtab0 = wt0 + cw * QS_WT(NT);
+        int parity = 0; /* of the warpgroup's tiles: which routing-weight table */
         float acc[NT / 2];
         uint32_t fa[16], fb[16];
         int stage = 0;
@@ -297,6 +315,19 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                 for (int b = 0; b < NG; b++) {
                     acc[4 * b] = acc[4 * b + 1] = b0;
                     acc[4 * b + 2] = acc[4 * b + 3] = b1;
+                }
+            }
+            /* GEMM 2's routing weights of the tile's rows (0 past the expert's):
+             * the pair indices now, the weights after the first decode, the
+             * table after the k-blocks, so that no load waits in the open */
+            constexpr int NW = (NT + 127) / 128;
+            int pidx[NW];
+            float wrt[NW];
+            if (MODE == 2) {
+#pragma unroll
+                for (int j = 0; j < NW; j++) {
+                    const int m = m0 + t128 + 128 * j;
+                    pidx[j] = m < rows && t128 + 128 * j < NT ? g.sorted_pair[rbase + m] : -1;
                 }
             }
             /* The k-blocks in pairs, A fragments in two register sets: a k-block's
@@ -335,6 +366,10 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
             int st_a, st_b = 0;
             uint32_t sa_a = wait_full(&st_a);
             decode(fa, sa_a, 0);
+            if (MODE == 2) {
+#pragma unroll
+                for (int j = 0; j < NW; j++) wrt[j] = pidx[j] >= 0 ? g.w[pidx[j]] : 0.f;
+            }
             for (int kb = 0; kb < kblocks; kb += 2) {
                 mma(fa, sa_a);
                 const bool two = kb + 1 < kblocks;
@@ -357,66 +392,91 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
 #pragma unroll
             for (int i = 0; i < NT / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
 
-            /* ---- epilogue: out^T through shared memory ----
-             * GEMM 2's routing weights of the tile's NT rows first (0 past the expert's) */
-            asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory"); /* the previous tile's copies are done */
+            /* ---- epilogue: out^T through shared memory, a warp at a time ----
+             * The accumulators of 8 tokens x 8 rows are an m8n8 fragment (row gq,
+             * tokens 2q, 2q + 1); stmatrix .trans writes it token-major, 16 bytes a
+             * token, into the warp's own staging, which the warp copies out with
+             * 16-byte stores. Only GEMM 2's routing weights need the warpgroup:
+             * one barrier a tile, the table alternating between two buffers (a
+             * warp writes a buffer again after the next tile's barrier, which
+             * every warp reaches after its reads of this one). */
+            const uint32_t wtab = wtab0 + parity * (NT * 4);
+            parity ^= 1;
             if (MODE == 2) {
 #pragma unroll
-                for (int j = 0; j < (NT + 127) / 128; j++) {
-                    const int m = m0 + t128 + 128 * j;
-                    const float w = m < rows && t128 + 128 * j < NT ? g.w[g.sorted_pair[rbase + m]] : 0.f;
+                for (int j = 0; j < NW; j++)
                     if (t128 + 128 * j < NT)
-                        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(wtab + 4 * (t128 + 128 * j)), "f"(w) : "memory");
-                }
+                        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(wtab + 4 * (t128 + 128 * j)), "f"(wrt[j]) : "memory");
                 asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
             }
-            /* passes of 32 columns: GATED one (the warpgroup's 32 outputs), else two
-             * (rows 0-31, then 32-63 of its 64: the slabs 2 pass and 2 pass + 1) */
-            constexpr int PASSES = GATED ? 1 : 2;
+            const int mi = lane >> 3, mr = lane & 7; /* the stmatrix row this lane addresses */
+            if (GATED) {
+                /* the warp's 8 outputs of every token: one matrix a group of 8 tokens */
+                __syncwarp();
 #pragma unroll
-            for (int pass = 0; pass < PASSES; pass++) {
-                const bool mine = GATED || (w4 >> 1) == pass;
-                if (mine) {
-                    /* staging column of the thread's output(s) */
-                    const int c0 = GATED ? 8 * w4 + gq : 16 * (w4 & 1) + gq;
+                for (int b = 0; b < NG; b += 4) {
+                    uint32_t r[4];
 #pragma unroll
-                    for (int b = 0; b < NG; b++) {
-#pragma unroll
-                        for (int j = 0; j < 2; j++) {
-                            const int tok = 8 * b + 2 * q + j;
-                            float wt = 1.f;
-                            if (MODE == 2) asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(wt) : "r"(wtab + 4 * tok));
-                            if (GATED) {
-                                const float v = moe_cuda_act(ACT, acc[4 * b + j], acc[4 * b + 2 + j], g.alpha, g.limit);
-                                sts16(stg + tok * 64 + 2 * c0, (unsigned short)(moe_cuda_pack2<T>(v, 0.f) & 0xffffu));
-                            } else {
-#pragma unroll
-                                for (int hh = 0; hh < 2; hh++) {
-                                    const float a = acc[4 * b + 2 * hh + j];
-                                    const float v = MODE == 2 ? wt * a : moe_cuda_act(ACT, 0.f, a, g.alpha, g.limit);
-                                    sts16(stg + tok * 64 + 2 * (c0 + 8 * hh),
-                                          (unsigned short)(moe_cuda_pack2<T>(v, 0.f) & 0xffffu));
-                                }
-                            }
-                        }
-                    }
+                    for (int i = 0; i < 4; i++)
+                        r[i] = moe_cuda_pack2<T>(
+                            moe_cuda_act(ACT, acc[4 * (b + i)], acc[4 * (b + i) + 2], g.alpha, g.limit),
+                            moe_cuda_act(ACT, acc[4 * (b + i) + 1], acc[4 * (b + i) + 3], g.alpha, g.limit));
+                    stsm_x4_trans(stg + 16 * (8 * (b + mi) + mr), r);
                 }
-                asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-                /* the expert's rows of the NT x 32 staging to out, 16 bytes a store */
-                const int col0 = n0 + (GATED ? 32 * cw : 64 * cw + 32 * pass);
+                __syncwarp();
+                const int col = o0 - gq;
 #pragma unroll
                 for (int j = 0; j < NT / 32; j++) {
-                    const int ch = t128 + 128 * j, tok = ch >> 2, part = ch & 3;
-                    const int col = col0 + 8 * part;
-                    if (m0 + tok < rows && col < N) {
-                        uint4 v;
-                        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                                     : "r"(stg + tok * 64 + 16 * part));
-                        *(uint4 *)((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col) = v;
+                    const int tok = lane + 32 * j;
+                    if (m0 + tok < rows && col < N)
+                        *(uint4 *)((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col) = lds128(stg + 16 * tok);
+                }
+            } else {
+                /* the warp's 16 outputs (rows gq and gq + 8 of its slab), 128
+                 * tokens a pass, 32 bytes a token: the halves of a token's row
+                 * swapped every 4 tokens so that a matrix's 8 rows hit every bank */
+                constexpr int PT = NT < 128 ? NT : 128, GP = PT / 8;
+#pragma unroll
+                for (int pass = 0; pass < NT / PT; pass++) {
+                    __syncwarp();
+#pragma unroll
+                    for (int b = 0; b < GP; b += 2) {
+                        const int bg = GP * pass + b;
+                        uint32_t r[4];
+#pragma unroll
+                        for (int i = 0; i < 2; i++) {
+                            const float *a = acc + 4 * (bg + i);
+                            float v[4];
+                            if (MODE == 2) {
+                                float2 wt;
+                                asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                                             : "=f"(wt.x), "=f"(wt.y)
+                                             : "r"(wtab + 4 * (8 * (bg + i) + 2 * q)));
+                                v[0] = wt.x * a[0];
+                                v[1] = wt.y * a[1];
+                                v[2] = wt.x * a[2];
+                                v[3] = wt.y * a[3];
+                            } else {
+#pragma unroll
+                                for (int k = 0; k < 4; k++) v[k] = moe_cuda_act(ACT, 0.f, a[k], g.alpha, g.limit);
+                            }
+                            r[2 * i] = moe_cuda_pack2<T>(v[0], v[1]);
+                            r[2 * i + 1] = moe_cuda_pack2<T>(v[2], v[3]);
+                        }
+                        const int tok = 8 * (b + (mi >> 1)) + mr;
+                        stsm_x4_trans(stg + 32 * tok + 16 * ((mi & 1) ^ ((tok >> 2) & 1)), r);
+                    }
+                    __syncwarp();
+                    const int col0 = o0 - gq;
+#pragma unroll
+                    for (int j = 0; j < PT / 16; j++) {
+                        const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
+                        const int col = col0 + 8 * part, m = m0 + PT * pass + tok;
+                        if (m < rows && col < N)
+                            *(uint4 *)((T *)g.out + (int64_t)(rbase + m) * N + col) =
+                                lds128(stg + 32 * tok + 16 * (part ^ ((tok >> 2) & 1)));
                     }
                 }
-                if (pass + 1 < PASSES) asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
             }
         }
     }
