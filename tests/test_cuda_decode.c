@@ -574,7 +574,8 @@ TEST(cuda_quant_prefill_forced) {
 /* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90, Hopper; Q8_0
  * and Q4_K rows that TMA can address): the layer says which prefill it runs
  * (MOE_QUANT_PREFILL_FUSED=0: the dequantising one; Q6_K always), and on the
- * same data both kernels (MOE_SM90_QS=128: B decoded; 256, 64: A in registers) and the dequantising path pass
+ * same data both kernels (MOE_SM90_QS=128: B decoded; 256, 64: A in registers; 256
+ * also with MOE_SM90_QS_TAIL=0) and the dequantising path pass
  * against the reference, with the same error where they compute the same bf16
  * weights and sums (reported: Q8_0's weights are the dequantised ones, Q4_K's
  * carry one more f32 rounding in the GGUF GEMMs). */
@@ -603,35 +604,40 @@ TEST(cuda_quant_prefill_gguf_gemm) {
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K};
     int same = 0, runs = 0;
     for (int i = 0; i < 2 && !moe_test_failed(); i++)
-        for (int v = 0; v < 4 && !moe_test_failed(); v++) {
+        for (int v = 0; v < 5 && !moe_test_failed(); v++) {
             moe_case c = {"gguf-gemm", v < 2 ? 64 : 300, 8, 512, 512, 2, MOE_ACT_SWIGLU, MOE_GATE_UP_SEPARATE, 0, q[i],
                           MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
             if (v == 1) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; c.I = 256; }
             if (v == 2) { c.layout = MOE_GATE_UP_CONCAT; c.act = MOE_ACT_GEGLU_ERF; c.E = 16; c.K = 4; c.D = 768; }
             if (v == 3) { c.act_type = MOE_TYPE_F16; c.routing = ROUTE_SKIP_LAST; c.I = 768; }
+            if (v == 4) { c.T = 600; c.K = 4; c.act = MOE_ACT_GELU; c.bias = 1; } /* ~300 rows an expert: 256 + a tail */
             /* both kernels on GGUF weights (MOE_SM90_QS: B decoded into shared
-             * memory, weights decoded into wgmma's A registers), then dequantising */
-            static const char *how[4] = {"GGUF GEMMs, B decoded", "GGUF GEMMs, A in registers, 256 tokens",
+             * memory, weights decoded into wgmma's A registers, with 256 tokens
+             * a tile also without the 128- and 64-token tails), then dequantising */
+            static const char *how[5] = {"GGUF GEMMs, B decoded", "GGUF GEMMs, A in registers, 256 tokens (tails 128, 64)",
+                                         "GGUF GEMMs, A in registers, 256 tokens only",
                                          "GGUF GEMMs, A in registers, 64 tokens", "dequantising"};
-            static const char *qs[3] = {"128", "256", "64"};
-            double err[4] = {0, 0, 0, 0};
-            for (int f = 0; f < 4 && !moe_test_failed(); f++) {
-                if (f < 3) setenv("MOE_SM90_QS", qs[f], 1);
+            static const char *qs[4] = {"128", "256", "256", "64"};
+            double err[5] = {0, 0, 0, 0, 0};
+            for (int f = 0; f < 5 && !moe_test_failed(); f++) {
+                if (f < 4) setenv("MOE_SM90_QS", qs[f], 1);
                 else setenv("MOE_QUANT_PREFILL_FUSED", "0", 1);
+                if (f == 2) setenv("MOE_SM90_QS_TAIL", "0", 1);
                 char msg[1024];
-                moe_case_result r = moe_case_run(&c, ctx, "cuda-quant", moe_test_seed() + 53u * (unsigned)(4 * i + v),
+                moe_case_result r = moe_case_run(&c, ctx, "cuda-quant", moe_test_seed() + 53u * (unsigned)(5 * i + v),
                                                  &err[f], msg, sizeof msg);
                 CHECK_MSG(r == MOE_CASE_PASS, "%s variant %d, %s: %s", moe_type_name(q[i]), v, how[f], msg);
                 unsetenv("MOE_SM90_QS");
+                unsetenv("MOE_SM90_QS_TAIL");
                 unsetenv("MOE_QUANT_PREFILL_FUSED");
             }
             runs++;
-            same += (err[0] == err[3]) + (err[1] == err[3]) + (err[2] == err[3]);
+            for (int f = 0; f < 4; f++) same += err[f] == err[4];
             if (getenv("MOE_TEST_VERBOSE"))
-                printf("     %s variant %d: error %.3e / %.3e / %.3e (GGUF GEMMs) vs %.3e (dequantising)\n",
-                       moe_type_name(q[i]), v, err[0], err[1], err[2], err[3]);
+                printf("     %s variant %d: error %.3e / %.3e / %.3e / %.3e (GGUF GEMMs) vs %.3e (dequantising)\n",
+                       moe_type_name(q[i]), v, err[0], err[1], err[2], err[3], err[4]);
         }
-    printf("     GGUF GEMMs against the dequantising path: the same error in %d of %d runs\n", same, 3 * runs);
+    printf("     GGUF GEMMs against the dequantising path: the same error in %d of %d runs\n", same, 4 * runs);
     unsetenv("MOE_QUANT_PREFILL_T");
     moe_ctx_free(ctx);
 }

@@ -54,6 +54,8 @@ typedef struct moe_cuda_impl {
     int qs;                   /* ... the m-tile: 256 or 64 (the kernel with the weights as A in registers; its maps
                                  have 64-row boxes) or 128 (B decoded into shared memory) as MOE_SM90_QS forces,
                                  -1 the rule per forward (moe__cuda_sm90_bm) */
+    int qs_tail;              /* m-tiles of 256: an expert's last rows in a tile of 128 or 64 when they are that
+                                 few (MOE_CUDA_TILE_CODE); MOE_SM90_QS_TAIL=0 turns it off */
     CUtensorMap tm_qg64, tm_qu64, tm_qd64;
 } moe_cuda_impl;
 
@@ -77,6 +79,8 @@ cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtensorMap *tmB0,
 cudaError_t moe__cuda_gemm_sm90_prepare(void);
 /* the A and output maps of a launch (tm[0], tm[1]); 0, or -1 and why */
 int moe__cuda_sm90_tmap_a_out(const moe_cuda_gemm *g, CUtensorMap *tm, char *why, size_t n);
+/* the A map alone, in boxes of `rows` rows (gemm_sm90_q.cu's tail tiles) */
+int moe__cuda_sm90_tmap_a(const moe_cuda_gemm *g, int rows, CUtensorMap *tm, char *why, size_t n);
 /* src/cuda/gemm_sm90_q.cu: the launch with GGUF blocks as B (g->qfmt; tmB0 / tmB1
  * made by moe__cuda_quant_tmap with the format's box, moe__cuda_quant_box) */
 cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,

@@ -69,7 +69,8 @@ typedef struct moe_cuda_gemm {
     void *out;                /* h [TK, I] (mode 1) or y [TK, D] (mode 2) */
     const int32_t *sorted_pair; /* [TK] pair index t*K+k in expert order */
     const int32_t *exp_off;   /* [E+1] first sorted row of each expert */
-    const int2 *tiles;        /* [max_mtiles] (expert, m0) of bm-row m-tiles, in expert order */
+    const int2 *tiles;        /* [max_mtiles] (expert, m0) of bm-row m-tiles, in expert order; m0 < 2^28, bits
+                                 28-29 a smaller last tile of the expert (MOE_CUDA_TILE_CODE: bm 256 on GGUF weights) */
     const int32_t *n_mtiles;  /* [1] tiles in use (cm = 2: units in use) */
     const int2 *units;        /* cm = 2: [max_mtiles] work units, two indices into tiles (rm = 0, 1; the second -1
                                  for none): one expert's m-tiles 2i, 2i + 1 (paired), or two experts' odd last ones */
@@ -85,6 +86,12 @@ typedef struct moe_cuda_gemm {
     int qfmt;                 /* sm90: B0/B1 are GGUF blocks of this format (decode.h MOE_DF_Q8_0 / MOE_DF_Q4_K),
                                  decoded in the kernel (gemm_sm90_q.cu); 0: bf16/f16 weights */
 } moe_cuda_gemm;
+
+/* An expert's last m-tile when the tile list has tails (k_scan, gemm_sm90_q.cu):
+ * its rows (up to 128 or 64) run a tile of that many tokens; code 0 = bm */
+#define MOE_CUDA_TILE_ROW(y) ((y) & 0x0fffffff)
+#define MOE_CUDA_TILE_CODE(y) (((y) >> 28) & 3) /* 0: bm rows, 1: 128, 2: 64 */
+#define MOE_CUDA_TILE_TAIL(r) ((r) <= 64 ? 2 : (r) <= 128 ? 1 : 0)
 
 #ifdef __CUDACC__
 /* ---- device helpers ---- */

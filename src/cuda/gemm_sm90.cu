@@ -228,6 +228,14 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const
  * expert order) in the boxes of BM 128's staged epilogue: 64 rows of 64 columns
  * (128B swizzle) for n-tiles of 256, of 40 (unswizzled) for 240. Made per call:
  * the workspace moves. */
+/* A (the permuted x or h) in boxes of BK columns by `rows` rows */
+extern "C" int moe__cuda_sm90_tmap_a(const moe_cuda_gemm *g, int rows, CUtensorMap *tm, char *why, size_t n) {
+    cuuint64_t dims[2] = {(cuuint64_t)g->C, (cuuint64_t)g->TK};
+    cuuint64_t strides[1] = {(cuuint64_t)g->C * 2};
+    cuuint32_t box[2] = {BK, (cuuint32_t)rows};
+    return encode(tm, g->A, g->dtype, 2, dims, strides, box, why, n);
+}
+
 extern "C" int moe__cuda_sm90_tmap_a_out(const moe_cuda_gemm *g, CUtensorMap *tm, char *why, size_t n) {
     cuuint64_t dims[2] = {(cuuint64_t)g->C, (cuuint64_t)g->TK};
     cuuint64_t strides[1] = {(cuuint64_t)g->C * 2};

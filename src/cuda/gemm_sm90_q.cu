@@ -222,25 +222,238 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
 /* ---- gemm_sm90_qs: the weights as wgmma's A operand, decoded into registers ----
  * The tile is 128 weight rows (two consumer warpgroups of 64: m64) by NT = 256
  * or 64 rows of the permuted x or h (the m-tile: wgmma's N, K-major in shared
- * memory as TMA writes it; 64 for experts with few rows). The producer (one thread) brings, per k-block, the token
- * box and the raw bytes of the 128 weight rows (two boxes of 64 rows); each
- * consumer thread decodes the 16 weights of its two A-fragment rows straight
- * into registers (frag: no bf16 tile in shared memory, and the decoding spread
- * over the 256 consumer threads, which have the issue slots that wgmma leaves),
- * two register sets in turn so that a k-block's decoding overlaps the previous
- * k-block's wgmmas. Gate/up: a warpgroup's 64 rows are 32 gate rows and the same
- * 32 up rows, 8 and 8 a 16-row slab, so a thread holds gate and up of one output
- * (rows g and g + 8); down and up-only: 64 consecutive rows. The accumulators
- * hold out^T: the epilogue writes them token-major into shared memory, 32
- * columns a pass, and the warpgroup copies the rows of the expert out with
- * 16-byte stores. */
+ * memory as TMA writes it; 64 for experts with few rows; with 256, an expert's
+ * last 128 or fewer rows run a tile of 128 or 64 tokens, so that its wgmmas
+ * do not multiply the rows past the expert's). The producer (one thread)
+ * brings, per k-block, the token box and the raw bytes of the 128 weight rows
+ * (two boxes of 64 rows); each consumer thread decodes the 16 weights of its
+ * two A-fragment rows straight into registers (frag: no bf16 tile in shared
+ * memory, and the decoding spread over the 256 consumer threads, which have
+ * the issue slots that wgmma leaves), two register sets in turn so that a
+ * k-block's decoding overlaps the previous k-block's wgmmas. Gate/up: a
+ * warpgroup's 64 rows are 32 gate rows and the same 32 up rows, 8 and 8 a
+ * 16-row slab, so a thread holds gate and up of one output (rows g and g + 8);
+ * down and up-only: 64 consecutive rows. The accumulators hold out^T: each
+ * warp writes its rows token-major into its own staging (stmatrix .trans) and
+ * copies them out with 16-byte stores (qs_tile). */
+
+/* A tile's token count: m-tiles of NT tokens, and (NT = 256, impl qs_tail) an
+ * expert's last rows in a tile of 128 or 64 when they are that few: the code
+ * in bits 28-29 of the tile's start row (gemm_common.cuh MOE_CUDA_TILE_CODE) */
+#define QS_TILE_ROW(y) MOE_CUDA_TILE_ROW(y)
+#define QS_TILE_CODE(y) MOE_CUDA_TILE_CODE(y)
+
+/* the consumer warpgroups' state across tiles */
+struct QsCons {
+    uint32_t sbase, meta, stg0, wt0;
+    int stage, parity;
+    uint32_t phase;
+};
+
+/* One tile of NTT tokens (NTT <= NT: the ring's stages are laid out for NT)
+ * for a consumer warpgroup: the k-blocks, then the epilogue. */
+template <int ACT, typename T, int QF, int NT, int NTT>
+static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (&fa)[16], uint32_t (&fb)[16],
+                                               const moe_cuda_gemm &g, int e, int n0, int rbase, int rows, int m0,
+                                               int kblocks) {
+    constexpr int MODE = ACT < 0 ? 2 : 1;
+    constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
+    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(NT), NG = NTT / 8;
+    /* The thread's indices, read anew each tile (volatile): values made from
+     * them are then not hoisted out of the tile loop, where each tile size's
+     * invariants stayed live through the others' k-loops and spilled. */
+    uint32_t tid;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+    const int N = g.N, cw = (int)(tid >> 7) - 1, t128 = tid & 127, lane = tid & 31, w4 = t128 >> 5, gq = lane >> 2,
+              q = lane & 3;
+    /* the thread's two A rows: (box set, row in it) */
+    const int h0 = GATED ? 0 : cw, h1 = GATED ? 1 : cw;
+    const int r0 = GATED ? 32 * cw + 8 * w4 + gq : 16 * w4 + gq, r1 = GATED ? r0 : r0 + 8;
+    auto bar = [&](int i) -> uint32_t { return c.meta + 8 * i; };
+    /* output index of the thread's rows (GATED: one, i; else two, n) */
+    const int o0 = n0 + (GATED ? 32 * cw + 8 * w4 + gq : 64 * cw + 16 * w4 + gq), o1 = GATED ? o0 : o0 + 8;
+    {
+        float b0 = 0.f, b1 = 0.f;
+        if (o0 < N && g.fb0) b0 = g.fb0[(int64_t)e * N + o0];
+        if (GATED) {
+            if (o1 < N && g.fb1) b1 = g.fb1[(int64_t)e * N + o1];
+        } else if (o1 < N && g.fb0) {
+            b1 = g.fb0[(int64_t)e * N + o1];
+        }
+#pragma unroll
+        for (int b = 0; b < NG; b++) {
+            acc[4 * b] = acc[4 * b + 1] = b0;
+            acc[4 * b + 2] = acc[4 * b + 3] = b1;
+        }
+    }
+    /* GEMM 2's routing weights of the tile's rows (0 past the expert's):
+     * the pair indices now, the weights after the first decode, the
+     * table after the k-blocks, so that no load waits in the open */
+    constexpr int NW = (NTT + 127) / 128;
+    int pidx[NW];
+    float wrt[NW];
+    if (MODE == 2) {
+#pragma unroll
+        for (int j = 0; j < NW; j++) {
+            const int m = m0 + t128 + 128 * j;
+            pidx[j] = m < rows && t128 + 128 * j < NTT ? g.sorted_pair[rbase + m] : -1;
+        }
+    }
+    /* The k-blocks in pairs, A fragments in two register sets: a k-block's
+     * fragments are decoded while the other set's wgmmas run, and a set is
+     * redefined only after a wait that ptxas can see retires its wgmmas
+     * (within the loop body, or the wait for all at its end): across the
+     * back edge it could not tell, and serialized every wgmma (C7513). */
+    auto wait_full = [&](int *st) -> uint32_t {
+        mbar_wait(bar(c.stage), c.phase);
+        *st = c.stage;
+        const uint32_t sa = c.sbase + c.stage * STB;
+        if (++c.stage == STAGES) { c.stage = 0; c.phase ^= 1; }
+        return sa;
+    };
+    auto decode = [&](uint32_t (&f)[16], uint32_t sa, int kb) {
+        uint32_t p0[8], p1[8];
+        Sm90Quant<QF>::template frag<T>(sa + TOKB + h0 * RH, r0, kb, q, p0);
+        Sm90Quant<QF>::template frag<T>(sa + TOKB + h1 * RH, r1, kb, q, p1);
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            f[4 * kk] = p0[2 * kk];
+            f[4 * kk + 1] = p1[2 * kk];
+            f[4 * kk + 2] = p0[2 * kk + 1];
+            f[4 * kk + 3] = p1[2 * kk + 1];
+        }
+    };
+    auto mma = [&](const uint32_t (&f)[16], uint32_t sa) {
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) wgmma_rs_m64k16<NTT, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    };
+    auto release = [&](int st) {
+        if (lane == 0) mbar_arrive(bar(STAGES + st));
+    };
+    int st_a, st_b = 0;
+    uint32_t sa_a = wait_full(&st_a);
+    decode(fa, sa_a, 0);
+    if (MODE == 2) {
+#pragma unroll
+        for (int j = 0; j < NW; j++) wrt[j] = pidx[j] >= 0 ? g.w[pidx[j]] : 0.f;
+    }
+    for (int kb = 0; kb < kblocks; kb += 2) {
+        mma(fa, sa_a);
+        const bool two = kb + 1 < kblocks;
+        if (two) {
+            const uint32_t sa_b = wait_full(&st_b);
+            decode(fb, sa_b, kb + 1);
+            mma(fb, sa_b);
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        } else {
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        }
+        release(st_a);
+        if (kb + 2 < kblocks) {
+            sa_a = wait_full(&st_a);
+            decode(fa, sa_a, kb + 2);
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        if (two) release(st_b);
+    }
+#pragma unroll
+    for (int i = 0; i < NTT / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+
+    /* ---- epilogue: out^T through shared memory, a warp at a time ----
+     * The accumulators of 8 tokens x 8 rows are an m8n8 fragment (row gq,
+     * tokens 2q, 2q + 1); stmatrix .trans writes it token-major, 16 bytes a
+     * token, into the warp's own staging, which the warp copies out with
+     * 16-byte stores. Only GEMM 2's routing weights need the warpgroup:
+     * one barrier a tile, the table alternating between two buffers (a
+     * warp writes a buffer again after the next tile's barrier, which
+     * every warp reaches after its reads of this one). */
+    const uint32_t wtab = c.wt0 + cw * QS_WT(NT) + c.parity * (NT * 4), stg = c.stg0 + (4 * cw + w4) * QS_STGW;
+    c.parity ^= 1;
+    if (MODE == 2) {
+#pragma unroll
+        for (int j = 0; j < NW; j++)
+            if (t128 + 128 * j < NTT)
+                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(wtab + 4 * (t128 + 128 * j)), "f"(wrt[j]) : "memory");
+        asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+    }
+    const int mi = lane >> 3, mr = lane & 7; /* the stmatrix row this lane addresses */
+    if (GATED) {
+        /* the warp's 8 outputs of every token: one matrix a group of 8 tokens */
+        __syncwarp();
+#pragma unroll
+        for (int b = 0; b < NG; b += 4) {
+            uint32_t r[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                r[i] = moe_cuda_pack2<T>(moe_cuda_act(ACT, acc[4 * (b + i)], acc[4 * (b + i) + 2], g.alpha, g.limit),
+                                         moe_cuda_act(ACT, acc[4 * (b + i) + 1], acc[4 * (b + i) + 3], g.alpha, g.limit));
+            stsm_x4_trans(stg + 16 * (8 * (b + mi) + mr), r);
+        }
+        __syncwarp();
+        const int col = o0 - gq;
+#pragma unroll
+        for (int j = 0; j < NTT / 32; j++) {
+            const int tok = lane + 32 * j;
+            if (m0 + tok < rows && col < N)
+                *(uint4 *)((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col) = lds128(stg + 16 * tok);
+        }
+    } else {
+        /* the warp's 16 outputs (rows gq and gq + 8 of its slab), 128
+         * tokens a pass, 32 bytes a token: the halves of a token's row
+         * swapped every 4 tokens so that a matrix's 8 rows hit every bank */
+        constexpr int PT = NTT < 128 ? NTT : 128, GP = PT / 8;
+#pragma unroll
+        for (int pass = 0; pass < NTT / PT; pass++) {
+            __syncwarp();
+#pragma unroll
+            for (int b = 0; b < GP; b += 2) {
+                const int bg = GP * pass + b;
+                uint32_t r[4];
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    const float *a = acc + 4 * (bg + i);
+                    float v[4];
+                    if (MODE == 2) {
+                        float2 wt;
+                        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                                     : "=f"(wt.x), "=f"(wt.y)
+                                     : "r"(wtab + 4 * (8 * (bg + i) + 2 * q)));
+                        v[0] = wt.x * a[0];
+                        v[1] = wt.y * a[1];
+                        v[2] = wt.x * a[2];
+                        v[3] = wt.y * a[3];
+                    } else {
+#pragma unroll
+                        for (int k = 0; k < 4; k++) v[k] = moe_cuda_act(ACT, 0.f, a[k], g.alpha, g.limit);
+                    }
+                    r[2 * i] = moe_cuda_pack2<T>(v[0], v[1]);
+                    r[2 * i + 1] = moe_cuda_pack2<T>(v[2], v[3]);
+                }
+                const int tok = 8 * (b + (mi >> 1)) + mr;
+                stsm_x4_trans(stg + 32 * tok + 16 * ((mi & 1) ^ ((tok >> 2) & 1)), r);
+            }
+            __syncwarp();
+            const int col0 = o0 - gq;
+#pragma unroll
+            for (int j = 0; j < PT / 16; j++) {
+                const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
+                const int col = col0 + 8 * part, m = m0 + PT * pass + tok;
+                if (m < rows && col < N)
+                    *(uint4 *)((T *)g.out + (int64_t)(rbase + m) * N + col) =
+                        lds128(stg + 32 * tok + 16 * (part ^ ((tok >> 2) & 1)));
+            }
+        }
+    }
+}
 
 template <int ACT, typename T, int QF, int NT>
 static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA, const CUtensorMap &tmB0,
-                                                         const CUtensorMap &tmB1, const moe_cuda_gemm &g) {
-    constexpr int MODE = ACT < 0 ? 2 : 1;
+                                                         const CUtensorMap &tmB1, const CUtensorMap &tmA128,
+                                                         const CUtensorMap &tmA64, const moe_cuda_gemm &g) {
     constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
-    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(NT), NG = NT / 8;
+    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(NT);
     constexpr int NOUT = GATED ? 64 : 128; /* outputs of a tile */
     static_assert(STB % 1024 == 0, "stages keep the token box 1024-byte aligned (128B swizzle)");
     extern __shared__ unsigned char smem_raw[];
@@ -267,13 +480,16 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                 int mu, nu;
                 moe_cuda_raster(u, MU, NU, g.gm, &mu, &nu);
                 const int2 t = g.tiles[mu];
-                const int e = t.x, n0 = nu * NOUT;
-                const int arow = t.y >= 0 ? g.exp_off[e] + t.y : g.exp_off[e + 1];
+                const int e = t.x, n0 = nu * NOUT, code = t.y >= 0 ? QS_TILE_CODE(t.y) : 0;
+                const int arow = t.y >= 0 ? g.exp_off[e] + QS_TILE_ROW(t.y) : g.exp_off[e + 1];
+                /* the token box of the tile's size (tail tiles: 128 or 64 rows) */
+                const CUtensorMap *ta = code == 0 ? &tmA : code == 1 ? &tmA128 : &tmA64;
+                const uint32_t tx = (code == 0 ? TOKB : code == 1 ? 128 * BK * 2 : 64 * BK * 2) + 2 * RH;
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bar(stage), sa = sbase + stage * STB;
                     mbar_wait(bar(STAGES + stage), phase ^ 1);
-                    mbar_expect_tx(full, STB);
-                    tma_2d(sa, &tmA, kb * BK, arow, full);
+                    mbar_expect_tx(full, tx);
+                    tma_2d(sa, ta, kb * BK, arow, full);
 #pragma unroll
                     for (int h = 0; h < 2; h++)
                         Sm90Quant<QF>::template load<64>(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0, kb,
@@ -284,200 +500,31 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-        const int cw = wg - 1, t128 = threadIdx.x & 127, lane = threadIdx.x & 31, w4 = t128 >> 5;
-        const int gq = lane >> 2, q = lane & 3;
-        /* the thread's two A rows: (box set, row in it) and their outputs */
-        const int h0 = GATED ? 0 : cw, h1 = GATED ? 1 : cw;
-        const int r0 = GATED ? 32 * cw + 8 * w4 + gq : 16 * w4 + gq, r1 = GATED ? r0 : r0 + 8;
-        const uint32_t stg = stg0 + (4 * cw + w4) * QS_STGW, wtab0 = wt0 + cw * QS_WT(NT);
-        int parity = 0; /* of the warpgroup's tiles: which routing-weight table */
+        QsCons c;
+        c.sbase = sbase;
+        c.meta = meta;
+        c.stg0 = stg0;
+        c.wt0 = wt0;
+        c.parity = 0; /* of the warpgroup's tiles: which routing-weight table */
+        c.stage = 0;
+        c.phase = 0;
         float acc[NT / 2];
         uint32_t fa[16], fb[16];
-        int stage = 0;
-        uint32_t phase = 0;
         for (int u = blockIdx.x; u < total; u += gridDim.x) {
             int mu, nu;
             moe_cuda_raster(u, MU, NU, g.gm, &mu, &nu);
             const int2 t = g.tiles[mu];
             const int e = t.x, n0 = nu * NOUT, rbase = g.exp_off[e];
-            const int rows = t.y >= 0 ? g.exp_off[e + 1] - rbase : 0, m0 = t.y >= 0 ? t.y : 0;
-            /* output index of the thread's rows (GATED: one, i; else two, n) */
-            const int o0 = n0 + (GATED ? 32 * cw + 8 * w4 + gq : 64 * cw + 16 * w4 + gq), o1 = GATED ? o0 : o0 + 8;
-            {
-                float b0 = 0.f, b1 = 0.f;
-                if (o0 < N && g.fb0) b0 = g.fb0[(int64_t)e * N + o0];
-                if (GATED) {
-                    if (o1 < N && g.fb1) b1 = g.fb1[(int64_t)e * N + o1];
-                } else if (o1 < N && g.fb0) {
-                    b1 = g.fb0[(int64_t)e * N + o1];
-                }
-#pragma unroll
-                for (int b = 0; b < NG; b++) {
-                    acc[4 * b] = acc[4 * b + 1] = b0;
-                    acc[4 * b + 2] = acc[4 * b + 3] = b1;
-                }
-            }
-            /* GEMM 2's routing weights of the tile's rows (0 past the expert's):
-             * the pair indices now, the weights after the first decode, the
-             * table after the k-blocks, so that no load waits in the open */
-            constexpr int NW = (NT + 127) / 128;
-            int pidx[NW];
-            float wrt[NW];
-            if (MODE == 2) {
-#pragma unroll
-                for (int j = 0; j < NW; j++) {
-                    const int m = m0 + t128 + 128 * j;
-                    pidx[j] = m < rows && t128 + 128 * j < NT ? g.sorted_pair[rbase + m] : -1;
-                }
-            }
-            /* The k-blocks in pairs, A fragments in two register sets: a k-block's
-             * fragments are decoded while the other set's wgmmas run, and a set is
-             * redefined only after a wait that ptxas can see retires its wgmmas
-             * (within the loop body, or the wait for all at its end): across the
-             * back edge it could not tell, and serialized every wgmma (C7513). */
-            auto wait_full = [&](int *st) -> uint32_t {
-                mbar_wait(bar(stage), phase);
-                *st = stage;
-                const uint32_t sa = sbase + stage * STB;
-                if (++stage == STAGES) { stage = 0; phase ^= 1; }
-                return sa;
-            };
-            auto decode = [&](uint32_t (&f)[16], uint32_t sa, int kb) {
-                uint32_t p0[8], p1[8];
-                Sm90Quant<QF>::template frag<T>(sa + TOKB + h0 * RH, r0, kb, q, p0);
-                Sm90Quant<QF>::template frag<T>(sa + TOKB + h1 * RH, r1, kb, q, p1);
-#pragma unroll
-                for (int kk = 0; kk < 4; kk++) {
-                    f[4 * kk] = p0[2 * kk];
-                    f[4 * kk + 1] = p1[2 * kk];
-                    f[4 * kk + 2] = p0[2 * kk + 1];
-                    f[4 * kk + 3] = p1[2 * kk + 1];
-                }
-            };
-            auto mma = [&](const uint32_t (&f)[16], uint32_t sa) {
-                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-                for (int kk = 0; kk < 4; kk++) wgmma_rs_m64k16<NT, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
-                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            };
-            auto release = [&](int st) {
-                if (lane == 0) mbar_arrive(bar(STAGES + st));
-            };
-            int st_a, st_b = 0;
-            uint32_t sa_a = wait_full(&st_a);
-            decode(fa, sa_a, 0);
-            if (MODE == 2) {
-#pragma unroll
-                for (int j = 0; j < NW; j++) wrt[j] = pidx[j] >= 0 ? g.w[pidx[j]] : 0.f;
-            }
-            for (int kb = 0; kb < kblocks; kb += 2) {
-                mma(fa, sa_a);
-                const bool two = kb + 1 < kblocks;
-                if (two) {
-                    const uint32_t sa_b = wait_full(&st_b);
-                    decode(fb, sa_b, kb + 1);
-                    mma(fb, sa_b);
-                    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                } else {
-                    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-                }
-                release(st_a);
-                if (kb + 2 < kblocks) {
-                    sa_a = wait_full(&st_a);
-                    decode(fa, sa_a, kb + 2);
-                }
-                asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-                if (two) release(st_b);
-            }
-#pragma unroll
-            for (int i = 0; i < NT / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
-
-            /* ---- epilogue: out^T through shared memory, a warp at a time ----
-             * The accumulators of 8 tokens x 8 rows are an m8n8 fragment (row gq,
-             * tokens 2q, 2q + 1); stmatrix .trans writes it token-major, 16 bytes a
-             * token, into the warp's own staging, which the warp copies out with
-             * 16-byte stores. Only GEMM 2's routing weights need the warpgroup:
-             * one barrier a tile, the table alternating between two buffers (a
-             * warp writes a buffer again after the next tile's barrier, which
-             * every warp reaches after its reads of this one). */
-            const uint32_t wtab = wtab0 + parity * (NT * 4);
-            parity ^= 1;
-            if (MODE == 2) {
-#pragma unroll
-                for (int j = 0; j < NW; j++)
-                    if (t128 + 128 * j < NT)
-                        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(wtab + 4 * (t128 + 128 * j)), "f"(wrt[j]) : "memory");
-                asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-            }
-            const int mi = lane >> 3, mr = lane & 7; /* the stmatrix row this lane addresses */
-            if (GATED) {
-                /* the warp's 8 outputs of every token: one matrix a group of 8 tokens */
-                __syncwarp();
-#pragma unroll
-                for (int b = 0; b < NG; b += 4) {
-                    uint32_t r[4];
-#pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        r[i] = moe_cuda_pack2<T>(
-                            moe_cuda_act(ACT, acc[4 * (b + i)], acc[4 * (b + i) + 2], g.alpha, g.limit),
-                            moe_cuda_act(ACT, acc[4 * (b + i) + 1], acc[4 * (b + i) + 3], g.alpha, g.limit));
-                    stsm_x4_trans(stg + 16 * (8 * (b + mi) + mr), r);
-                }
-                __syncwarp();
-                const int col = o0 - gq;
-#pragma unroll
-                for (int j = 0; j < NT / 32; j++) {
-                    const int tok = lane + 32 * j;
-                    if (m0 + tok < rows && col < N)
-                        *(uint4 *)((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col) = lds128(stg + 16 * tok);
-                }
-            } else {
-                /* the warp's 16 outputs (rows gq and gq + 8 of its slab), 128
-                 * tokens a pass, 32 bytes a token: the halves of a token's row
-                 * swapped every 4 tokens so that a matrix's 8 rows hit every bank */
-                constexpr int PT = NT < 128 ? NT : 128, GP = PT / 8;
-#pragma unroll
-                for (int pass = 0; pass < NT / PT; pass++) {
-                    __syncwarp();
-#pragma unroll
-                    for (int b = 0; b < GP; b += 2) {
-                        const int bg = GP * pass + b;
-                        uint32_t r[4];
-#pragma unroll
-                        for (int i = 0; i < 2; i++) {
-                            const float *a = acc + 4 * (bg + i);
-                            float v[4];
-                            if (MODE == 2) {
-                                float2 wt;
-                                asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
-                                             : "=f"(wt.x), "=f"(wt.y)
-                                             : "r"(wtab + 4 * (8 * (bg + i) + 2 * q)));
-                                v[0] = wt.x * a[0];
-                                v[1] = wt.y * a[1];
-                                v[2] = wt.x * a[2];
-                                v[3] = wt.y * a[3];
-                            } else {
-#pragma unroll
-                                for (int k = 0; k < 4; k++) v[k] = moe_cuda_act(ACT, 0.f, a[k], g.alpha, g.limit);
-                            }
-                            r[2 * i] = moe_cuda_pack2<T>(v[0], v[1]);
-                            r[2 * i + 1] = moe_cuda_pack2<T>(v[2], v[3]);
-                        }
-                        const int tok = 8 * (b + (mi >> 1)) + mr;
-                        stsm_x4_trans(stg + 32 * tok + 16 * ((mi & 1) ^ ((tok >> 2) & 1)), r);
-                    }
-                    __syncwarp();
-                    const int col0 = o0 - gq;
-#pragma unroll
-                    for (int j = 0; j < PT / 16; j++) {
-                        const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
-                        const int col = col0 + 8 * part, m = m0 + PT * pass + tok;
-                        if (m < rows && col < N)
-                            *(uint4 *)((T *)g.out + (int64_t)(rbase + m) * N + col) =
-                                lds128(stg + 32 * tok + 16 * (part ^ ((tok >> 2) & 1)));
-                    }
-                }
-            }
+            const int rows = t.y >= 0 ? g.exp_off[e + 1] - rbase : 0, m0 = t.y >= 0 ? QS_TILE_ROW(t.y) : 0;
+            const int code = NT == 256 && t.y >= 0 ? QS_TILE_CODE(t.y) : 0;
+            constexpr int N128 = NT == 256 ? 128 : NT; /* tail tiles: NT = 256 only */
+            /* one k-loop and epilogue a tile size: ptxas keeps each loop's wgmmas
+             * in flight (no C7515), and spills only in the 256-token epilogue of
+             * the heavier non-SwiGLU activations (GELU 168 bytes, SiLU 52, GEGLU
+             * with erf 20; the k-loops none) */
+            if (code == 2) qs_tile<ACT, T, QF, NT, 64>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks);
+            else if (code == 1) qs_tile<ACT, T, QF, NT, N128>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks);
+            else qs_tile<ACT, T, QF, NT, NT>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks);
         }
     }
 }
@@ -493,9 +540,10 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
 template <int ACT, typename T, int QF, int NT>
 static __global__ void __launch_bounds__(NTHREADS, 1)
     gemm_sm90_qs(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
-                 const __grid_constant__ CUtensorMap tmB1, const moe_cuda_gemm g) {
+                 const __grid_constant__ CUtensorMap tmB1, const __grid_constant__ CUtensorMap tmA128,
+                 const __grid_constant__ CUtensorMap tmA64, const moe_cuda_gemm g) {
 #ifdef MOE_SM90A
-    gemm_sm90_qs_body<ACT, T, QF, NT>(tmA, tmB0, tmB1, g);
+    gemm_sm90_qs_body<ACT, T, QF, NT>(tmA, tmB0, tmB1, tmA128, tmA64, g);
 #endif
 }
 
@@ -509,8 +557,10 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tm, const C
     const int nout = (g->mode == 1 && g->gated ? 128 : 256) / (g->bm == 128 ? 1 : 2);
     const int64_t most = (int64_t)g->max_mtiles * ((g->N + nout - 1) / nout);
     const unsigned grid = (unsigned)(most < sm_count ? (most < 1 ? 1 : most) : sm_count);
-    if (g->bm == 64) gemm_sm90_qs<ACT, T, QF, 64><<<grid, NTHREADS, QS_SMEM(QF, 64), s>>>(tm[0], *b0, *b1, *g);
-    else if (g->bm == 256) gemm_sm90_qs<ACT, T, QF, 256><<<grid, NTHREADS, QS_SMEM(QF, 256), s>>>(tm[0], *b0, *b1, *g);
+    if (g->bm == 64)
+        gemm_sm90_qs<ACT, T, QF, 64><<<grid, NTHREADS, QS_SMEM(QF, 64), s>>>(tm[0], *b0, *b1, tm[0], tm[0], *g);
+    else if (g->bm == 256)
+        gemm_sm90_qs<ACT, T, QF, 256><<<grid, NTHREADS, QS_SMEM(QF, 256), s>>>(tm[0], *b0, *b1, tm[2], tm[3], *g);
     else gemm_sm90_q<ACT, T, QF><<<grid, NTHREADS, SM90_SMEM_BYTES_Q(QF), s>>>(tm[0], *b0, *b1, tm[1], *g);
     return cudaGetLastError();
 }
@@ -537,8 +587,12 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
                  g->qfmt, g->bm, g->bn, g->cm, g->cn, g->gather ? ", gather" : "");
         return cudaErrorInvalidValue;
     }
-    CUtensorMap tm[2];
+    /* tm: A (boxes of bm rows), out (BM 128), and for the tail tiles of bm 256
+     * A in boxes of 128 and 64 rows */
+    CUtensorMap tm[4];
     if (moe__cuda_sm90_tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
+    if (g->bm == 256 && (moe__cuda_sm90_tmap_a(g, 128, &tm[2], why, n) || moe__cuda_sm90_tmap_a(g, 64, &tm[3], why, n)))
+        return cudaErrorInvalidValue;
     const int f16 = g->dtype == MOE_TYPE_F16;
     if (g->qfmt == MOE_DF_Q8_0)
         return f16 ? dispatch<__half, SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s)

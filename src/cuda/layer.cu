@@ -120,8 +120,11 @@ static __global__ void k_count(const int32_t *__restrict__ ids, int TK, int E, i
 }
 
 /* One block of 1024 threads; loops over E in chunks of 1024 with a carry. */
-static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cnt, int E, int bm, int *__restrict__ off,
-                                                      int2 *__restrict__ tiles, int *__restrict__ n_mtiles) {
+/* tail: an expert's last rows, when 128 or fewer, in a tile of 128 or 64
+ * (MOE_CUDA_TILE_CODE; bm 256 on GGUF weights, gemm_sm90_q.cu) */
+static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cnt, int E, int bm, int tail,
+                                                      int *__restrict__ off, int2 *__restrict__ tiles,
+                                                      int *__restrict__ n_mtiles) {
     __shared__ int s_r[32], s_t[32];
     __shared__ int s_carry[2];
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -152,7 +155,8 @@ static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cn
         int pt = (warp ? s_t[warp - 1] : 0) + s_carry[1] + it - nt;
         if (e < E) {
             off[e] = pr;
-            for (int j = 0; j < nt; j++) tiles[pt + j] = make_int2(e, j * bm);
+            for (int j = 0; j < nt; j++)
+                tiles[pt + j] = make_int2(e, j * bm | (tail ? MOE_CUDA_TILE_TAIL(c - j * bm) << 28 : 0));
         }
         __syncthreads();
         if (tid == 0) { s_carry[0] += s_r[31]; s_carry[1] += s_t[31]; }
@@ -695,6 +699,8 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     im->tm_qd64 = dn[1];
     const char *qs = getenv("MOE_SM90_QS"); /* the m-tile: 256 or 64 (register-A kernel), 128 (B decoded) */
     im->qs = qs && (atoi(qs) == 256 || atoi(qs) == 128 || atoi(qs) == 64) ? atoi(qs) : -1;
+    const char *tail = getenv("MOE_SM90_QS_TAIL"); /* 0: every m-tile of 256 tokens runs 256 */
+    im->qs_tail = !(tail && atoi(tail) == 0);
     im->qfmt1 = fmt1;
     im->qfmt2 = fmt2;
     return MOE_OK;
@@ -808,7 +814,8 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         else k_count<<<(unsigned)((TK + 255) / 256), 256, 0, s>>>(a->ids, (int)TK, (int)E, cnt);
         MOE_CUDA_CK(cudaGetLastError());
         const int bm = im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM;
-        k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, bm, off, tiles, ntl);
+        k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, bm, im->qfmt1 && bm == 256 && im->qs_tail && TK < (1 << 28), off, tiles,
+                                  ntl);
         MOE_CUDA_CK(cudaGetLastError());
         if (blk) {
             k_place_blk<<<nblk, RT_THREADS, sizeof(int) * (size_t)E, s>>>(a->ids, (int)TK, (int)E, off, cursor, sorted,
@@ -950,8 +957,12 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
     if (im->qfmt1 && n > strlen(buf) + 160)
         snprintf(buf + strlen(buf), n - strlen(buf), "; GGUF weights (%s / %s) %s",
                  im->qfmt1 == MOE_DF_Q8_0 ? "Q8_0" : "Q4_K", im->qfmt2 == MOE_DF_Q8_0 ? "Q8_0" : "Q4_K",
-                 bm != 128 ? "decoded into wgmma's A registers by the consumer warpgroups, 256 or 64 tokens a tile"
-                           : "decoded into the B tiles by the producer warpgroup, 3 stages + a raw ring");
+                 bm == 64    ? "decoded into wgmma's A registers by the consumer warpgroups, 64 tokens a tile"
+                 : bm == 256 ? (im->qs_tail ? "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens "
+                                              "a tile (an expert's last 128 or fewer rows: 128 or 64)"
+                                            : "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens "
+                                              "a tile")
+                             : "decoded into the B tiles by the producer warpgroup, 3 stages + a raw ring");
 }
 
 /* The tile table of the sm90 GEMMs (gemm_sm90.cuh): BM 64 while the average
