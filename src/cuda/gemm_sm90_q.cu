@@ -50,7 +50,8 @@ static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K, "gemm_
 #define QS_STAGE(qf, nt) ((nt) * BK * 2 + 2 * QS_RH(qf))
 #define QS_STGW 4096 /* a warp's staging: its 8 or 16 columns of up to 256 or 128 tokens */
 #define QS_WT(nt) (2 * (nt) * 4) /* a warpgroup's routing weights, two tiles in turn */
-#define QS_SMEM(qf, nt) (1024 + QS_STAGES(nt) * QS_STAGE(qf, nt) + 8 * QS_STGW + 2 * QS_WT(nt) + 2 * QS_STAGES(nt) * 8)
+#define QS_SMEM(qf, nt) \
+    (1024 + QS_STAGES(nt) * QS_STAGE(qf, nt) + 8 * QS_STGW + 2 * QS_WT(nt) + 2 * QS_STAGES(nt) * 8 + QS_STAGES(nt) * 16)
 
 #ifdef MOE_SM90A
 static __device__ __forceinline__ uint4 lds128(uint32_t a) {
@@ -243,6 +244,14 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
 #define QS_TILE_ROW(y) MOE_CUDA_TILE_ROW(y)
 #define QS_TILE_CODE(y) MOE_CUDA_TILE_CODE(y)
 
+/* Each tile's first stage carries the tile, as the producer looked it up
+ * (shared memory, written before the stage's full barrier is armed): the
+ * consumers read it after that barrier instead of a chain of dependent
+ * global loads (tiles[mu], then exp_off[e], exp_off[e + 1]) at every tile */
+struct QsHead {
+    int e, rbase, rows, y; /* y: tiles[mu].y (start row and size code), -1: no m-tile */
+};
+
 /* the consumer warpgroups' state across tiles */
 struct QsCons {
     uint32_t sbase, meta, stg0, wt0;
@@ -272,19 +281,14 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
     auto bar = [&](int i) -> uint32_t { return c.meta + 8 * i; };
     /* output index of the thread's rows (GATED: one, i; else two, n) */
     const int o0 = n0 + (GATED ? 32 * cw + 8 * w4 + gq : 64 * cw + 16 * w4 + gq), o1 = GATED ? o0 : o0 + 8;
-    {
-        float b0 = 0.f, b1 = 0.f;
-        if (o0 < N && g.fb0) b0 = g.fb0[(int64_t)e * N + o0];
-        if (GATED) {
-            if (o1 < N && g.fb1) b1 = g.fb1[(int64_t)e * N + o1];
-        } else if (o1 < N && g.fb0) {
-            b1 = g.fb0[(int64_t)e * N + o1];
-        }
-#pragma unroll
-        for (int b = 0; b < NG; b++) {
-            acc[4 * b] = acc[4 * b + 1] = b0;
-            acc[4 * b + 2] = acc[4 * b + 3] = b1;
-        }
+    /* the biases (or 0) start the accumulators: loaded now, used after the
+     * first k-block's decoding, which hides their latency */
+    float b0 = 0.f, b1 = 0.f;
+    if (o0 < N && g.fb0) b0 = g.fb0[(int64_t)e * N + o0];
+    if (GATED) {
+        if (o1 < N && g.fb1) b1 = g.fb1[(int64_t)e * N + o1];
+    } else if (o1 < N && g.fb0) {
+        b1 = g.fb0[(int64_t)e * N + o1];
     }
     /* GEMM 2's routing weights of the tile's rows (0 past the expert's):
      * the pair indices now, the weights after the first decode, the
@@ -335,6 +339,11 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
     int st_a, st_b = 0;
     uint32_t sa_a = wait_full(&st_a);
     decode(fa, sa_a, 0);
+#pragma unroll
+    for (int b = 0; b < NG; b++) {
+        acc[4 * b] = acc[4 * b + 1] = b0;
+        acc[4 * b + 2] = acc[4 * b + 3] = b1;
+    }
     if (MODE == 2) {
 #pragma unroll
         for (int j = 0; j < NW; j++) wrt[j] = pidx[j] >= 0 ? g.w[pidx[j]] : 0.f;
@@ -460,6 +469,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
     uint32_t sbase = (smem_u32(smem_raw) + 1023) & ~1023u;
     const uint32_t stg0 = sbase + STAGES * STB, wt0 = stg0 + 8 * QS_STGW, meta = wt0 + 2 * QS_WT(NT);
     auto bar = [&](int i) -> uint32_t { return meta + 8 * i; }; /* full[s], empty[s] = bar(STAGES + s) */
+    const uint32_t head = meta + 16 * STAGES;                  /* QsHead of stage s at head + 16 s */
     const int wg = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
@@ -481,13 +491,18 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                 moe_cuda_raster(u, MU, NU, g.gm, &mu, &nu);
                 const int2 t = g.tiles[mu];
                 const int e = t.x, n0 = nu * NOUT, code = t.y >= 0 ? QS_TILE_CODE(t.y) : 0;
-                const int arow = t.y >= 0 ? g.exp_off[e] + QS_TILE_ROW(t.y) : g.exp_off[e + 1];
+                const int rbase = g.exp_off[e], rend = g.exp_off[e + 1];
+                const int arow = t.y >= 0 ? rbase + QS_TILE_ROW(t.y) : rend;
                 /* the token box of the tile's size (tail tiles: 128 or 64 rows) */
                 const CUtensorMap *ta = code == 0 ? &tmA : code == 1 ? &tmA128 : &tmA64;
                 const uint32_t tx = (code == 0 ? TOKB : code == 1 ? 128 * BK * 2 : 64 * BK * 2) + 2 * RH;
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bar(stage), sa = sbase + stage * STB;
                     mbar_wait(bar(STAGES + stage), phase ^ 1);
+                    if (kb == 0) /* the tile, for the consumers (QsHead) */
+                        asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};\n" ::"r"(head + 16 * stage), "r"(e),
+                                     "r"(rbase), "r"(rend - rbase), "r"(t.y)
+                                     : "memory");
                     mbar_expect_tx(full, tx);
                     tma_2d(sa, ta, kb * BK, arow, full);
 #pragma unroll
@@ -513,15 +528,19 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
         for (int u = blockIdx.x; u < total; u += gridDim.x) {
             int mu, nu;
             moe_cuda_raster(u, MU, NU, g.gm, &mu, &nu);
-            const int2 t = g.tiles[mu];
-            const int e = t.x, n0 = nu * NOUT, rbase = g.exp_off[e];
-            const int rows = t.y >= 0 ? g.exp_off[e + 1] - rbase : 0, m0 = t.y >= 0 ? QS_TILE_ROW(t.y) : 0;
-            const int code = NT == 256 && t.y >= 0 ? QS_TILE_CODE(t.y) : 0;
+            mbar_wait(bar(c.stage), c.phase); /* the tile's first stage: its QsHead */
+            QsHead h;
+            asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=r"(h.e), "=r"(h.rbase), "=r"(h.rows), "=r"(h.y)
+                         : "r"(head + 16 * c.stage));
+            const int e = h.e, n0 = nu * NOUT, rbase = h.rbase;
+            const int rows = h.y >= 0 ? h.rows : 0, m0 = h.y >= 0 ? QS_TILE_ROW(h.y) : 0;
+            const int code = NT == 256 && h.y >= 0 ? QS_TILE_CODE(h.y) : 0;
             constexpr int N128 = NT == 256 ? 128 : NT; /* tail tiles: NT = 256 only */
             /* one k-loop and epilogue a tile size: ptxas keeps each loop's wgmmas
              * in flight (no C7515), and spills only in the 256-token epilogue of
-             * the heavier non-SwiGLU activations (GELU 168 bytes, SiLU 52, GEGLU
-             * with erf 20; the k-loops none) */
+             * the heavier non-SwiGLU activations (GELU 152 bytes, SiLU 36, GEGLU
+             * with erf 8; the k-loops none) */
             if (code == 2) qs_tile<ACT, T, QF, NT, 64>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks);
             else if (code == 1) qs_tile<ACT, T, QF, NT, N128>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks);
             else qs_tile<ACT, T, QF, NT, NT>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks);
