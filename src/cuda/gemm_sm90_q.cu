@@ -45,13 +45,22 @@
 static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K, "gemm_sm90.cuh's format numbers");
 
 /* gemm_sm90_qs's tile (below) */
-#define QS_STAGES(nt) ((nt) == 256 ? 4 : 8)
+/* CTAs an SM: two for 64 tokens a tile (whose decoding, 4 times the 256-token
+ * tile's per FLOP, waits on latencies that 8 consumer warps an SM do not hide),
+ * each with 4 stages and 96 registers a consumer thread; QS_CTAS64=1 builds
+ * the one-CTA kernel of session 20 (8 stages, 232 registers) */
+#ifndef QS_CTAS64
+#define QS_CTAS64 2
+#endif
+#define QS_CTAS(nt) ((nt) == 64 ? QS_CTAS64 : 1)
+#define QS_CREGS(nt) (QS_CTAS(nt) == 2 ? 96 : 232) /* setmaxnreg of the consumers (the producer: 40) */
+#define QS_STAGES(nt) ((nt) == 256 || QS_CTAS(nt) == 2 ? 4 : 8)
 #define QS_RH(qf) ((qf) == SM90_QF_Q8_0 ? 64 * 80 : 3 * 64 * 16) /* one box set of 64 rows */
 #define QS_STAGE(qf, nt) ((nt) * BK * 2 + 2 * QS_RH(qf))
-#define QS_STGW 4096 /* a warp's staging: its 8 or 16 columns of up to 256 or 128 tokens */
+#define QS_STGW(nt) ((nt) == 64 ? 2048 : 4096) /* a warp's staging: its 8 or 16 columns of up to 256 or 128 tokens */
 #define QS_WT(nt) (2 * (nt) * 4) /* a warpgroup's routing weights, two tiles in turn */
 #define QS_SMEM(qf, nt) \
-    (1024 + QS_STAGES(nt) * QS_STAGE(qf, nt) + 8 * QS_STGW + 2 * QS_WT(nt) + 2 * QS_STAGES(nt) * 8 + QS_STAGES(nt) * 16)
+    (1024 + QS_STAGES(nt) * QS_STAGE(qf, nt) + 8 * QS_STGW(nt) + 2 * QS_WT(nt) + 2 * QS_STAGES(nt) * 8 + QS_STAGES(nt) * 16)
 
 #ifdef MOE_SM90A
 static __device__ __forceinline__ uint4 lds128(uint32_t a) {
@@ -378,7 +387,7 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
      * one barrier a tile, the table alternating between two buffers (a
      * warp writes a buffer again after the next tile's barrier, which
      * every warp reaches after its reads of this one). */
-    const uint32_t wtab = c.wt0 + cw * QS_WT(NT) + c.parity * (NT * 4), stg = c.stg0 + (4 * cw + w4) * QS_STGW;
+    const uint32_t wtab = c.wt0 + cw * QS_WT(NT) + c.parity * (NT * 4), stg = c.stg0 + (4 * cw + w4) * QS_STGW(NT);
     c.parity ^= 1;
     if (MODE == 2) {
 #pragma unroll
@@ -467,7 +476,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
     static_assert(STB % 1024 == 0, "stages keep the token box 1024-byte aligned (128B swizzle)");
     extern __shared__ unsigned char smem_raw[];
     uint32_t sbase = (smem_u32(smem_raw) + 1023) & ~1023u;
-    const uint32_t stg0 = sbase + STAGES * STB, wt0 = stg0 + 8 * QS_STGW, meta = wt0 + 2 * QS_WT(NT);
+    const uint32_t stg0 = sbase + STAGES * STB, wt0 = stg0 + 8 * QS_STGW(NT), meta = wt0 + 2 * QS_WT(NT);
     auto bar = [&](int i) -> uint32_t { return meta + 8 * i; }; /* full[s], empty[s] = bar(STAGES + s) */
     const uint32_t head = meta + 16 * STAGES;                  /* QsHead of stage s at head + 16 s */
     const int wg = threadIdx.x / 128;
@@ -514,7 +523,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
             }
         }
     } else {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(QS_CREGS(NT)));
         QsCons c;
         c.sbase = sbase;
         c.meta = meta;
@@ -557,7 +566,7 @@ static __global__ void __launch_bounds__(NTHREADS, 1)
 }
 
 template <int ACT, typename T, int QF, int NT>
-static __global__ void __launch_bounds__(NTHREADS, 1)
+static __global__ void __launch_bounds__(NTHREADS, QS_CTAS(NT))
     gemm_sm90_qs(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
                  const __grid_constant__ CUtensorMap tmB1, const __grid_constant__ CUtensorMap tmA128,
                  const __grid_constant__ CUtensorMap tmA64, const moe_cuda_gemm g) {
@@ -575,7 +584,8 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tm, const C
                           int sm_count, cudaStream_t s) {
     const int nout = (g->mode == 1 && g->gated ? 128 : 256) / (g->bm == 128 ? 1 : 2);
     const int64_t most = (int64_t)g->max_mtiles * ((g->N + nout - 1) / nout);
-    const unsigned grid = (unsigned)(most < sm_count ? (most < 1 ? 1 : most) : sm_count);
+    const int slots = sm_count * (g->bm == 64 ? QS_CTAS(64) : 1);
+    const unsigned grid = (unsigned)(most < slots ? (most < 1 ? 1 : most) : slots);
     if (g->bm == 64)
         gemm_sm90_qs<ACT, T, QF, 64><<<grid, NTHREADS, QS_SMEM(QF, 64), s>>>(tm[0], *b0, *b1, tm[0], tm[0], *g);
     else if (g->bm == 256)
