@@ -4,7 +4,8 @@
 # (lane 8 m + r addresses row r of matrix m; element (row c, column r) of a matrix
 # comes from lane 4 c + r / 2), then the warp's copy-out: checks that every
 # (token, output) of a tile lands exactly once, at the right place, and that each
-# matrix's 8 rows fall in 8 different 16-byte bank groups.   python3 epilogue_model.py
+# matrix's 8 rows fall in 8 different 16-byte bank groups; and that the tile list with
+# tails covers every row of every expert exactly once.   python3 epilogue_model.py
 # Host model of gemm_sm90_qs's epilogue (per warp): wgmma m64nNT accumulator layout,
 # stmatrix .x4 .trans per the PTX ISA, the copy-out; checks every (token, output) lands once.
 def run(GATED, NT, rows_in_tile=None):
@@ -96,3 +97,32 @@ def run(GATED, NT, rows_in_tile=None):
 for g in (True, False):
     for nt in (256, 64):
         run(g, nt)
+
+# The tile list with tails (layer.cu k_scan, gemm_common.cuh MOE_CUDA_TILE_*) and the
+# rows the consumers' qs_tile<NTT> covers: every row of every expert exactly once,
+# no tile of NTT tokens starting past its expert's rows.
+import random
+def tail(r): return 2 if r <= 64 else 1 if r <= 128 else 0
+random.seed(5)
+for trial in range(2000):
+    E = random.randint(1, 40)
+    cnt = [random.choice([0, random.randint(1, 600), random.randint(120, 140), 256, 512, 64, 65, 128, 129]) for _ in range(E)]
+    bm = 256
+    tiles = []
+    for e, c in enumerate(cnt):
+        nt = (c + bm - 1) // bm
+        for j in range(nt):
+            y = j * bm | (tail(c - j * bm) << 28)
+            tiles.append((e, y))
+    seen = [set() for _ in range(E)]
+    for e, y in tiles:
+        m0, code = y & 0x0fffffff, (y >> 28) & 3
+        ntt = [256, 128, 64][code]
+        assert m0 < cnt[e]
+        assert code == 0 or cnt[e] - m0 <= ntt, (cnt[e], m0, code)
+        for m in range(m0, min(m0 + ntt, cnt[e])):
+            assert m not in seen[e]
+            seen[e].add(m)
+    for e in range(E):
+        assert seen[e] == set(range(cnt[e]))
+print('ok tile list with tails')
