@@ -6,7 +6,8 @@
  *         every q and every byte position (exhaustive);
  *   Q4_K: fma(128 + q, dl, -(128 dl + ml)) against dl q - ml, on 2M random
  *         (d, dmin, scale, min): the worst error in units of 128 dl + ml and
- *         how often the bf16 weight differs from the one-rounding decoder's.
+ *         how often the bf16 weight differs from the one-rounding decoder's;
+ *   Q4_K's scales and mins (Sm90Quant<Q4_K>::prep) against get_scale_min_k4.
  *   gcc -O2 -o check_decode_math check_decode_math.c -lm && ./check_decode_math
  */
 #include <stdio.h>
@@ -65,6 +66,34 @@ int main(void) {
             }
         }
     }
+    /* Q4_K's scales: gemm_sm90_q.cu Sm90Quant<Q4_K>::prep (the eight 6-bit scales
+     * and mins as bytes of four words, a permute under 2^23, one FFMA) against
+     * get_scale_min_k4 and d * sc, dmin * m, on 4M random headers, every t */
+    long pbad = 0, pn = 0;
+    for (long t = 0; t < 4000000; t++) {
+        uint32_t w[4];
+        for (int i = 0; i < 4; i++) w[i] = ((uint32_t)rand() << 16) ^ (uint32_t)rand() ^ ((uint32_t)rand() << 30);
+        if (((w[0] >> 10) & 31) == 31 || ((w[0] >> 26) & 31) == 31) continue; /* inf/nan scales */
+        const uint8_t *s12 = (const uint8_t *)&w[1];
+        const float d = h2f((uint16_t)(w[0] & 0xffff)), dmin = h2f((uint16_t)(w[0] >> 16));
+        for (int tt = 0; tt < 4; tt++) {
+            const uint32_t sc = tt < 2 ? w[1] & 0x3F3F3F3Fu : (w[3] & 0x0F0F0F0Fu) | ((w[1] >> 2) & 0x30303030u);
+            const uint32_t mn = tt < 2 ? w[2] & 0x3F3F3F3Fu : ((w[3] >> 4) & 0x0F0F0F0Fu) | ((w[2] >> 2) & 0x30303030u);
+            const uint32_t b = 2 * (tt & 1);
+            for (int k = 0; k < 2; k++) {
+                const int j = 2 * tt + k;
+                int rsc, rm; /* get_scale_min_k4 */
+                if (j < 4) { rsc = s12[j] & 63; rm = s12[j + 4] & 63; }
+                else { rsc = (s12[j + 4] & 0xF) | ((s12[j - 4] >> 6) << 4); rm = (s12[j + 4] >> 4) | ((s12[j] >> 6) << 4); }
+                const float dl = fmaf(d, asf(perm(sc, 0x4B000000u, 0x7440u | (b + k))), -8388608.0f * d);
+                const float ml = fmaf(dmin, asf(perm(mn, 0x4B000000u, 0x7440u | (b + k))), -8388608.0f * dmin);
+                pn++;
+                /* values (a zero scale gives +0 where d * 0 is -0 for a negative d: equal) */
+                if (!(dl == d * (float)rsc) || !(ml == dmin * (float)rm)) pbad++;
+            }
+        }
+    }
+    printf("Q4_K scales: %ld of %ld (header, sub-block) differ from get_scale_min_k4's d * sc, dmin * m\n", pbad, pn);
     printf("Q4_K: worst |w - (dl q - ml)| = %.3g (128 dl + ml); bf16 differs from the exact decoder's in %ld of %ld\n", worst, diff, m2);
-    return bad != 0;
+    return bad != 0 || pbad != 0;
 }
