@@ -232,35 +232,29 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
             for (int h = 0; h < 2; h++) x[b][h] = lds16(raw + 1024 * (1 + b) + 16 * r + 8 * h + 2 * q);
 #if QS_Q4K_H2
         /* Lab variant (-DQS_Q4K_H2=1, not measured yet): a pair of weights in
-         * three instructions of the 16-bit pair type T2: the two nibbles under
+         * three instructions of the 16-bit pair type: the two nibbles under
          * T's exponent of 128 (bf16 0x43xx) or 1024 (f16 0x64xx) by one permute,
          * minus that (exact), times dl plus -ml (one rounding, dl and ml rounded
-         * to T first): no F2FP, a third of the decoding's instructions fewer;
-         * on bf16 the weights' rms error about 3 times the exact decoder's
+         * to T first): no F2FP, a sixth of the k-block's instructions fewer; on
+         * bf16 the weights' rms error about 3 times the exact decoder's
          * (bench/decode/s21/check_q4k_h2.c) */
         constexpr bool BF = QsIsBf16<T>::value;
         const uint32_t mag = BF ? 0x4343u : 0x6464u, neg = BF ? 0xC300C300u : 0xE400E400u;
         const uint32_t d2[2] = {dk_pack<T>(dc.dl[0], dc.dl[0]), dk_pack<T>(dc.dl[1], dc.dl[1])};
         const uint32_t m2[2] = {dk_pack<T>(-dc.ml[0], -dc.ml[0]), dk_pack<T>(-dc.ml[1], -dc.ml[1])};
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int k = kk >> 1;
-                const uint32_t n = (x[kk & 1][h] >> (4 * k)) & 0x0F0Fu;
-                p[2 * kk + h] = qs_h2_fma<T>(qs_h2_add<T>(__byte_perm(n, mag, 0x4140), neg), d2[k], m2[k]);
-            }
+        auto pair = [&](uint32_t n, int k) -> uint32_t {
+            return qs_h2_fma<T>(qs_h2_add<T>(__byte_perm(n, mag, 0x4140), neg), d2[k], m2[k]);
+        };
 #else
         const float c[2] = {-fmaf(128.0f, dc.dl[0], dc.ml[0]), -fmaf(128.0f, dc.dl[1], dc.ml[1])};
+        auto pair = [&](uint32_t n, int k) -> uint32_t {
+            return dk_pack<T>(fmaf(mag_q4(n, 0), dc.dl[k], c[k]), fmaf(mag_q4(n, 1), dc.dl[k], c[k]));
+        };
+#endif
 #pragma unroll
         for (int kk = 0; kk < 4; kk++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int k = kk >> 1;
-                const uint32_t n = (x[kk & 1][h] >> (4 * k)) & 0x0F0Fu;
-                p[2 * kk + h] = dk_pack<T>(fmaf(mag_q4(n, 0), dc.dl[k], c[k]), fmaf(mag_q4(n, 1), dc.dl[k], c[k]));
-            }
-#endif
+            for (int h = 0; h < 2; h++) p[2 * kk + h] = pair((x[kk & 1][h] >> (4 * (kk >> 1))) & 0x0F0Fu, kk >> 1);
     }
     /* sub-blocks 2t (low nibbles of the 32 code bytes) and 2t + 1 (high), t = kb % 4 */
     template <typename T> static __device__ __forceinline__ void row(uint32_t raw, int r, int kb, uint32_t dst) {

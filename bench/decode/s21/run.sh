@@ -7,18 +7,8 @@
 # by side; SAN: compute-sanitizer runs (MOE_QUANT_PREFILL_T=0); then, per VARIANTS entry NAME[:VAR=VALUE],
 # bench_decode_NAME (new: bench_decode) --prefill --prefill-nodeq PARGS with VAR=VALUE set; a table last.
 OUT=${OUT:-bench/decode/out}; mkdir -p "$OUT"
-C=${CARRY:-build-devbin/carry}; mkdir -p /tmp/b
-for f in $C/*.tar.xz; do [ -e "$f" ] && xz -dc $f | tar xf - -C /tmp/b; done
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv; } > "$OUT/gpu.txt" 2>&1
-export MOE_TEST_SEED=${MOE_TEST_SEED:-12345}
-for t in $TESTS; do timeout ${TEST_TIMEOUT:-300} /tmp/b/moe-tests $t > "$OUT/tests_$t.log" 2>&1 & done
-for spec in $SAN; do
-  IFS=: read -r tool t <<< "$spec"
-  ( MOE_QUANT_PREFILL_T=0 timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool /tmp/b/moe-tests $t ) > "$OUT/san_${tool}_${t}.log" 2>&1 &
-done
-wait
-[ -n "$TESTS" ] && { echo "== tests"; cat "$OUT"/tests_*.log | grep -E "^FAIL|FAILED|passed, |fail|GGUF GEMMs|error" | head -40; }
-[ -n "$SAN" ] && { echo "== sanitizer"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, " "$OUT"/san_*.log | head -20; }
+# the archives, the tests and the sanitizers as session 20's script runs them
+OUT=$OUT PARGS= bash "$(dirname "$0")/../s20/run.sh"
 [ -n "$PARGS" ] || exit 0
 for spec in ${VARIANTS:-new}; do
   IFS=: read -r v env <<< "$spec"
