@@ -394,6 +394,16 @@ static int64_t qp_pairs(int fmt) { return fmt == MOE_DF_Q8_0 ? 8 : 16; }
  * on the prefill path, at T = 256 (64 pairs) 2483 against 2334; gpt-oss-20b
  * Q8_0 T = 128 (16) 721 against 1304; qwen3 Q8_0 T = 256 (16) 900 against 970). */
 static int64_t qp_pairs_qg(int fmt, double eb, int qg) { return !qg ? qp_pairs(fmt) : eb >= 10e6 ? 32 : 16; }
+/* Against the GEMMs on the GGUF blocks (qp_init_fused) the int8 kernels keep
+ * far fewer pairs: 14 an expert for experts of 10 MB or more, 4 below. H200,
+ * bench/decode/s22 runs 2 and 3, decode kernels / GGUF GEMMs in us: qwen3 Q4_K
+ * T = 64 / 80 / 128 (4 / 5 / 8 pairs) 260 / 302, 345 / 304, 438 / 305, Q8_0
+ * 288 / 299, 331 / 301, 385 / 304; deepseek-v3 Q4_K T = 256 / 512 / 768 (8 /
+ * 16 / 24) 3216 / 5078, 5346 / 4812, 8545 / 4874, Q8_0 3756 / 5136, 5580 /
+ * 5149 (crossing near 14); mixtral Q4_K T = 32 / 64 / 128 (8 / 16 / 32) 382 /
+ * 635, 625 / 628, 1087 / 650, Q8_0 T = 64 693 / 676 (near 16). The GEMMs'
+ * time hardly moves below 256 tokens a tile: each weight is decoded once. */
+static int64_t qp_pairs_fused(int fmt, double eb, int qg) { return !qg ? qp_pairs(fmt) : eb >= 10e6 ? 14 : 4; }
 
 /* bytes of the dequantised gate, up and down of ne experts */
 static void qp_sizes(const moe_layer *L, int64_t ne, size_t sz[3]) {
@@ -486,7 +496,7 @@ static void qp_init(moe_layer *L, dec_impl *im) {
     }
     char fwhy[200];
     if (qp_init_fused(L, im, fwhy, sizeof fwhy)) {
-        im->qp_min_t = min_t;
+        im->qp_min_t = mt && *mt ? min_t : qp_pairs_fused(im->fmt1, expert_bytes(L), im->qg) * d->E / d->K;
         moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: T > %lld runs cuda-sm90's GEMMs on the GGUF blocks (%s / %s)",
                  (long long)min_t, moe_type_name(L->up.type), moe_type_name(L->down.type));
         return;

@@ -985,8 +985,14 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
  * mixtral T = 64-128) 0.95-1.23 / 1.35-1.54 / 1.80-2.97; 64 pairs Q8_0
  * 1.28-1.36 / 1.32-1.38, Q4_K 1.49-1.57 / 1.40-1.48; 128 pairs 1.33-2.01 /
  * 1.38-1.64 / 0.98-1.51. H100 run 8, 128 / 256: 128 pairs 1.18-1.35 / 0.87-1.21,
- * 1024 pairs (mixtral T = 4096) 1.78-1.89 / 1.30-1.33. MOE_SM90_QS=64|128|256
- * forces one (layer creation). */
+ * 1024 pairs (mixtral T = 4096) 1.78-1.89 / 1.30-1.33. Since the 256-token
+ * kernel runs an expert's last 128 or fewer rows as a tile of 128 or 64 (impl
+ * qs_tail) it takes over from 64 pairs: H200 bench/decode/s22 run 2 (us, 64 /
+ * 128 / 256 forced): 64 pairs (qwen3 T = 1024, deepseek-v3 T = 2048) Q4_K 487 /
+ * 454 / 437 and 7727 / 7695 / 6260, Q8_0 495 / 458 / 424 and 7882 / 6781 /
+ * 6241; 32 pairs 64 stays ahead (qwen3 T = 512 336 / 444 / 378, deepseek-v3
+ * T = 1024 5265 / 7544 / 5481). BM 128 then runs only without the tails
+ * (MOE_SM90_QS_TAIL=0). MOE_SM90_QS=64|128|256 forces one (layer creation). */
 #define SM90_QS_MIN_PAIRS 128
 #define SM90_QS64_BELOW 64
 extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) {
@@ -994,7 +1000,9 @@ extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) 
     if (im->qfmt1) { /* GGUF weights: 256 or 64 tokens as N of the register-A kernel, or BM 128 */
         if (im->qs >= 0) return im->qs;
         const int64_t TK = T * L->desc.K, E = L->desc.E;
-        return TK >= (int64_t)SM90_QS_MIN_PAIRS * E ? 256 : TK < (int64_t)SM90_QS64_BELOW * E ? 64 : 128;
+        if (TK < (int64_t)SM90_QS64_BELOW * E) return 64;
+        if (im->qs_tail && TK < (1 << 28)) return 256; /* the tails (k_scan) cover 64-127 rows */
+        return TK >= (int64_t)SM90_QS_MIN_PAIRS * E ? 256 : 128;
     }
     if (cm != 1 || cn != 1) return 128;
     const char *ev = getenv("MOE_SM90_BM");
