@@ -498,7 +498,7 @@ static void qp_init(moe_layer *L, dec_impl *im) {
     if (qp_init_fused(L, im, fwhy, sizeof fwhy)) {
         im->qp_min_t = mt && *mt ? min_t : qp_pairs_fused(im->fmt1, expert_bytes(L), im->qg) * d->E / d->K;
         moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: T > %lld runs cuda-sm90's GEMMs on the GGUF blocks (%s / %s)",
-                 (long long)min_t, moe_type_name(L->up.type), moe_type_name(L->down.type));
+                 (long long)im->qp_min_t, moe_type_name(L->up.type), moe_type_name(L->down.type));
         return;
     }
     moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: prefill GEMMs on the GGUF blocks: %s; dequantising instead", fwhy);
