@@ -325,15 +325,19 @@ TEST(cuda_quant_stream_odd_units) {
 }
 /* describe at T of a cuda-quant layer of all-zero wt blocks (weights on the
  * host, copied at init); 0 when the layer could not be made */
-static int zero_quant_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int64_t D, int64_t I, int64_t K,
-                               char *desc, size_t n) {
-    size_t bytes = moe_type_row_bytes(wt, D) * (size_t)(E * (D > I ? D : I)); /* room for gate/up and for down */
+static int zero_quant_describe_l(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int64_t D, int64_t I, int64_t K,
+                                 moe_gate_up_layout lay, char *desc, size_t n) {
+    /* room for gate/up (fused: twice) and for down */
+    size_t bytes = moe_type_row_bytes(wt, D > I ? D : I) * (size_t)(E * 2 * (D > I ? D : I));
     void *q = calloc(1, bytes);
     if (!q) return 0;
     moe_layer_desc d = moe_layer_desc_default();
     d.E = E; d.D = D; d.I = I; d.K = K;
     moe_tensor t = {q, wt, MOE_MEM_HOST, 0, 0, 0};
-    d.gate = d.up = d.down = t;
+    d.layout = lay;
+    if (lay == MOE_GATE_UP_SEPARATE) d.gate = d.up = t;
+    else d.gate_up = t;
+    d.down = t;
     d.act_type = MOE_TYPE_BF16;
     d.backend = "cuda-quant";
     moe_layer *L = NULL;
@@ -342,6 +346,10 @@ static int zero_quant_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, 
     moe_layer_free(L);
     free(q);
     return st == MOE_OK;
+}
+static int zero_quant_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int64_t D, int64_t I, int64_t K,
+                               char *desc, size_t n) {
+    return zero_quant_describe_l(ctx, wt, T, E, D, I, K, MOE_GATE_UP_SEPARATE, desc, n);
 }
 
 /* the same under stream_case's settings */
@@ -589,28 +597,60 @@ TEST(cuda_quant_prefill_gguf_gemm) {
         SKIP("quantised B runs on sm_90a (Hopper)");
     }
     setenv("MOE_QUANT_PREFILL_T", "0", 1);
-    static const struct { moe_type t; const char *fused; int want; } dd[] = {
-        {MOE_TYPE_Q8_0, NULL, 1}, {MOE_TYPE_Q4_K, NULL, 1}, {MOE_TYPE_Q8_0, "0", 0}, {MOE_TYPE_Q6_K, NULL, 0},
+    /* Q8_0 rows whose strides are not multiples of 16 bytes: D = 320 and
+     * I = 192 make rows of 340 and 204 bytes (4 and 12 mod 16: TMA groups of 4
+     * rows), D = 384 and I = 128 408 and 136 (8: groups of 2), interleaved
+     * gate/up of D = 320 rows 680 bytes apart, up 340 bytes past an aligned
+     * start (groups of 2, from the boundary below) */
+    static const struct {
+        moe_type t;
+        const char *fused;
+        int want;
+        int64_t D, I;
+        moe_gate_up_layout lay;
+        const char *grp;
+    } dd[] = {
+        {MOE_TYPE_Q8_0, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE, "row by row"},
+        {MOE_TYPE_Q4_K, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
+        {MOE_TYPE_Q8_0, "0", 0, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
+        {MOE_TYPE_Q6_K, NULL, 0, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
+        {MOE_TYPE_Q8_0, NULL, 1, 320, 192, MOE_GATE_UP_SEPARATE,
+         "gate/up in groups of 4 rows 340 bytes apart, of down in groups of 4 rows 204 bytes apart"},
+        {MOE_TYPE_Q8_0, NULL, 1, 384, 128, MOE_GATE_UP_CONCAT,
+         "gate/up in groups of 2 rows 408 bytes apart, of down in groups of 2 rows 136 bytes apart"},
+        {MOE_TYPE_Q8_0, NULL, 1, 320, 256, MOE_GATE_UP_INTERLEAVED,
+         "gate/up in groups of 2 rows 680 bytes apart, of down row by row"},
     };
     for (size_t i = 0; i < sizeof dd / sizeof dd[0] && !moe_test_failed(); i++) {
         if (dd[i].fused) setenv("MOE_QUANT_PREFILL_FUSED", dd[i].fused, 1);
         char desc[4096] = "";
-        CHECK(zero_quant_describe(ctx, dd[i].t, 64, 8, 512, 256, 2, desc, sizeof desc));
+        CHECK(zero_quant_describe_l(ctx, dd[i].t, 64, 8, dd[i].D, dd[i].I, 2, dd[i].lay, desc, sizeof desc));
         CHECK_MSG((strstr(desc, "on the GGUF blocks") != NULL) == dd[i].want && strstr(desc, "(prefill)") != NULL,
-                  "%s MOE_QUANT_PREFILL_FUSED=%s: %s", moe_type_name(dd[i].t), dd[i].fused ? dd[i].fused : "(default)",
-                  desc);
+                  "%s D %lld I %lld MOE_QUANT_PREFILL_FUSED=%s: %s", moe_type_name(dd[i].t), (long long)dd[i].D,
+                  (long long)dd[i].I, dd[i].fused ? dd[i].fused : "(default)", desc);
+        /* the row groups are named where they exist, and only there */
+        if (dd[i].want && dd[i].t == MOE_TYPE_Q8_0)
+            CHECK_MSG(dd[i].grp[0] == 'r' ? strstr(desc, "groups of") == NULL : strstr(desc, dd[i].grp) != NULL,
+                      "Q8_0 D %lld I %lld: want \"%s\" in: %s", (long long)dd[i].D, (long long)dd[i].I, dd[i].grp, desc);
         unsetenv("MOE_QUANT_PREFILL_FUSED");
     }
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K};
     int same = 0, runs = 0;
     for (int i = 0; i < 2 && !moe_test_failed(); i++)
-        for (int v = 0; v < 5 && !moe_test_failed(); v++) {
+        for (int v = 0; v < (q[i] == MOE_TYPE_Q8_0 ? 8 : 5) && !moe_test_failed(); v++) {
             moe_case c = {"gguf-gemm", v < 2 ? 64 : 300, 8, 512, 512, 2, MOE_ACT_SWIGLU, MOE_GATE_UP_SEPARATE, 0, q[i],
                           MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
             if (v == 1) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; c.I = 256; }
             if (v == 2) { c.layout = MOE_GATE_UP_CONCAT; c.act = MOE_ACT_GEGLU_ERF; c.E = 16; c.K = 4; c.D = 768; }
             if (v == 3) { c.act_type = MOE_TYPE_F16; c.routing = ROUTE_SKIP_LAST; c.I = 768; }
             if (v == 4) { c.T = 600; c.K = 4; c.act = MOE_ACT_GELU; c.bias = 1; } /* ~300 rows an expert: 256 + a tail */
+            /* Q8_0 rows in TMA groups (the describe checks above): 4 rows of
+             * 340 / 204 bytes; gpt-oss's form (interleaved, rows 680 bytes
+             * apart, up at 340, biases, clamped SwiGLU) with down in groups of
+             * 2; up only, groups of 4 (204) and 2 (408), 256 + tails */
+            if (v == 5) { c.D = 320; c.I = 192; }
+            if (v == 6) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; c.D = 320; c.I = 128; }
+            if (v == 7) { c.T = 600; c.K = 4; c.act = MOE_ACT_GELU; c.D = 192; c.I = 384; c.act_type = MOE_TYPE_F16; }
             /* both kernels on GGUF weights (MOE_SM90_QS: B decoded into shared
              * memory, weights decoded into wgmma's A registers, with 256 tokens
              * a tile also without the 128- and 64-token tails), then dequantising */

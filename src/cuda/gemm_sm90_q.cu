@@ -29,8 +29,14 @@
  *   Q4_K: three boxes of 16 bytes a row: the super-block's header (d, dmin,
  *     12 bytes of 6-bit scales and mins) at 144 (kb / 4), and the 32 code bytes
  *     of sub-blocks 2 (kb % 4) and 2 (kb % 4) + 1 at 144 (kb / 4) + 16 + 32 (kb % 4).
- * Rows need byte strides that are multiples of 16 (D and I multiples of 256
- * for Q8_0; always for Q4_K); decode.cu checks them before choosing this path.
+ * TMA needs 16-byte aligned data and byte strides that are multiples of 16:
+ * always so for Q4_K, for Q8_0 when D and I are multiples of 256. Other Q8_0
+ * rows with an even number of blocks (D, I multiples of 64: gpt-oss's 2880
+ * makes 3060-byte rows, interleaved gate/up 6120-byte strides and up 3060
+ * bytes past an aligned start) go through a map from the 16-byte boundary
+ * below the data over groups of 4 or 2 rows, one box a row of the group
+ * (Sm90Quant<Q8_0>::load_g), for gemm_sm90_qs only; moe__cuda_sm90_quant
+ * (layer.cu) checks the rows and makes the maps.
  * Measurements: bench/decode/README.md and src/cuda/NOTES_decode.md, session 20.
  */
 #include "common.cuh"
@@ -72,6 +78,13 @@ static __device__ __forceinline__ uint32_t lds16(uint32_t a) {
     unsigned short v;
     asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a));
     return v;
+}
+/* A 16-byte global store as written: NVVM split the copy-out's uint4 stores
+ * into four 4-byte ones, each chunk's shared load then waiting on the
+ * previous chunk's stores (ncu, bench/decode/s22 run 3) */
+static __device__ __forceinline__ void stg128(void *p, uint4 v) {
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
 }
 static __device__ __forceinline__ void sts128(uint32_t a, uint4 v) {
     asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
@@ -134,10 +147,30 @@ template <> struct Sm90Quant<SM90_QF_Q8_0> {
                                                 uint32_t bar) {
         tma_3d(dst, tm, x0(kb), row, e, bar);
     }
+    /* gemm_sm90_qs's 64 rows from row `row` (a multiple of 64), in general
+     * (moe_cuda_gemm qlg, qmq, qsn, qa0): rows sn bytes apart, sn = 4 mq (mod
+     * 16), whose first starts a0 words past a 16-byte boundary, through a map
+     * from that boundary over groups of 2^lg rows (2^lg sn a multiple of 16:
+     * lg = 2 for mq odd, 1 for mq = 2, else 0; moe__cuda_quant_tmap), one box
+     * a row j of the group (j = r mod 2^lg, boxes of 64 / 2^lg groups) from the
+     * 16-byte boundary at or below byte 4 a0 + j sn + 68 kb. Row r's blocks then
+     * sit 4 ((a0 + mq r + kb) % 4) bytes into its 80, its box a multiple of 16
+     * bytes into the box set: one word for both (rk: the box's offset plus
+     * (a0 + mq r) % 4). Rows of 16-byte strides from 16-byte boundaries: load<64>. */
+    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
+                                                  uint32_t bar, int lg, int mq, int a0, int sn) {
+        for (int j = 0; j < (1 << lg); j++)
+            tma_3d(dst + j * (80 << (6 - lg)), tm, 4 * a0 + j * sn + 68 * kb - 4 * ((a0 + mq * j + kb) & 3), row >> lg,
+                   e, bar);
+    }
+    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
+        return (uint32_t)((((r & ((1 << lg) - 1)) << (6 - lg)) + (r >> lg)) * 80) | ((a0 + mq * r) & 3);
+    }
     /* gemm_sm90_qs: row r's 16 weights of wgmma A fragments, as bf16/f16 pairs:
-     * p[2 kk + h] = columns 16 kk + 8 h + 2 q, + 1 (q = lane % 4) */
-    template <typename T> static __device__ __forceinline__ void frag(uint32_t raw, int r, int kb, int q, uint32_t p[8]) {
-        const uint32_t base = raw + r * 80 + 4 * (kb & 3);
+     * p[2 kk + h] = columns 16 kk + 8 h + 2 q, + 1 (q = lane % 4); rw = rk(r) */
+    template <typename T>
+    static __device__ __forceinline__ void frag(uint32_t raw, uint32_t rw, int kb, int q, uint32_t p[8]) {
+        const uint32_t base = raw + (rw & ~3u) + 4 * ((kb + rw) & 3);
         const float d[2] = {dq_h2f(lds16(base)), dq_h2f(lds16(base + 34))};
         const float c[2] = {-32896.0f * d[0], -32896.0f * d[1]};
 #pragma unroll
@@ -218,18 +251,25 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
         tma_3d(dst + 16 * ROWS, tm, q, row, e, bar);
         tma_3d(dst + 32 * ROWS, tm, q + 16, row, e, bar);
     }
+    /* rows of 144 bytes a super-block: TMA addresses each (lg = 0) */
+    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
+                                                  uint32_t bar, int, int, int, int) {
+        load<64>(dst, tm, kb, row, e, bar);
+    }
+    static __device__ __forceinline__ uint32_t rk(int r, int, int, int) { return (uint32_t)(16 * r); }
     /* as Q8_0's; boxes of 64 rows. Columns k < 32: low nibbles of code bytes k
      * (sub-block 2t), k >= 32: high nibbles of bytes k - 32 (sub-block 2t + 1) */
-    template <typename T> static __device__ __forceinline__ void frag(uint32_t raw, int r, int kb, int q, uint32_t p[8]) {
+    template <typename T>
+    static __device__ __forceinline__ void frag(uint32_t raw, uint32_t ro, int kb, int q, uint32_t p[8]) {
         FmtQ4_K::Raw R;
-        R.hdr = lds128(raw + 16 * r);
+        R.hdr = lds128(raw + ro);
         FmtQ4_K::Dec dc;
         prep(R.hdr, kb & 3, dc);
         uint32_t x[2][2];
 #pragma unroll
         for (int b = 0; b < 2; b++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) x[b][h] = lds16(raw + 1024 * (1 + b) + 16 * r + 8 * h + 2 * q);
+            for (int h = 0; h < 2; h++) x[b][h] = lds16(raw + 1024 * (1 + b) + ro + 8 * h + 2 * q);
 #if QS_Q4K_H2
         /* Lab variant (-DQS_Q4K_H2=1, not measured yet): a pair of weights in
          * three instructions of the 16-bit pair type: the two nibbles under
@@ -339,6 +379,9 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
     /* the thread's two A rows: (box set, row in it) */
     const int h0 = GATED ? 0 : cw, h1 = GATED ? 1 : cw;
     const int r0 = GATED ? 32 * cw + 8 * w4 + gq : 16 * w4 + gq, r1 = GATED ? r0 : r0 + 8;
+    /* their boxes' places in a box set and word shifts (Sm90Quant::rk) */
+    const uint32_t rw0 = Sm90Quant<QF>::rk(r0, g.qlg, g.qmq, (g.qa0 >> (2 * h0)) & 3),
+                   rw1 = Sm90Quant<QF>::rk(r1, g.qlg, g.qmq, (g.qa0 >> (2 * h1)) & 3);
     auto bar = [&](int i) -> uint32_t { return c.meta + 8 * i; };
     /* output index of the thread's rows (GATED: one, i; else two, n) */
     const int o0 = n0 + (GATED ? 32 * cw + 8 * w4 + gq : 64 * cw + 16 * w4 + gq), o1 = GATED ? o0 : o0 + 8;
@@ -378,8 +421,8 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
     };
     auto decode = [&](uint32_t (&f)[16], uint32_t sa, int kb) {
         uint32_t p0[8], p1[8];
-        Sm90Quant<QF>::template frag<T>(sa + TOKB + h0 * RH, r0, kb, q, p0);
-        Sm90Quant<QF>::template frag<T>(sa + TOKB + h1 * RH, r1, kb, q, p1);
+        Sm90Quant<QF>::template frag<T>(sa + TOKB + h0 * RH, rw0, kb, q, p0);
+        Sm90Quant<QF>::template frag<T>(sa + TOKB + h1 * RH, rw1, kb, q, p1);
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
             f[4 * kk] = p0[2 * kk];
@@ -462,12 +505,16 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
             stsm_x4_trans(stg + 16 * (8 * (b + mi) + mr), r);
         }
         __syncwarp();
+        /* every chunk loaded before the first store, so that the loads do
+         * not wait on the stores in between */
         const int col = o0 - gq;
+        uint4 v[NTT / 32];
+#pragma unroll
+        for (int j = 0; j < NTT / 32; j++) v[j] = lds128(stg + 16 * (lane + 32 * j));
 #pragma unroll
         for (int j = 0; j < NTT / 32; j++) {
             const int tok = lane + 32 * j;
-            if (m0 + tok < rows && col < N)
-                *(uint4 *)((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col) = lds128(stg + 16 * tok);
+            if (m0 + tok < rows && col < N) stg128((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col, v[j]);
         }
     } else {
         /* the warp's 16 outputs (rows gq and gq + 8 of its slab), 128
@@ -506,13 +553,17 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
             }
             __syncwarp();
             const int col0 = o0 - gq;
+            uint4 v[PT / 16];
+#pragma unroll
+            for (int j = 0; j < PT / 16; j++) {
+                const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
+                v[j] = lds128(stg + 32 * tok + 16 * (part ^ ((tok >> 2) & 1)));
+            }
 #pragma unroll
             for (int j = 0; j < PT / 16; j++) {
                 const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
                 const int col = col0 + 8 * part, m = m0 + PT * pass + tok;
-                if (m < rows && col < N)
-                    *(uint4 *)((T *)g.out + (int64_t)(rbase + m) * N + col) =
-                        lds128(stg + 32 * tok + 16 * (part ^ ((tok >> 2) & 1)));
+                if (m < rows && col < N) stg128((T *)g.out + (int64_t)(rbase + m) * N + col, v[j]);
             }
         }
     }
@@ -568,8 +619,9 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                     tma_2d(sa, ta, kb * BK, arow, full);
 #pragma unroll
                     for (int h = 0; h < 2; h++)
-                        Sm90Quant<QF>::template load<64>(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0, kb,
-                                                         GATED ? n0 : n0 + 64 * h, e, full);
+                        Sm90Quant<QF>::load_g(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0, kb,
+                                              GATED ? n0 : n0 + 64 * h, e, full, g.qlg, g.qmq,
+                                              (g.qa0 >> (GATED && h ? 2 : 0)) & 3, g.qsn);
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
             }
@@ -660,12 +712,13 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const
 
 extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                              int sm_count, cudaStream_t s, char *why, size_t n) {
-    const bool tile_ok = g->bm == 256 || g->bm == 64 || (g->bm == 128 && g->bn == 256);
+    /* rows in groups (g->qlg) have maps of 64-row boxes for the register-A kernel only */
+    const bool tile_ok = g->bm == 256 || g->bm == 64 || (g->bm == 128 && g->bn == 256 && !g->qlg && !g->qa0);
     if (!tile_ok || g->cm != 1 || g->cn != 1 || g->gather || (g->qfmt != MOE_DF_Q8_0 && g->qfmt != MOE_DF_Q4_K)) {
         snprintf(why, n,
-                 "GGUF weights (format %d) run m-tiles of 64, 256, or 128 with BN 256, 1 x 1, A through TMA; got BM %d "
-                 "BN %d %dx%d%s",
-                 g->qfmt, g->bm, g->bn, g->cm, g->cn, g->gather ? ", gather" : "");
+                 "GGUF weights (format %d) run m-tiles of 64, 256, or 128 with BN 256 (rows TMA addresses one by one), "
+                 "1 x 1, A through TMA; got BM %d BN %d %dx%d%s%s",
+                 g->qfmt, g->bm, g->bn, g->cm, g->cn, g->gather ? ", gather" : "", g->qlg || g->qa0 ? ", rows in groups" : "");
         return cudaErrorInvalidValue;
     }
     /* tm: A (boxes of bm rows), out (BM 128), and for the tail tiles of bm 256

@@ -653,34 +653,66 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     if (!box1 || !box2)
         return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: formats %d / %d, expected Q8_0 or Q4_K",
                                 fmt1, fmt2);
+    const moe_layer_desc *d = &L->desc;
+    /* TMA needs 16-byte aligned starts and strides. Q8_0 rows that have
+     * neither (but 4-byte ones) go through maps from the 16-byte boundary a0
+     * words below the data over groups of 2^lg rows (gemm_sm90_q.cu
+     * Sm90Quant<Q8_0>::load_g), which stay within the tensor when a group's
+     * last row ends before the next group starts (4 a0 + row bytes <= stride). */
+    static const char *const wn[3] = {"gate", "up", "down"};
+    int lg[3] = {0, 0, 0}, a0[3] = {0, 0, 0};
     for (int i = 0; i < 3; i++) {
         if (!w[i].data) continue;
-        if (((uintptr_t)w[i].data | (uintptr_t)w[i].se | (uintptr_t)w[i].sn) & 15)
+        const int fmt = i < 2 ? fmt1 : fmt2;
+        const int64_t rows = i < 2 ? d->I : d->D, rb = w[i].row_bytes, sn = w[i].sn;
+        const uintptr_t p = (uintptr_t)w[i].data;
+        if (fmt == MOE_DF_Q8_0 && !((p | (uintptr_t)sn) & 3)) {
+            lg[i] = sn % 16 == 0 ? 0 : sn % 16 == 8 ? 1 : 2;
+            a0[i] = (int)(p % 16) / 4;
+            if (a0[i] && 4 * a0[i] + rb > sn)
+                return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
+                                        "GGUF weights in the GEMMs: %s rows at %p (not 16-byte aligned) with rows of "
+                                        "%lld bytes %lld apart; TMA would read past a row group",
+                                        wn[i], w[i].data, (long long)rb, (long long)sn);
+            if (rows % (1 << lg[i]))
+                return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
+                                        "GGUF weights in the GEMMs: %s rows %lld bytes apart are read in groups of %d "
+                                        "(TMA needs 16-byte strides), but there are %lld rows",
+                                        wn[i], (long long)sn, 1 << lg[i], (long long)rows);
+        }
+        if (((p - 4 * a0[i]) | (uintptr_t)w[i].se | (uintptr_t)(sn << lg[i])) & 15)
             return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
                                     "GGUF weights in the GEMMs: %s rows at %p, strides %lld / %lld bytes; TMA needs "
-                                    "multiples of 16",
-                                    i == 0 ? "gate" : i == 1 ? "up" : "down", w[i].data, (long long)w[i].se,
-                                    (long long)w[i].sn);
-        if (w[i].row_bytes < (i < 2 ? box1 : box2))
+                                    "multiples of 16 (Q8_0: multiples of 4, the expert stride of 16)",
+                                    wn[i], w[i].data, (long long)w[i].se, (long long)sn);
+        if (rb < (i < 2 ? box1 : box2))
             return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: rows of %lld bytes, under a box",
-                                    (long long)w[i].row_bytes);
+                                    (long long)rb);
     }
-    const moe_layer_desc *d = &L->desc;
+    if (w[0].data && w[0].sn != w[1].sn)
+        return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
+                                "GGUF weights in the GEMMs: gate and up rows %lld / %lld bytes apart; the GEMMs take "
+                                "one stride",
+                                (long long)w[0].sn, (long long)w[1].sn);
     char why[256];
     int bad = 0;
     CUtensorMap g[2], u[2], dn[2];
     memset(g, 0, sizeof g);
-    for (int k = 0; k < 2 && !bad; k++) { /* boxes of 128 rows (B decoded into shared memory), of 64 (A in registers) */
+    memset(u, 0, sizeof u);
+    memset(dn, 0, sizeof dn);
+    /* boxes of 128 rows (B decoded into shared memory; not with row groups), of 64 (A in registers) */
+    const int grouped = lg[0] | lg[1] | lg[2] | a0[0] | a0[1] | a0[2];
+    for (int k = grouped ? 1 : 0; k < 2 && !bad; k++) {
         const int br = k ? 64 : 128;
         if (w[0].data)
-            bad |= moe__cuda_quant_tmap(&g[k], w[0].data, d->E, d->I, w[0].row_bytes, w[0].se, w[0].sn, box1, br, why,
-                                        sizeof why);
+            bad |= moe__cuda_quant_tmap(&g[k], w[0].data, d->E, d->I, w[0].row_bytes, w[0].se, w[0].sn, box1, br, lg[0],
+                                        a0[0], why, sizeof why);
         if (!bad)
-            bad |= moe__cuda_quant_tmap(&u[k], w[1].data, d->E, d->I, w[1].row_bytes, w[1].se, w[1].sn, box1, br, why,
-                                        sizeof why);
+            bad |= moe__cuda_quant_tmap(&u[k], w[1].data, d->E, d->I, w[1].row_bytes, w[1].se, w[1].sn, box1, br, lg[1],
+                                        a0[1], why, sizeof why);
         if (!bad)
-            bad |= moe__cuda_quant_tmap(&dn[k], w[2].data, d->E, d->D, w[2].row_bytes, w[2].se, w[2].sn, box2, br, why,
-                                        sizeof why);
+            bad |= moe__cuda_quant_tmap(&dn[k], w[2].data, d->E, d->D, w[2].row_bytes, w[2].se, w[2].sn, box2, br, lg[2],
+                                        a0[2], why, sizeof why);
     }
     if (bad) return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: %s", why);
     moe_cuda_dev_guard dg;
@@ -703,6 +735,17 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     im->qs_tail = !(tail && atoi(tail) == 0);
     im->qfmt1 = fmt1;
     im->qfmt2 = fmt2;
+    /* the kernels' row groups (moe_cuda_gemm qlg, qmq, qsn, qa0): GEMM 1's B0 is the gate (up when not gated) */
+    const int b0 = w[0].data ? 0 : 1;
+    im->qlg1 = lg[1];
+    im->qmq1 = fmt1 == MOE_DF_Q8_0 ? (int)(w[1].sn % 16) / 4 : 0;
+    im->qsn1 = fmt1 == MOE_DF_Q8_0 ? (int)w[1].sn : 0;
+    im->qa01 = a0[b0] | a0[1] << 2;
+    im->qlg2 = lg[2];
+    im->qmq2 = fmt2 == MOE_DF_Q8_0 ? (int)(w[2].sn % 16) / 4 : 0;
+    im->qsn2 = fmt2 == MOE_DF_Q8_0 ? (int)w[2].sn : 0;
+    im->qa02 = a0[2];
+    im->qgrp = grouped;
     return MOE_OK;
 }
 
@@ -867,6 +910,8 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
             tmd = bm != 128 ? &im->tm_qd64 : &im->tm_qd;
             g1.qfmt = im->qfmt1;
             g2.qfmt = im->qfmt2;
+            g1.qlg = im->qlg1; g1.qmq = im->qmq1; g1.qsn = im->qsn1; g1.qa0 = im->qa01;
+            g2.qlg = im->qlg2; g2.qmq = im->qmq2; g2.qsn = im->qsn2; g2.qa0 = im->qa02;
         }
         g2.A = h;
         g2.gather = 0; /* GEMM 2 reads h through TMA */
@@ -963,6 +1008,15 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
                                             : "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens "
                                               "a tile")
                              : "decoded into the B tiles by the producer warpgroup, 3 stages + a raw ring");
+    if (im->qfmt1 && im->qgrp && n > strlen(buf) + 160) {
+        char grp[2][64];
+        const int lg[2] = {im->qlg1, im->qlg2}, sn[2] = {im->qsn1, im->qsn2}, a0[2] = {im->qa01, im->qa02};
+        for (int i = 0; i < 2; i++)
+            if (lg[i] || a0[i]) snprintf(grp[i], sizeof grp[i], "in groups of %d rows %d bytes apart", 1 << lg[i], sn[i]);
+            else snprintf(grp[i], sizeof grp[i], "row by row");
+        snprintf(buf + strlen(buf), n - strlen(buf), "; TMA reads the Q8_0 rows of gate/up %s, of down %s", grp[0],
+                 grp[1]);
+    }
 }
 
 /* The tile table of the sm90 GEMMs (gemm_sm90.cuh): BM 64 while the average
@@ -998,11 +1052,12 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
 extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     if (im->qfmt1) { /* GGUF weights: 256 or 64 tokens as N of the register-A kernel, or BM 128 */
-        if (im->qs >= 0) return im->qs;
+        const int grouped = im->qgrp; /* rows in TMA groups: the register-A kernel only */
+        if (im->qs >= 0) return im->qs == 128 && grouped ? 256 : im->qs;
         const int64_t TK = T * L->desc.K, E = L->desc.E;
         if (TK < (int64_t)SM90_QS64_BELOW * E) return 64;
         if (im->qs_tail && TK < (1 << 28)) return 256; /* the tails (k_scan) cover 64-127 rows */
-        return TK >= (int64_t)SM90_QS_MIN_PAIRS * E ? 256 : 128;
+        return TK >= (int64_t)SM90_QS_MIN_PAIRS * E || grouped ? 256 : 128;
     }
     if (cm != 1 || cn != 1) return 128;
     const char *ev = getenv("MOE_SM90_BM");
