@@ -81,7 +81,11 @@ static __device__ __forceinline__ uint32_t lds16(uint32_t a) {
 }
 /* A 16-byte global store as written: NVVM split the copy-out's uint4 stores
  * into four 4-byte ones, each chunk's shared load then waiting on the
- * previous chunk's stores (ncu, bench/decode/s22 run 3) */
+ * previous chunk's stores (ncu, bench/decode/s22 run 3). Lab: -DQS_STG=0
+ * builds the copy-out of session 22 (bench/decode/s23). */
+#ifndef QS_STG
+#define QS_STG 1
+#endif
 static __device__ __forceinline__ void stg128(void *p, uint4 v) {
     asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                  : "memory");
@@ -508,6 +512,7 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
         /* every chunk loaded before the first store, so that the loads do
          * not wait on the stores in between */
         const int col = o0 - gq;
+#if QS_STG
         uint4 v[NTT / 32];
 #pragma unroll
         for (int j = 0; j < NTT / 32; j++) v[j] = lds128(stg + 16 * (lane + 32 * j));
@@ -516,6 +521,14 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
             const int tok = lane + 32 * j;
             if (m0 + tok < rows && col < N) stg128((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col, v[j]);
         }
+#else
+#pragma unroll
+        for (int j = 0; j < NTT / 32; j++) {
+            const int tok = lane + 32 * j;
+            if (m0 + tok < rows && col < N)
+                *(uint4 *)((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col) = lds128(stg + 16 * tok);
+        }
+#endif
     } else {
         /* the warp's 16 outputs (rows gq and gq + 8 of its slab), 128
          * tokens a pass, 32 bytes a token: the halves of a token's row
@@ -553,6 +566,7 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
             }
             __syncwarp();
             const int col0 = o0 - gq;
+#if QS_STG
             uint4 v[PT / 16];
 #pragma unroll
             for (int j = 0; j < PT / 16; j++) {
@@ -565,6 +579,16 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
                 const int col = col0 + 8 * part, m = m0 + PT * pass + tok;
                 if (m < rows && col < N) stg128((T *)g.out + (int64_t)(rbase + m) * N + col, v[j]);
             }
+#else
+#pragma unroll
+            for (int j = 0; j < PT / 16; j++) {
+                const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
+                const int col = col0 + 8 * part, m = m0 + PT * pass + tok;
+                if (m < rows && col < N)
+                    *(uint4 *)((T *)g.out + (int64_t)(rbase + m) * N + col) =
+                        lds128(stg + 32 * tok + 16 * (part ^ ((tok >> 2) & 1)));
+            }
+#endif
         }
     }
 }
