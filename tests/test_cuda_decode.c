@@ -620,6 +620,15 @@ TEST(cuda_quant_prefill_gguf_gemm) {
          "gate/up in groups of 2 rows 408 bytes apart, of down in groups of 2 rows 136 bytes apart"},
         {MOE_TYPE_Q8_0, NULL, 1, 320, 256, MOE_GATE_UP_INTERLEAVED,
          "gate/up in groups of 2 rows 680 bytes apart, of down row by row"},
+        /* MXFP4 (17-byte blocks, 2-byte units): rows of 272 bytes one by one,
+         * 136 (8 mod 16) in pairs, 170 / 102 (10, 6) in groups of 8,
+         * interleaved 340 apart (4) in groups of 4 */
+        {MOE_TYPE_MXFP4, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE,
+         "gate/up row by row, of down in groups of 2 rows 136 bytes apart"},
+        {MOE_TYPE_MXFP4, NULL, 1, 320, 192, MOE_GATE_UP_SEPARATE,
+         "gate/up in groups of 8 rows 170 bytes apart, of down in groups of 8 rows 102 bytes apart"},
+        {MOE_TYPE_MXFP4, NULL, 1, 320, 256, MOE_GATE_UP_INTERLEAVED,
+         "gate/up in groups of 4 rows 340 bytes apart, of down in groups of 2 rows 136 bytes apart"},
     };
     for (size_t i = 0; i < sizeof dd / sizeof dd[0] && !moe_test_failed(); i++) {
         if (dd[i].fused) setenv("MOE_QUANT_PREFILL_FUSED", dd[i].fused, 1);
@@ -629,25 +638,29 @@ TEST(cuda_quant_prefill_gguf_gemm) {
                   "%s D %lld I %lld MOE_QUANT_PREFILL_FUSED=%s: %s", moe_type_name(dd[i].t), (long long)dd[i].D,
                   (long long)dd[i].I, dd[i].fused ? dd[i].fused : "(default)", desc);
         /* the row groups are named where they exist, and only there */
-        if (dd[i].want && dd[i].t == MOE_TYPE_Q8_0)
+        if (dd[i].want && dd[i].t != MOE_TYPE_Q4_K)
             CHECK_MSG(dd[i].grp[0] == 'r' ? strstr(desc, "groups of") == NULL : strstr(desc, dd[i].grp) != NULL,
-                      "Q8_0 D %lld I %lld: want \"%s\" in: %s", (long long)dd[i].D, (long long)dd[i].I, dd[i].grp, desc);
+                      "%s D %lld I %lld: want \"%s\" in: %s", moe_type_name(dd[i].t), (long long)dd[i].D,
+                      (long long)dd[i].I, dd[i].grp, desc);
         unsetenv("MOE_QUANT_PREFILL_FUSED");
     }
-    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K};
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4};
     int same = 0, runs = 0;
-    for (int i = 0; i < 2 && !moe_test_failed(); i++)
-        for (int v = 0; v < (q[i] == MOE_TYPE_Q8_0 ? 8 : 5) && !moe_test_failed(); v++) {
+    for (int i = 0; i < 3 && !moe_test_failed(); i++)
+        for (int v = 0; v < (q[i] == MOE_TYPE_Q4_K ? 5 : 8) && !moe_test_failed(); v++) {
             moe_case c = {"gguf-gemm", v < 2 ? 64 : 300, 8, 512, 512, 2, MOE_ACT_SWIGLU, MOE_GATE_UP_SEPARATE, 0, q[i],
                           MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
             if (v == 1) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; c.I = 256; }
             if (v == 2) { c.layout = MOE_GATE_UP_CONCAT; c.act = MOE_ACT_GEGLU_ERF; c.E = 16; c.K = 4; c.D = 768; }
             if (v == 3) { c.act_type = MOE_TYPE_F16; c.routing = ROUTE_SKIP_LAST; c.I = 768; }
             if (v == 4) { c.T = 600; c.K = 4; c.act = MOE_ACT_GELU; c.bias = 1; } /* ~300 rows an expert: 256 + a tail */
-            /* Q8_0 rows in TMA groups (the describe checks above): 4 rows of
-             * 340 / 204 bytes; gpt-oss's form (interleaved, rows 680 bytes
-             * apart, up at 340, biases, clamped SwiGLU) with down in groups of
-             * 2; up only, groups of 4 (204) and 2 (408), 256 + tails */
+            /* Q8_0 / MXFP4 rows in TMA groups (the describe checks above):
+             * Q8_0 4 rows of 340 / 204 bytes (MXFP4 8 of 170 / 102);
+             * gpt-oss's form (interleaved, rows 680 bytes apart, up at 340,
+             * biases, clamped SwiGLU) with down in groups of 2 (MXFP4: 340, up
+             * at 170, groups of 4 and 4); up only, Q8_0 groups of 4 (204) and
+             * 2 (408) (MXFP4 8 and 4), 256 + tails. MXFP4 runs the register-A
+             * kernel only (MOE_SM90_QS=128 gives 256) */
             if (v == 5) { c.D = 320; c.I = 192; }
             if (v == 6) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; c.D = 320; c.I = 128; }
             if (v == 7) { c.T = 600; c.K = 4; c.act = MOE_ACT_GELU; c.D = 192; c.I = 384; c.act_type = MOE_TYPE_F16; }

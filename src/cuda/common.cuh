@@ -57,9 +57,9 @@ typedef struct moe_cuda_impl {
     int qs_tail;              /* m-tiles of 256: an expert's last rows in a tile of 128 or 64 when they are that
                                  few (MOE_CUDA_TILE_CODE); MOE_SM90_QS_TAIL=0 turns it off */
     CUtensorMap tm_qg64, tm_qu64, tm_qd64;
-    int qlg1, qmq1, qsn1, qa01, qlg2, qmq2, qsn2, qa02; /* GEMM 1's and 2's Q8_0 rows in groups (moe_cuda_gemm
+    int qlg1, qmq1, qsn1, qa01, qlg2, qmq2, qsn2, qa02; /* GEMM 1's and 2's Q8_0 / MXFP4 rows in groups (moe_cuda_gemm
                                               qlg, qmq, qsn, qa0; all 0: none); with groups only the 64-row maps exist */
-    int qgrp;                 /* some of them in groups: the register-A kernel only (moe__cuda_sm90_bm) */
+    int qgrp;                 /* some of them in groups, or MXFP4: the register-A kernel only (moe__cuda_sm90_bm) */
 } moe_cuda_impl;
 
 #ifdef __cplusplus
@@ -90,7 +90,7 @@ cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUtensorMap *tmB
                                   int sm_count, cudaStream_t s, char *why, size_t n);
 cudaError_t moe__cuda_gemm_sm90_q_prepare(void);
 int moe__cuda_quant_tmap(CUtensorMap *tm, const void *data, int64_t E, int64_t N, int64_t row_bytes, int64_t se,
-                         int64_t sn, int box_bytes, int box_rows, int lg, int a0, char *why, size_t n);
+                         int64_t sn, int box_bytes, int box_rows, int lg, int a0b, char *why, size_t n);
 /* The driver functions cuda-jit calls, resolved through the runtime
  * (cudaGetDriverEntryPointByVersion), so that the library does not link
  * libcuda and loads where no driver is installed; NULL when unavailable. */

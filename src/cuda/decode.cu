@@ -373,7 +373,7 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
 
 /* cuda-quant's prefill path. Above qp_pairs() pairs per expert (T * K / E)
  * a forward runs cuda-sm90's grouped GEMMs on the GGUF blocks themselves where
- * they can decode the formats (Q8_0, Q4_K; gemm_sm90_q.cu, qp_init_fused), or
+ * they can decode the formats (Q8_0, Q4_K, MXFP4; gemm_sm90_q.cu, qp_init_fused), or
  * dequantises the blocks of the experts it uses into the workspace as bf16/f16
  * rows (dequant.cu) and runs a grouped GEMM backend (cuda-jit, else cuda-sm90,
  * else cuda-sm80) on them: the mma kernels decode
@@ -441,7 +441,7 @@ static moe_layer *qp_layer(moe_layer *L, dec_impl *im, const moe__backend *b, ch
 }
 
 /* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90 with quantised B,
- * gemm_sm90_q.cu): Q8_0 / Q4_K weights whose rows TMA can address; else 0 and
+ * gemm_sm90_q.cu): Q8_0 / Q4_K / MXFP4 weights whose rows TMA can address; else 0 and
  * why (the dequantising path then). MOE_QUANT_PREFILL_FUSED=0 turns it off. */
 static int qp_init_fused(moe_layer *L, dec_impl *im, char *why, size_t n) {
     const moe_layer_desc *d = &L->desc;
@@ -451,7 +451,7 @@ static int qp_init_fused(moe_layer *L, dec_impl *im, char *why, size_t n) {
         return 0;
     }
     if (!moe__cuda_quant_box(im->fmt1) || !moe__cuda_quant_box(im->fmt2)) {
-        snprintf(why, n, "the GEMMs decode Q8_0 and Q4_K only (weights %s / %s)", moe_type_name(L->up.type),
+        snprintf(why, n, "the GEMMs decode Q8_0, Q4_K and MXFP4 only (weights %s / %s)", moe_type_name(L->up.type),
                  moe_type_name(L->down.type));
         return 0;
     }

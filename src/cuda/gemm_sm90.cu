@@ -128,24 +128,24 @@ extern "C" int moe__cuda_weight_tmap(CUtensorMap *tm, const void *data, int dtyp
 /* A quantised weight's GGUF rows as bytes, [E, N, row bytes] with the
  * tensor's byte strides (multiples of 16, as TMA requires), in boxes of
  * box_bytes x box_rows (gemm_sm90.cuh: quantised B, 128 rows; gemm_sm90_q.cu's
- * register-A kernel, 64). lg, a0 (gemm_sm90_q.cu, Sm90Quant<Q8_0>::load_g):
- * groups of 2^lg rows from the 16-byte boundary a0 words below the data,
- * [E, N / 2^lg, 4 a0 + (2^lg - 1) sn + row bytes] with strides 2^lg sn and
+ * register-A kernel, 64). lg, a0b (gemm_sm90_q.cu, Sm90Quant load_g):
+ * groups of 2^lg rows from the 16-byte boundary a0b bytes below the data,
+ * [E, N / 2^lg, a0b + (2^lg - 1) sn + row bytes] with strides 2^lg sn and
  * se, boxes of box_rows / 2^lg groups; the groups' last bytes are their last
  * row's, so no box reads past the tensor. */
 extern "C" int moe__cuda_quant_tmap(CUtensorMap *tm, const void *data, int64_t E, int64_t N, int64_t row_bytes,
-                                    int64_t se, int64_t sn, int box_bytes, int box_rows, int lg, int a0, char *why,
+                                    int64_t se, int64_t sn, int box_bytes, int box_rows, int lg, int a0b, char *why,
                                     size_t n) {
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn) {
         snprintf(why, n, "cuTensorMapEncodeTiled is not available from the driver");
         return -1;
     }
-    cuuint64_t dims[3] = {(cuuint64_t)(4 * a0 + ((1 << lg) - 1) * sn + row_bytes), (cuuint64_t)(N >> lg),
+    cuuint64_t dims[3] = {(cuuint64_t)(a0b + ((1 << lg) - 1) * sn + row_bytes), (cuuint64_t)(N >> lg),
                           (cuuint64_t)E};
     cuuint64_t strides[2] = {(cuuint64_t)(sn << lg), (cuuint64_t)(E > 1 ? se : N * sn)};
     cuuint32_t box[3] = {(cuuint32_t)box_bytes, (cuuint32_t)(box_rows >> lg), 1}, es[3] = {1, 1, 1};
-    CUresult r = fn(tm, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, (void *)((const char *)data - 4 * a0), dims, strides, box, es,
+    CUresult r = fn(tm, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, (void *)((const char *)data - a0b), dims, strides, box, es,
                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {

@@ -54,6 +54,7 @@
  * would have written it. BM 128, BN 256, no clusters; 3 stages (the raw ring
  * takes the fourth's room). SM90_QF_* are decode.h's MOE_DF_* numbers. */
 #define SM90_QF_Q8_0 3
+#define SM90_QF_MXFP4 4 /* gemm_sm90_q.cu's register-A kernel only */
 #define SM90_QF_Q4_K 7
 #define SM90_Q_RAWS(qf) ((qf) == SM90_QF_Q4_K ? 3 : (qf) ? 2 : 0) /* what fits beside 3 stages */
 #define SM90_Q_HALF(qf) ((qf) == SM90_QF_Q8_0 ? 128 * 80 : (qf) == SM90_QF_Q4_K ? 3 * 128 * 16 : 0)

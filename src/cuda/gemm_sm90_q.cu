@@ -1,8 +1,9 @@
 /*
  * The Hopper grouped GEMM on GGUF-quantised weights: the GEMMs of cuda-quant's
- * prefill path (decode.cu) for Q8_0 and Q4_K, without dequantising the experts
- * into the workspace first. Two kernels (layer.cu moe__cuda_sm90_bm picks one
- * by pairs an expert; MOE_SM90_QS forces it):
+ * prefill path (decode.cu) for Q8_0, Q4_K and MXFP4, without dequantising the
+ * experts into the workspace first. Two kernels (layer.cu moe__cuda_sm90_bm
+ * picks one by pairs an expert; MOE_SM90_QS forces it; MXFP4 and rows in TMA
+ * groups, below, run the second only):
  *
  * gemm_sm90_q (BM 128, for 64-127 pairs an expert): gemm_sm90.cuh's kernel with
  * quantised B. Per k-block TMA brings the B tile's raw bytes, 256 rows of GGUF
@@ -48,7 +49,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K, "gemm_sm90.cuh's format numbers");
+static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90_QF_MXFP4 == MOE_DF_MXFP4,
+              "gemm_sm90.cuh's format numbers");
 
 /* gemm_sm90_qs's tile (below) */
 /* CTAs an SM: two for 64 tokens a tile (whose decoding, 4 times the 256-token
@@ -61,7 +63,7 @@ static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K, "gemm_
 #define QS_CTAS(nt) ((nt) == 64 ? QS_CTAS64 : 1)
 #define QS_CREGS(nt) (QS_CTAS(nt) == 2 ? 96 : 232) /* setmaxnreg of the consumers (the producer: 40) */
 #define QS_STAGES(nt) ((nt) == 256 || QS_CTAS(nt) == 2 ? 4 : 8)
-#define QS_RH(qf) ((qf) == SM90_QF_Q8_0 ? 64 * 80 : 3 * 64 * 16) /* one box set of 64 rows */
+#define QS_RH(qf) ((qf) == SM90_QF_Q8_0 ? 64 * 80 : (qf) == SM90_QF_MXFP4 ? 64 * 48 : 3 * 64 * 16) /* a box set: 64 rows */
 #define QS_STAGE(qf, nt) ((nt) * BK * 2 + 2 * QS_RH(qf))
 #define QS_STGW(nt) ((nt) == 64 ? 2048 : 4096) /* a warp's staging: its 8 or 16 columns of up to 256 or 128 tokens */
 #define QS_WT(nt) (2 * (nt) * 4) /* a warpgroup's routing weights, two tiles in turn */
@@ -73,6 +75,16 @@ static __device__ __forceinline__ uint4 lds128(uint32_t a) {
     uint4 v;
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
     return v;
+}
+static __device__ __forceinline__ uint32_t lds8(uint32_t a) {
+    unsigned short v;
+    asm volatile("ld.shared.u8 %0, [%1];\n" : "=h"(v) : "r"(a));
+    return v;
+}
+static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t s) {
+    uint32_t d;
+    asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(s));
+    return d;
 }
 static __device__ __forceinline__ uint32_t lds16(uint32_t a) {
     unsigned short v;
@@ -325,6 +337,61 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
     }
 };
 
+/* MXFP4 (gemm_sm90_qs only): blocks of 17 bytes, the scale byte e (the f32
+ * 2^(e-128), moe__e8m0_half_bits) and 16 code bytes, element j < 16 the low
+ * nibble of byte j, j >= 16 the high nibble of byte j - 16; the value is
+ * kvalue(code) 2^(e-128). A k-block's two blocks are 34 bytes at 34 kb: rows
+ * through load_g as Q8_0's, in 2-byte units (8 a 16-byte boundary; 34 kb =
+ * 2 kb mod 16): a 48-byte box a row from the 16-byte boundary at or below
+ * byte 2 a0 + j sn + 34 kb, the blocks 2 ((a0 + mq r + kb) % 8) bytes in
+ * (at most 14 + 34 = 48); groups of 8, 4 or 2 rows (lg 3, 2, 1) as mq is
+ * odd, 2 mod 4 or 4 (moe__cuda_sm90_quant). */
+template <> struct Sm90Quant<SM90_QF_MXFP4> {
+    static constexpr int RB = 48;
+    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
+                                                  uint32_t bar, int lg, int mq, int a0, int sn) {
+        for (int j = 0; j < (1 << lg); j++)
+            tma_3d(dst + j * (48 << (6 - lg)), tm, 2 * a0 + j * sn + 34 * kb - 2 * ((a0 + mq * j + kb) & 7), row >> lg,
+                   e, bar);
+    }
+    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
+        return (uint32_t)((((r & ((1 << lg) - 1)) << (6 - lg)) + (r >> lg)) * 48) | ((a0 + mq * r) & 7);
+    }
+    /* Four codes (the low and high nibbles of code bytes x & 0xff and x >> 8:
+     * the nibbles as prmt's four selectors) to bytes 12 + kvalue: positive
+     * codes (selector bit 3 clear) from {12 .. 24}, negative from {12 .. 0};
+     * a prmt of 0x80 bytes gives 0xff where the bit is set (its sign mode),
+     * 0x80 where not, and both tables are below 0x80, so one LOP3 selects.
+     * Bytes 0..3: low nibble of byte 0, high of 0, low of 1, high of 1. */
+    static __device__ __forceinline__ uint32_t codes(uint32_t x) {
+        const uint32_t s = x & 0x7777u;
+        const uint32_t up = prmt(0x0F0E0D0Cu, 0x18141210u, s), un = prmt(0x090A0B0Cu, 0x00040608u, s);
+        const uint32_t m = prmt(0x80808080u, 0x80808080u, x);
+        return (up & ~m) | (un & m);
+    }
+    /* as Q8_0's frag; rw = rk(r). A weight is fma(2^15 + u, d, -32780 d) =
+     * (u - 12) d = kvalue d exactly, the dequantising path's value (for scales
+     * under 2^113: 32780 d must not overflow; real weights are far below) */
+    template <typename T>
+    static __device__ __forceinline__ void frag(uint32_t raw, uint32_t rw, int kb, int q, uint32_t p[8]) {
+        const uint32_t base = raw + (rw & ~7u) + 2 * ((kb + rw) & 7);
+#pragma unroll
+        for (int b = 0; b < 2; b++) {
+            const uint32_t blk = base + 17 * b;
+            const float d = __uint_as_float(moe__e8m0_half_bits((uint8_t)lds8(blk))), c = -32780.0f * d;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint32_t a = blk + 1 + 8 * h + 2 * q;
+                const uint32_t u = codes(lds8(a) | lds8(a + 1) << 8);
+                /* kk = 2b: elements 8h + 2q, + 1 (low nibbles, bytes 0, 2);
+                 * kk = 2b + 1: 16 more (high nibbles, bytes 1, 3) */
+                p[4 * b + h] = dk_pack<T>(fmaf(mag_q8(u, 0), d, c), fmaf(mag_q8(u, 2), d, c));
+                p[4 * b + 2 + h] = dk_pack<T>(fmaf(mag_q8(u, 1), d, c), fmaf(mag_q8(u, 3), d, c));
+            }
+        }
+    }
+};
+
 /* ---- gemm_sm90_qs: the weights as wgmma's A operand, decoded into registers ----
  * The tile is 128 weight rows (two consumer warpgroups of 64: m64) by NT = 256
  * or 64 rows of the permuted x or h (the m-tile: wgmma's N, K-major in shared
@@ -384,8 +451,8 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
     const int h0 = GATED ? 0 : cw, h1 = GATED ? 1 : cw;
     const int r0 = GATED ? 32 * cw + 8 * w4 + gq : 16 * w4 + gq, r1 = GATED ? r0 : r0 + 8;
     /* their boxes' places in a box set and word shifts (Sm90Quant::rk) */
-    const uint32_t rw0 = Sm90Quant<QF>::rk(r0, g.qlg, g.qmq, (g.qa0 >> (2 * h0)) & 3),
-                   rw1 = Sm90Quant<QF>::rk(r1, g.qlg, g.qmq, (g.qa0 >> (2 * h1)) & 3);
+    const uint32_t rw0 = Sm90Quant<QF>::rk(r0, g.qlg, g.qmq, (g.qa0 >> (3 * h0)) & 7),
+                   rw1 = Sm90Quant<QF>::rk(r1, g.qlg, g.qmq, (g.qa0 >> (3 * h1)) & 7);
     auto bar = [&](int i) -> uint32_t { return c.meta + 8 * i; };
     /* output index of the thread's rows (GATED: one, i; else two, n) */
     const int o0 = n0 + (GATED ? 32 * cw + 8 * w4 + gq : 64 * cw + 16 * w4 + gq), o1 = GATED ? o0 : o0 + 8;
@@ -645,7 +712,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                     for (int h = 0; h < 2; h++)
                         Sm90Quant<QF>::load_g(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0, kb,
                                               GATED ? n0 : n0 + 64 * h, e, full, g.qlg, g.qmq,
-                                              (g.qa0 >> (GATED && h ? 2 : 0)) & 3, g.qsn);
+                                              (g.qa0 >> (GATED && h ? 3 : 0)) & 7, g.qsn);
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
             }
@@ -703,7 +770,9 @@ static __global__ void __launch_bounds__(NTHREADS, QS_CTAS(NT))
 #endif
 }
 
-extern "C" int moe__cuda_quant_box(int fmt) { return fmt == MOE_DF_Q8_0 ? 80 : fmt == MOE_DF_Q4_K ? 16 : 0; }
+extern "C" int moe__cuda_quant_box(int fmt) {
+    return fmt == MOE_DF_Q8_0 ? 80 : fmt == MOE_DF_Q4_K ? 16 : fmt == MOE_DF_MXFP4 ? 48 : 0;
+}
 
 /* persistent: one CTA an SM (its shared memory), no more than there are tiles;
  * m-tiles of 256 or 64 tokens run the register-A kernel, of 128 the B-decoding one */
@@ -718,7 +787,8 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tm, const C
         gemm_sm90_qs<ACT, T, QF, 64><<<grid, NTHREADS, QS_SMEM(QF, 64), s>>>(tm[0], *b0, *b1, tm[0], tm[0], *g);
     else if (g->bm == 256)
         gemm_sm90_qs<ACT, T, QF, 256><<<grid, NTHREADS, QS_SMEM(QF, 256), s>>>(tm[0], *b0, *b1, tm[2], tm[3], *g);
-    else gemm_sm90_q<ACT, T, QF><<<grid, NTHREADS, SM90_SMEM_BYTES_Q(QF), s>>>(tm[0], *b0, *b1, tm[1], *g);
+    else if constexpr (QF != SM90_QF_MXFP4)
+        gemm_sm90_q<ACT, T, QF><<<grid, NTHREADS, SM90_SMEM_BYTES_Q(QF), s>>>(tm[0], *b0, *b1, tm[1], *g);
     return cudaGetLastError();
 }
 
@@ -737,10 +807,13 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const
 extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                              int sm_count, cudaStream_t s, char *why, size_t n) {
     /* rows in groups (g->qlg) have maps of 64-row boxes for the register-A kernel only */
-    const bool tile_ok = g->bm == 256 || g->bm == 64 || (g->bm == 128 && g->bn == 256 && !g->qlg && !g->qa0);
-    if (!tile_ok || g->cm != 1 || g->cn != 1 || g->gather || (g->qfmt != MOE_DF_Q8_0 && g->qfmt != MOE_DF_Q4_K)) {
+    const bool tile_ok = g->bm == 256 || g->bm == 64 ||
+                         (g->bm == 128 && g->bn == 256 && !g->qlg && !g->qa0 && g->qfmt != MOE_DF_MXFP4);
+    if (!tile_ok || g->cm != 1 || g->cn != 1 || g->gather ||
+        (g->qfmt != MOE_DF_Q8_0 && g->qfmt != MOE_DF_Q4_K && g->qfmt != MOE_DF_MXFP4)) {
         snprintf(why, n,
-                 "GGUF weights (format %d) run m-tiles of 64, 256, or 128 with BN 256 (rows TMA addresses one by one), "
+                 "GGUF weights (format %d) run m-tiles of 64, 256, or 128 with BN 256 (Q8_0, Q4_K rows TMA addresses "
+                 "one by one), "
                  "1 x 1, A through TMA; got BM %d BN %d %dx%d%s%s",
                  g->qfmt, g->bm, g->bn, g->cm, g->cn, g->gather ? ", gather" : "", g->qlg || g->qa0 ? ", rows in groups" : "");
         return cudaErrorInvalidValue;
@@ -755,6 +828,9 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
     if (g->qfmt == MOE_DF_Q8_0)
         return f16 ? dispatch<__half, SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s)
                    : dispatch<__nv_bfloat16, SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s);
+    if (g->qfmt == MOE_DF_MXFP4)
+        return f16 ? dispatch<__half, SM90_QF_MXFP4>(g, tm, tmB0, tmB1, sm_count, s)
+                   : dispatch<__nv_bfloat16, SM90_QF_MXFP4>(g, tm, tmB0, tmB1, sm_count, s);
     return f16 ? dispatch<__half, SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s)
                : dispatch<__nv_bfloat16, SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s);
 }
@@ -762,9 +838,10 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
 template <typename T, int QF> static cudaError_t prepare_q(void) {
     cudaError_t e = cudaSuccess;
 #define MOE_ACT_PREP_(a)                                                                                               \
-    if (!e)                                                                                                            \
-        e = cudaFuncSetAttribute(gemm_sm90_q<a, T, QF>, cudaFuncAttributeMaxDynamicSharedMemorySize,                  \
-                                 SM90_SMEM_BYTES_Q(QF));                                                               \
+    if constexpr (QF != SM90_QF_MXFP4)                                                                                 \
+        if (!e)                                                                                                        \
+            e = cudaFuncSetAttribute(gemm_sm90_q<a, T, QF>, cudaFuncAttributeMaxDynamicSharedMemorySize,              \
+                                     SM90_SMEM_BYTES_Q(QF));                                                           \
     if (!e) e = cudaFuncSetAttribute(gemm_sm90_qs<a, T, QF, 256>, cudaFuncAttributeMaxDynamicSharedMemorySize,       \
                                      QS_SMEM(QF, 256));                                                                \
     if (!e) e = cudaFuncSetAttribute(gemm_sm90_qs<a, T, QF, 64>, cudaFuncAttributeMaxDynamicSharedMemorySize,        \
@@ -779,5 +856,7 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q_prepare(void) {
     if (!e) e = prepare_q<__half, SM90_QF_Q8_0>();
     if (!e) e = prepare_q<__nv_bfloat16, SM90_QF_Q4_K>();
     if (!e) e = prepare_q<__half, SM90_QF_Q4_K>();
+    if (!e) e = prepare_q<__nv_bfloat16, SM90_QF_MXFP4>();
+    if (!e) e = prepare_q<__half, SM90_QF_MXFP4>();
     return e;
 }

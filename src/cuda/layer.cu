@@ -654,11 +654,12 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
         return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: formats %d / %d, expected Q8_0 or Q4_K",
                                 fmt1, fmt2);
     const moe_layer_desc *d = &L->desc;
-    /* TMA needs 16-byte aligned starts and strides. Q8_0 rows that have
-     * neither (but 4-byte ones) go through maps from the 16-byte boundary a0
-     * words below the data over groups of 2^lg rows (gemm_sm90_q.cu
-     * Sm90Quant<Q8_0>::load_g), which stay within the tensor when a group's
-     * last row ends before the next group starts (4 a0 + row bytes <= stride). */
+    /* TMA needs 16-byte aligned starts and strides. Q8_0 and MXFP4 rows that
+     * have neither (but starts and strides of whole units: 4 bytes for Q8_0,
+     * 2 for MXFP4) go through maps from the 16-byte boundary a0 units below
+     * the data over groups of 2^lg rows, a multiple of 16 bytes (gemm_sm90_q.cu
+     * Sm90Quant load_g), which stay within the tensor when a group's last row
+     * ends before the next group starts (a0 units + row bytes <= stride). */
     static const char *const wn[3] = {"gate", "up", "down"};
     int lg[3] = {0, 0, 0}, a0[3] = {0, 0, 0};
     for (int i = 0; i < 3; i++) {
@@ -666,24 +667,28 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
         const int fmt = i < 2 ? fmt1 : fmt2;
         const int64_t rows = i < 2 ? d->I : d->D, rb = w[i].row_bytes, sn = w[i].sn;
         const uintptr_t p = (uintptr_t)w[i].data;
-        if (fmt == MOE_DF_Q8_0 && !((p | (uintptr_t)sn) & 3)) {
-            lg[i] = sn % 16 == 0 ? 0 : sn % 16 == 8 ? 1 : 2;
-            a0[i] = (int)(p % 16) / 4;
-            if (a0[i] && 4 * a0[i] + rb > sn)
+        const int U = fmt == MOE_DF_Q8_0 ? 4 : fmt == MOE_DF_MXFP4 ? 2 : 16; /* bytes a unit */
+        if (U < 16 && !((p | (uintptr_t)sn) & (uintptr_t)(U - 1))) {
+            const int64_t m = (sn % 16) / U, per = 16 / U; /* units: of the stride mod 16, in 16 bytes */
+            int64_t G = 1;
+            while ((m * G) % per) G *= 2;
+            lg[i] = G == 8 ? 3 : G == 4 ? 2 : G == 2 ? 1 : 0;
+            a0[i] = (int)(p % 16) / U;
+            if (a0[i] && U * a0[i] + rb > sn)
                 return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
                                         "GGUF weights in the GEMMs: %s rows at %p (not 16-byte aligned) with rows of "
                                         "%lld bytes %lld apart; TMA would read past a row group",
                                         wn[i], w[i].data, (long long)rb, (long long)sn);
-            if (rows % (1 << lg[i]))
+            if (rows % G)
                 return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
-                                        "GGUF weights in the GEMMs: %s rows %lld bytes apart are read in groups of %d "
+                                        "GGUF weights in the GEMMs: %s rows %lld bytes apart are read in groups of %lld "
                                         "(TMA needs 16-byte strides), but there are %lld rows",
-                                        wn[i], (long long)sn, 1 << lg[i], (long long)rows);
+                                        wn[i], (long long)sn, (long long)G, (long long)rows);
         }
-        if (((p - 4 * a0[i]) | (uintptr_t)w[i].se | (uintptr_t)(sn << lg[i])) & 15)
+        if (((p - (uintptr_t)(U < 16 ? U * a0[i] : 0)) | (uintptr_t)w[i].se | (uintptr_t)(sn << lg[i])) & 15)
             return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
                                     "GGUF weights in the GEMMs: %s rows at %p, strides %lld / %lld bytes; TMA needs "
-                                    "multiples of 16 (Q8_0: multiples of 4, the expert stride of 16)",
+                                    "multiples of 16 (Q8_0: of 4, MXFP4: of 2; the expert stride of 16)",
                                     wn[i], w[i].data, (long long)w[i].se, (long long)sn);
         if (rb < (i < 2 ? box1 : box2))
             return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: rows of %lld bytes, under a box",
@@ -700,19 +705,20 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     memset(g, 0, sizeof g);
     memset(u, 0, sizeof u);
     memset(dn, 0, sizeof dn);
-    /* boxes of 128 rows (B decoded into shared memory; not with row groups), of 64 (A in registers) */
-    const int grouped = lg[0] | lg[1] | lg[2] | a0[0] | a0[1] | a0[2];
+    /* boxes of 128 rows (B decoded into shared memory; not with row groups or MXFP4), of 64 (A in registers) */
+    const int grouped =
+        lg[0] | lg[1] | lg[2] | a0[0] | a0[1] | a0[2] | (fmt1 == MOE_DF_MXFP4) | (fmt2 == MOE_DF_MXFP4);
     for (int k = grouped ? 1 : 0; k < 2 && !bad; k++) {
         const int br = k ? 64 : 128;
         if (w[0].data)
             bad |= moe__cuda_quant_tmap(&g[k], w[0].data, d->E, d->I, w[0].row_bytes, w[0].se, w[0].sn, box1, br, lg[0],
-                                        a0[0], why, sizeof why);
+                                        a0[0] * (fmt1 == MOE_DF_MXFP4 ? 2 : 4), why, sizeof why);
         if (!bad)
             bad |= moe__cuda_quant_tmap(&u[k], w[1].data, d->E, d->I, w[1].row_bytes, w[1].se, w[1].sn, box1, br, lg[1],
-                                        a0[1], why, sizeof why);
+                                        a0[1] * (fmt1 == MOE_DF_MXFP4 ? 2 : 4), why, sizeof why);
         if (!bad)
             bad |= moe__cuda_quant_tmap(&dn[k], w[2].data, d->E, d->D, w[2].row_bytes, w[2].se, w[2].sn, box2, br, lg[2],
-                                        a0[2], why, sizeof why);
+                                        a0[2] * (fmt2 == MOE_DF_MXFP4 ? 2 : 4), why, sizeof why);
     }
     if (bad) return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: %s", why);
     moe_cuda_dev_guard dg;
@@ -737,13 +743,14 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     im->qfmt2 = fmt2;
     /* the kernels' row groups (moe_cuda_gemm qlg, qmq, qsn, qa0): GEMM 1's B0 is the gate (up when not gated) */
     const int b0 = w[0].data ? 0 : 1;
+    const int u1 = fmt1 == MOE_DF_Q8_0 ? 4 : fmt1 == MOE_DF_MXFP4 ? 2 : 0, u2 = fmt2 == MOE_DF_Q8_0 ? 4 : fmt2 == MOE_DF_MXFP4 ? 2 : 0;
     im->qlg1 = lg[1];
-    im->qmq1 = fmt1 == MOE_DF_Q8_0 ? (int)(w[1].sn % 16) / 4 : 0;
-    im->qsn1 = fmt1 == MOE_DF_Q8_0 ? (int)w[1].sn : 0;
-    im->qa01 = a0[b0] | a0[1] << 2;
+    im->qmq1 = u1 ? (int)(w[1].sn % 16) / u1 : 0;
+    im->qsn1 = u1 ? (int)w[1].sn : 0;
+    im->qa01 = a0[b0] | a0[1] << 3;
     im->qlg2 = lg[2];
-    im->qmq2 = fmt2 == MOE_DF_Q8_0 ? (int)(w[2].sn % 16) / 4 : 0;
-    im->qsn2 = fmt2 == MOE_DF_Q8_0 ? (int)w[2].sn : 0;
+    im->qmq2 = u2 ? (int)(w[2].sn % 16) / u2 : 0;
+    im->qsn2 = u2 ? (int)w[2].sn : 0;
     im->qa02 = a0[2];
     im->qgrp = grouped;
     return MOE_OK;
@@ -1001,7 +1008,8 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
     if (im->qfmt1 && n > strlen(buf) + 160)
         snprintf(buf + strlen(buf), n - strlen(buf), "; GGUF weights (%s / %s) %s",
-                 im->qfmt1 == MOE_DF_Q8_0 ? "Q8_0" : "Q4_K", im->qfmt2 == MOE_DF_Q8_0 ? "Q8_0" : "Q4_K",
+                 im->qfmt1 == MOE_DF_Q8_0 ? "Q8_0" : im->qfmt1 == MOE_DF_MXFP4 ? "MXFP4" : "Q4_K",
+                 im->qfmt2 == MOE_DF_Q8_0 ? "Q8_0" : im->qfmt2 == MOE_DF_MXFP4 ? "MXFP4" : "Q4_K",
                  bm == 64    ? "decoded into wgmma's A registers by the consumer warpgroups, 64 tokens a tile"
                  : bm == 256 ? (im->qs_tail ? "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens "
                                               "a tile (an expert's last 128 or fewer rows: 128 or 64)"
@@ -1014,8 +1022,7 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
         for (int i = 0; i < 2; i++)
             if (lg[i] || a0[i]) snprintf(grp[i], sizeof grp[i], "in groups of %d rows %d bytes apart", 1 << lg[i], sn[i]);
             else snprintf(grp[i], sizeof grp[i], "row by row");
-        snprintf(buf + strlen(buf), n - strlen(buf), "; TMA reads the Q8_0 rows of gate/up %s, of down %s", grp[0],
-                 grp[1]);
+        snprintf(buf + strlen(buf), n - strlen(buf), "; TMA reads the rows of gate/up %s, of down %s", grp[0], grp[1]);
     }
 }
 
