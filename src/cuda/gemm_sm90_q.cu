@@ -359,13 +359,13 @@ template <> struct Sm90Quant<SM90_QF_MXFP4> {
     }
     /* Four codes (the low and high nibbles of code bytes x & 0xff and x >> 8:
      * the nibbles as prmt's four selectors) to bytes 12 + kvalue: positive
-     * codes (selector bit 3 clear) from {12 .. 24}, negative from {12 .. 0};
-     * a prmt of 0x80 bytes gives 0xff where the bit is set (its sign mode),
-     * 0x80 where not, and both tables are below 0x80, so one LOP3 selects.
+     * codes (selector bit 3 clear) from the table {12 .. 24} on the low 3
+     * bits, negative ones 24 minus that (no byte borrows: all are <= 24); a
+     * prmt of 0x80 bytes gives 0xff where the bit is set (its sign mode),
+     * 0x80 where not, and both values are below 0x80, so one LOP3 selects.
      * Bytes 0..3: low nibble of byte 0, high of 0, low of 1, high of 1. */
     static __device__ __forceinline__ uint32_t codes(uint32_t x) {
-        const uint32_t s = x & 0x7777u;
-        const uint32_t up = prmt(0x0F0E0D0Cu, 0x18141210u, s), un = prmt(0x090A0B0Cu, 0x00040608u, s);
+        const uint32_t up = prmt(0x0F0E0D0Cu, 0x18141210u, x & 0x7777u), un = 0x18181818u - up;
         const uint32_t m = prmt(0x80808080u, 0x80808080u, x);
         return (up & ~m) | (un & m);
     }
@@ -381,8 +381,10 @@ template <> struct Sm90Quant<SM90_QF_MXFP4> {
             const float d = __uint_as_float(moe__e8m0_half_bits((uint8_t)lds8(blk))), c = -32780.0f * d;
 #pragma unroll
             for (int h = 0; h < 2; h++) {
+                /* the code bytes 8h + 2q, + 1: at an even address in block 1
+                 * (base is), odd in block 0 (bytes 1, 2 of two aligned pairs) */
                 const uint32_t a = blk + 1 + 8 * h + 2 * q;
-                const uint32_t u = codes(lds8(a) | lds8(a + 1) << 8);
+                const uint32_t u = codes(b ? lds16(a) : prmt(lds16(a - 1), lds16(a + 1), 0x41u));
                 /* kk = 2b: elements 8h + 2q, + 1 (low nibbles, bytes 0, 2);
                  * kk = 2b + 1: 16 more (high nibbles, bytes 1, 3) */
                 p[4 * b + h] = dk_pack<T>(fmaf(mag_q8(u, 0), d, c), fmaf(mag_q8(u, 2), d, c));
