@@ -889,6 +889,57 @@ TEST(decode_qg_row_stride) {
     CHECK((127 * sn + 16 * (chunks - 1)) / 16 < ((int64_t)1 << 20));
 }
 
+/* How TMA reads GGUF rows for the GEMMs on the blocks (moe__quant_rows_plan):
+ * row groups and the units below the data, and the layouts refused, from
+ * the shapes gpt-oss and the presets store; runs without a GPU. */
+TEST(decode_quant_rows_plan) {
+    static const struct {
+        const char *what;
+        int fmt;
+        uintptr_t data;
+        int64_t se, sn, rb, rows;
+        int want, lg, a0;
+    } c[] = {
+        /* D = 2048: 2176-byte Q8_0 rows, one by one */
+        {"Q8_0 aligned", MOE_DF_Q8_0, 0x1000, 2176 * 768, 2176, 2176, 768, MOE_QROWS_OK, 0, 0},
+        /* gpt-oss D = 2880: 3060 bytes (4 mod 16): groups of 4 */
+        {"Q8_0 3060", MOE_DF_Q8_0, 0x1000, 3060 * 2880, 3060, 3060, 2880, MOE_QROWS_OK, 2, 0},
+        /* interleaved gate/up: 6120 apart (8 mod 16), up 3060 past an aligned start (1 word) */
+        {"Q8_0 interleaved up", MOE_DF_Q8_0, 0x1000 + 3060, 6120 * 2880, 6120, 3060, 2880, MOE_QROWS_OK, 1, 1},
+        /* 12 mod 16 (D = 192: 204 bytes): groups of 4 */
+        {"Q8_0 204", MOE_DF_Q8_0, 0x1000, 204 * 64, 204, 204, 64, MOE_QROWS_OK, 2, 0},
+        /* contiguous rows from an unaligned start: a group's first row would start before the boundary's row */
+        {"Q8_0 unaligned contiguous", MOE_DF_Q8_0, 0x1004, 340 * 64, 340, 340, 64, MOE_QROWS_PAST_GROUP, 2, 1},
+        {"Q8_0 rows not in groups", MOE_DF_Q8_0, 0x1000, 340 * 6, 340, 340, 6, MOE_QROWS_GROUP_ROWS, 2, 0},
+        /* an odd number of blocks: 102-byte rows are not whole 4-byte units */
+        {"Q8_0 odd blocks", MOE_DF_Q8_0, 0x1000, 102 * 64, 102, 102, 64, MOE_QROWS_ALIGN, 0, 0},
+        {"Q8_0 expert stride", MOE_DF_Q8_0, 0x1000, 3060 * 2880 + 4, 3060, 3060, 2880, MOE_QROWS_ALIGN, 2, 0},
+        /* gpt-oss MXFP4: 1530 bytes (10 mod 16: 5 units of 2): groups of 8 */
+        {"MXFP4 1530", MOE_DF_MXFP4, 0x1000, 1530 * 2880, 1530, 1530, 2880, MOE_QROWS_OK, 3, 0},
+        /* interleaved: 3060 apart (2 units mod 8: groups of 4), up 1530 past (10 bytes: 5 units) */
+        {"MXFP4 interleaved up", MOE_DF_MXFP4, 0x1000 + 1530, 3060 * 2880, 3060, 1530, 2880, MOE_QROWS_OK, 2, 5},
+        {"MXFP4 136", MOE_DF_MXFP4, 0x1000, 136 * 64, 136, 136, 64, MOE_QROWS_OK, 1, 0},
+        {"MXFP4 odd start", MOE_DF_MXFP4, 0x1001, 1530 * 2880, 1530, 1530, 2880, MOE_QROWS_ALIGN, 0, 0},
+        /* Q4_K: 144-byte super-blocks, always whole strides; no groups */
+        {"Q4_K", MOE_DF_Q4_K, 0x1000, 1152 * 768, 1152, 1152, 768, MOE_QROWS_OK, 0, 0},
+        {"Q4_K unaligned", MOE_DF_Q4_K, 0x1008, 1152 * 768, 1152, 1152, 768, MOE_QROWS_ALIGN, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        int lg = -1, a0 = -1;
+        const int r = moe__quant_rows_plan(c[i].fmt, c[i].data, c[i].se, c[i].sn, c[i].rb, c[i].rows, &lg, &a0);
+        CHECK_MSG(r == c[i].want, "%s: %d, want %d", c[i].what, r, c[i].want);
+        if (r == MOE_QROWS_OK || r == MOE_QROWS_GROUP_ROWS || r == MOE_QROWS_PAST_GROUP)
+            CHECK_MSG(lg == c[i].lg && a0 == c[i].a0, "%s: groups of %d, %d units below; want %d, %d", c[i].what,
+                      1 << lg, a0, 1 << c[i].lg, c[i].a0);
+        if (r == MOE_QROWS_OK) {
+            /* the group is a multiple of 16 bytes and the map starts on a boundary */
+            const int U = c[i].fmt == MOE_DF_Q8_0 ? 4 : c[i].fmt == MOE_DF_MXFP4 ? 2 : 16;
+            CHECK_MSG(((c[i].sn << lg) % 16) == 0 && ((c[i].data - (uintptr_t)(U < 16 ? U * a0 : 0)) % 16) == 0,
+                      "%s", c[i].what);
+        }
+    }
+}
+
 TEST(decode_stream_pairs_presets) {
     /* want_qg: with the int8 kernels: on experts of 10 MB or more the K-quants 1
      * (session 18), MXFP4 2 (session 19), the others 3; below, the K-quants, Q8_0

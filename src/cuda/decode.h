@@ -102,6 +102,33 @@ static inline int moe__qg_bps(int fmt, int bps) { return fmt == MOE_DF_Q5_K || f
  * must stay below 128 KB (Q8_0 rows of ~123 K elements, Q4_K of ~233 K; the
  * presets' longest are 15 KB). Longer rows leave the layer to the other paths. */
 static inline int moe__qg_row_stride_ok(int64_t row_bytes) { return row_bytes >= 0 && row_bytes < ((int64_t)1 << 17); }
+
+/* How cuda-sm90's GEMMs on GGUF blocks (gemm_sm90_q.cu) have TMA read one
+ * weight's rows: data at `data`, expert stride se, row stride sn, rows of
+ * row_bytes, `rows` of them an expert. TMA needs 16-byte aligned starts and
+ * strides; Q8_0 and MXFP4 rows with neither but starts and strides of whole
+ * units (4 bytes for Q8_0, 2 for MXFP4) are read through a map from the
+ * 16-byte boundary *a0 units below the data over groups of 2^*lg rows (a
+ * multiple of 16 bytes), which stays within the tensor when a group's last
+ * row ends before the next group starts. Returns MOE_QROWS_OK, or why not. */
+enum { MOE_QROWS_OK = 0, MOE_QROWS_ALIGN, MOE_QROWS_PAST_GROUP, MOE_QROWS_GROUP_ROWS };
+static inline int moe__quant_rows_plan(int fmt, uintptr_t data, int64_t se, int64_t sn, int64_t row_bytes, int64_t rows,
+                                       int *lg, int *a0) {
+    const int U = fmt == MOE_DF_Q8_0 ? 4 : fmt == MOE_DF_MXFP4 ? 2 : 16; /* bytes a unit */
+    *lg = *a0 = 0;
+    if (sn <= 0 || se < 0 || row_bytes <= 0 || rows <= 0) return MOE_QROWS_ALIGN;
+    if (U < 16 && !((data | (uintptr_t)sn) & (uintptr_t)(U - 1))) {
+        const int64_t m = (sn % 16) / U, per = 16 / U; /* units: of the stride mod 16, in 16 bytes */
+        int64_t G = 1;
+        while ((m * G) % per) G *= 2;
+        *lg = G == 8 ? 3 : G == 4 ? 2 : G == 2 ? 1 : 0;
+        *a0 = (int)(data % 16) / U;
+        if (*a0 && U * *a0 + row_bytes > sn) return MOE_QROWS_PAST_GROUP;
+        if (rows % G) return MOE_QROWS_GROUP_ROWS;
+    }
+    if (((data - (uintptr_t)(U < 16 ? U * *a0 : 0)) | (uintptr_t)se | (uintptr_t)(sn << *lg)) & 15) return MOE_QROWS_ALIGN;
+    return MOE_QROWS_OK;
+}
 size_t moe__qg_smem(int fmt, int nt, int bps);
 cudaError_t moe__qg_prepare(int fmt);
 cudaError_t moe__qg_quant(const void *src, int type, int R, int C, int8_t *q, float *d, float *s, int ldx, int fmt,

@@ -651,45 +651,34 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
         return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs need a cuda-sm90 layer");
     const int box1 = moe__cuda_quant_box(fmt1), box2 = moe__cuda_quant_box(fmt2);
     if (!box1 || !box2)
-        return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: formats %d / %d, expected Q8_0 or Q4_K",
+        return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: formats %d / %d, expected Q8_0, Q4_K or MXFP4",
                                 fmt1, fmt2);
     const moe_layer_desc *d = &L->desc;
-    /* TMA needs 16-byte aligned starts and strides. Q8_0 and MXFP4 rows that
-     * have neither (but starts and strides of whole units: 4 bytes for Q8_0,
-     * 2 for MXFP4) go through maps from the 16-byte boundary a0 units below
-     * the data over groups of 2^lg rows, a multiple of 16 bytes (gemm_sm90_q.cu
-     * Sm90Quant load_g), which stay within the tensor when a group's last row
-     * ends before the next group starts (a0 units + row bytes <= stride). */
+    /* how TMA reads each weight's rows (decode.h moe__quant_rows_plan) */
     static const char *const wn[3] = {"gate", "up", "down"};
     int lg[3] = {0, 0, 0}, a0[3] = {0, 0, 0};
     for (int i = 0; i < 3; i++) {
         if (!w[i].data) continue;
         const int fmt = i < 2 ? fmt1 : fmt2;
         const int64_t rows = i < 2 ? d->I : d->D, rb = w[i].row_bytes, sn = w[i].sn;
-        const uintptr_t p = (uintptr_t)w[i].data;
-        const int U = fmt == MOE_DF_Q8_0 ? 4 : fmt == MOE_DF_MXFP4 ? 2 : 16; /* bytes a unit */
-        if (U < 16 && !((p | (uintptr_t)sn) & (uintptr_t)(U - 1))) {
-            const int64_t m = (sn % 16) / U, per = 16 / U; /* units: of the stride mod 16, in 16 bytes */
-            int64_t G = 1;
-            while ((m * G) % per) G *= 2;
-            lg[i] = G == 8 ? 3 : G == 4 ? 2 : G == 2 ? 1 : 0;
-            a0[i] = (int)(p % 16) / U;
-            if (a0[i] && U * a0[i] + rb > sn)
-                return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
-                                        "GGUF weights in the GEMMs: %s rows at %p (not 16-byte aligned) with rows of "
-                                        "%lld bytes %lld apart; TMA would read past a row group",
-                                        wn[i], w[i].data, (long long)rb, (long long)sn);
-            if (rows % G)
-                return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
-                                        "GGUF weights in the GEMMs: %s rows %lld bytes apart are read in groups of %lld "
-                                        "(TMA needs 16-byte strides), but there are %lld rows",
-                                        wn[i], (long long)sn, (long long)G, (long long)rows);
-        }
-        if (((p - (uintptr_t)(U < 16 ? U * a0[i] : 0)) | (uintptr_t)w[i].se | (uintptr_t)(sn << lg[i])) & 15)
+        switch (moe__quant_rows_plan(fmt, (uintptr_t)w[i].data, w[i].se, sn, rb, rows, &lg[i], &a0[i])) {
+        case MOE_QROWS_OK: break;
+        case MOE_QROWS_PAST_GROUP:
+            return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
+                                    "GGUF weights in the GEMMs: %s rows at %p (not 16-byte aligned) with rows of %lld "
+                                    "bytes %lld apart; TMA would read past a row group",
+                                    wn[i], w[i].data, (long long)rb, (long long)sn);
+        case MOE_QROWS_GROUP_ROWS:
+            return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
+                                    "GGUF weights in the GEMMs: %s rows %lld bytes apart are read in groups of %d (TMA "
+                                    "needs 16-byte strides), but there are %lld rows",
+                                    wn[i], (long long)sn, 1 << lg[i], (long long)rows);
+        default:
             return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
                                     "GGUF weights in the GEMMs: %s rows at %p, strides %lld / %lld bytes; TMA needs "
                                     "multiples of 16 (Q8_0: of 4, MXFP4: of 2; the expert stride of 16)",
                                     wn[i], w[i].data, (long long)w[i].se, (long long)sn);
+        }
         if (rb < (i < 2 ? box1 : box2))
             return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: rows of %lld bytes, under a box",
                                     (long long)rb);
