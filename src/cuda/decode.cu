@@ -483,9 +483,12 @@ static void qp_init(moe_layer *L, dec_impl *im) {
                  moe_type_name(d->act_type));
         return;
     }
+    /* the threshold: MOE_QUANT_PREFILL_T, else the hand-over of the path the
+     * layer gets (qp_pairs_fused / qp_pairs_qg, in tokens) */
     const char *mt = getenv("MOE_QUANT_PREFILL_T");
-    int64_t min_t = mt && *mt ? strtoll(mt, NULL, 10) : qp_pairs_qg(im->fmt1, expert_bytes(L), im->qg) * d->E / d->K;
-    if (min_t < 0) {
+    const int has_t = mt && *mt;
+    const int64_t env_t = has_t ? strtoll(mt, NULL, 10) : 0;
+    if (env_t < 0) {
         snprintf(im->qp_why, sizeof im->qp_why, "MOE_QUANT_PREFILL_T=%s", mt);
         return;
     }
@@ -496,12 +499,13 @@ static void qp_init(moe_layer *L, dec_impl *im) {
     }
     char fwhy[200];
     if (qp_init_fused(L, im, fwhy, sizeof fwhy)) {
-        im->qp_min_t = mt && *mt ? min_t : qp_pairs_fused(im->fmt1, expert_bytes(L), im->qg) * d->E / d->K;
+        im->qp_min_t = has_t ? env_t : qp_pairs_fused(im->fmt1, expert_bytes(L), im->qg) * d->E / d->K;
         moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: T > %lld runs cuda-sm90's GEMMs on the GGUF blocks (%s / %s)",
                  (long long)im->qp_min_t, moe_type_name(L->up.type), moe_type_name(L->down.type));
         return;
     }
     moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: prefill GEMMs on the GGUF blocks: %s; dequantising instead", fwhy);
+    const int64_t min_t = has_t ? env_t : qp_pairs_qg(im->fmt1, expert_bytes(L), im->qg) * d->E / d->K;
     size_t sz[3];
     qp_sizes(L, 1, sz);
     const char *mb = getenv("MOE_QUANT_PREFILL_MB");
