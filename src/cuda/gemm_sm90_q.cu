@@ -152,6 +152,27 @@ static __device__ __forceinline__ void sts_piece(uint32_t dst, int s, int r, con
            make_uint4(dk_pack<T>(f[0], f[1]), dk_pack<T>(f[2], f[3]), dk_pack<T>(f[4], f[5]), dk_pack<T>(f[6], f[7])));
 }
 
+/* gemm_sm90_qs's raw boxes of 64 rows in TMA row groups (Sm90Quant load_g,
+ * rk; moe_cuda_gemm qlg, qmq, qsn, qa0): boxes of RB bytes, units of U bytes
+ * (16 / U in 16 bytes), k-blocks of KB bytes (KB / U = 1 mod 16 / U, so a
+ * k-block moves a row's place in its box by one unit). Box j of a group
+ * (rows r = j mod 2^lg, 64 / 2^lg of them) starts at the 16-byte boundary at
+ * or below byte U a0 + j sn + KB kb of the group; row r's blocks then sit
+ * U ((a0 + mq r + kb) mod 16 / U) bytes into its box. rk: the row's box
+ * offset in the box set (a multiple of 16) plus (a0 + mq r) mod 16 / U. */
+template <int RB, int U, int KB> struct QsGroups {
+    static_assert(RB % 16 == 0 && (KB / U) % (16 / U) == 1, "boxes of whole 16 bytes, k-blocks one unit on");
+    static __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
+                                                uint32_t bar, int lg, int mq, int a0, int sn) {
+        for (int j = 0; j < (1 << lg); j++)
+            tma_3d(dst + j * (RB << (6 - lg)), tm, U * a0 + j * sn + KB * kb - U * ((a0 + mq * j + kb) & (16 / U - 1)),
+                   row >> lg, e, bar);
+    }
+    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
+        return (uint32_t)((((r & ((1 << lg) - 1)) << (6 - lg)) + (r >> lg)) * RB) | ((a0 + mq * r) & (16 / U - 1));
+    }
+};
+
 /* Q8_0: a k-block's two blocks are the 68 bytes at 68 kb of the row. TMA boxes
  * start at multiples of 16 bytes, so the box of 80 bytes starts at
  * 68 kb - 4 (kb % 4) (68 = 4 mod 16) and the blocks sit (kb % 4) words in. */
@@ -175,12 +196,10 @@ template <> struct Sm90Quant<SM90_QF_Q8_0> {
      * (a0 + mq r) % 4). Rows of 16-byte strides from 16-byte boundaries: load<64>. */
     static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
                                                   uint32_t bar, int lg, int mq, int a0, int sn) {
-        for (int j = 0; j < (1 << lg); j++)
-            tma_3d(dst + j * (80 << (6 - lg)), tm, 4 * a0 + j * sn + 68 * kb - 4 * ((a0 + mq * j + kb) & 3), row >> lg,
-                   e, bar);
+        QsGroups<80, 4, 68>::load(dst, tm, kb, row, e, bar, lg, mq, a0, sn);
     }
     static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
-        return (uint32_t)((((r & ((1 << lg) - 1)) << (6 - lg)) + (r >> lg)) * 80) | ((a0 + mq * r) & 3);
+        return QsGroups<80, 4, 68>::rk(r, lg, mq, a0);
     }
     /* gemm_sm90_qs: row r's 16 weights of wgmma A fragments, as bf16/f16 pairs:
      * p[2 kk + h] = columns 16 kk + 8 h + 2 q, + 1 (q = lane % 4); rw = rk(r) */
@@ -350,12 +369,10 @@ template <> struct Sm90Quant<SM90_QF_MXFP4> {
     static constexpr int RB = 48;
     static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
                                                   uint32_t bar, int lg, int mq, int a0, int sn) {
-        for (int j = 0; j < (1 << lg); j++)
-            tma_3d(dst + j * (48 << (6 - lg)), tm, 2 * a0 + j * sn + 34 * kb - 2 * ((a0 + mq * j + kb) & 7), row >> lg,
-                   e, bar);
+        QsGroups<48, 2, 34>::load(dst, tm, kb, row, e, bar, lg, mq, a0, sn);
     }
     static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
-        return (uint32_t)((((r & ((1 << lg) - 1)) << (6 - lg)) + (r >> lg)) * 48) | ((a0 + mq * r) & 7);
+        return QsGroups<48, 2, 34>::rk(r, lg, mq, a0);
     }
     /* Four codes (the low and high nibbles of code bytes x & 0xff and x >> 8:
      * the nibbles as prmt's four selectors) to bytes 12 + kvalue: positive
