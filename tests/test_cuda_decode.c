@@ -662,7 +662,9 @@ TEST(cuda_quant_prefill_gguf_gemm) {
              * 2 (408) (MXFP4 8 and 4), 256 + tails. MXFP4 runs the register-A
              * kernel only (MOE_SM90_QS=128 gives 256) */
             if (v == 5) { c.D = 320; c.I = 192; }
-            if (v == 6) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; c.D = 320; c.I = 128; }
+            if (v == 6) {
+                c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; c.D = 320; c.I = 128;
+            }
             if (v == 7) { c.T = 600; c.K = 4; c.act = MOE_ACT_GELU; c.D = 192; c.I = 384; c.act_type = MOE_TYPE_F16; }
             /* both kernels on GGUF weights (MOE_SM90_QS: B decoded into shared
              * memory, weights decoded into wgmma's A registers, with 256 tokens
@@ -933,7 +935,7 @@ TEST(decode_quant_rows_plan) {
                       1 << lg, a0, 1 << c[i].lg, c[i].a0);
         if (r == MOE_QROWS_OK) {
             /* the group is a multiple of 16 bytes and the map starts on a boundary */
-            const int U = c[i].fmt == MOE_DF_Q8_0 ? 4 : c[i].fmt == MOE_DF_MXFP4 ? 2 : 16;
+            const int U = moe__quant_unit(c[i].fmt);
             CHECK_MSG(((c[i].sn << lg) % 16) == 0 && ((c[i].data - (uintptr_t)(U < 16 ? U * a0 : 0)) % 16) == 0,
                       "%s", c[i].what);
         }

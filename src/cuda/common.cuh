@@ -57,8 +57,9 @@ typedef struct moe_cuda_impl {
     int qs_tail;              /* m-tiles of 256: an expert's last rows in a tile of 128 or 64 when they are that
                                  few (MOE_CUDA_TILE_CODE); MOE_SM90_QS_TAIL=0 turns it off */
     CUtensorMap tm_qg64, tm_qu64, tm_qd64;
-    int qlg1, qmq1, qsn1, qa01, qlg2, qmq2, qsn2, qa02; /* GEMM 1's and 2's Q8_0 / MXFP4 rows in groups (moe_cuda_gemm
-                                              qlg, qmq, qsn, qa0; all 0: none); with groups only the 64-row maps exist */
+    /* GEMM 1's and 2's Q8_0 / MXFP4 rows in groups (moe_cuda_gemm qlg, qmq, qsn, qa0; all 0: none); with groups
+     * only the 64-row maps exist */
+    int qlg1, qmq1, qsn1, qa01, qlg2, qmq2, qsn2, qa02;
     int qgrp;                 /* some of them in groups, or MXFP4: the register-A kernel only (moe__cuda_sm90_bm) */
 } moe_cuda_impl;
 

@@ -112,9 +112,11 @@ static inline int moe__qg_row_stride_ok(int64_t row_bytes) { return row_bytes >=
  * multiple of 16 bytes), which stays within the tensor when a group's last
  * row ends before the next group starts. Returns MOE_QROWS_OK, or why not. */
 enum { MOE_QROWS_OK = 0, MOE_QROWS_ALIGN, MOE_QROWS_PAST_GROUP, MOE_QROWS_GROUP_ROWS };
+/* the bytes of a unit (16: rows TMA must address one by one) */
+static inline int moe__quant_unit(int fmt) { return fmt == MOE_DF_Q8_0 ? 4 : fmt == MOE_DF_MXFP4 ? 2 : 16; }
 static inline int moe__quant_rows_plan(int fmt, uintptr_t data, int64_t se, int64_t sn, int64_t row_bytes, int64_t rows,
                                        int *lg, int *a0) {
-    const int U = fmt == MOE_DF_Q8_0 ? 4 : fmt == MOE_DF_MXFP4 ? 2 : 16; /* bytes a unit */
+    const int U = moe__quant_unit(fmt);
     *lg = *a0 = 0;
     if (sn <= 0 || se < 0 || row_bytes <= 0 || rows <= 0) return MOE_QROWS_ALIGN;
     if (U < 16 && !((data | (uintptr_t)sn) & (uintptr_t)(U - 1))) {
@@ -126,7 +128,8 @@ static inline int moe__quant_rows_plan(int fmt, uintptr_t data, int64_t se, int6
         if (*a0 && U * *a0 + row_bytes > sn) return MOE_QROWS_PAST_GROUP;
         if (rows % G) return MOE_QROWS_GROUP_ROWS;
     }
-    if (((data - (uintptr_t)(U < 16 ? U * *a0 : 0)) | (uintptr_t)se | (uintptr_t)(sn << *lg)) & 15) return MOE_QROWS_ALIGN;
+    if (((data - (uintptr_t)(U < 16 ? U * *a0 : 0)) | (uintptr_t)se | (uintptr_t)(sn << *lg)) & 15)
+        return MOE_QROWS_ALIGN;
     return MOE_QROWS_OK;
 }
 size_t moe__qg_smem(int fmt, int nt, int bps);

@@ -85,12 +85,12 @@ typedef struct moe_cuda_gemm {
                                  producer warp (cp.async), no permuted copy */
     int qfmt;                 /* sm90: B0/B1 are GGUF blocks of this format (decode.h MOE_DF_Q8_0 / Q4_K / MXFP4),
                                  decoded in the kernel (gemm_sm90_q.cu); 0: bf16/f16 weights */
-    int qlg, qmq, qsn, qa0;   /* ... Q8_0 / MXFP4 rows whose stride is not a multiple of 16 bytes (TMA's strides) or whose
-                                 start is not 16-byte aligned (Sm90Quant<Q8_0>::load_g): the maps address groups of
-                                 2^qlg rows (a multiple of 16 bytes) from the 16-byte boundary at or below the data;
-                                 qsn = the row stride in bytes, qmq = (qsn % 16) / U, qa0 = the units from that
-                                 boundary to B0's data (bits 0-2) and to B1's (bits 3-5); units of U = 4 bytes (Q8_0)
-                                 or 2 (MXFP4). All 0 for rows TMA addresses one by one */
+    int qlg, qmq, qsn, qa0;   /* ... Q8_0 / MXFP4 rows whose stride is not a multiple of 16 bytes (TMA's strides)
+                                 or whose start is not 16-byte aligned (gemm_sm90_q.cu QsGroups): the maps address
+                                 groups of 2^qlg rows (a multiple of 16 bytes) from the 16-byte boundary at or below
+                                 the data; qsn = the row stride in bytes, qmq = (qsn % 16) / U, qa0 = the units from
+                                 that boundary to B0's data (bits 0-2) and to B1's (bits 3-5); units of U = 4 bytes
+                                 (Q8_0) or 2 (MXFP4). All 0 for rows TMA addresses one by one */
 } moe_cuda_gemm;
 
 /* An expert's last m-tile when the tile list has tails (k_scan, gemm_sm90_q.cu):

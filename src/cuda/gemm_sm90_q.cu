@@ -63,7 +63,8 @@ static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90
 #define QS_CTAS(nt) ((nt) == 64 ? QS_CTAS64 : 1)
 #define QS_CREGS(nt) (QS_CTAS(nt) == 2 ? 96 : 232) /* setmaxnreg of the consumers (the producer: 40) */
 #define QS_STAGES(nt) ((nt) == 256 || QS_CTAS(nt) == 2 ? 4 : 8)
-#define QS_RH(qf) ((qf) == SM90_QF_Q8_0 ? 64 * 80 : (qf) == SM90_QF_MXFP4 ? 64 * 48 : 3 * 64 * 16) /* a box set: 64 rows */
+/* one box set of 64 rows */
+#define QS_RH(qf) ((qf) == SM90_QF_Q8_0 ? 64 * 80 : (qf) == SM90_QF_MXFP4 ? 64 * 48 : 3 * 64 * 16)
 #define QS_STAGE(qf, nt) ((nt) * BK * 2 + 2 * QS_RH(qf))
 #define QS_STGW(nt) ((nt) == 64 ? 2048 : 4096) /* a warp's staging: its 8 or 16 columns of up to 256 or 128 tokens */
 #define QS_WT(nt) (2 * (nt) * 4) /* a warpgroup's routing weights, two tiles in turn */
@@ -834,7 +835,8 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
                  "GGUF weights (format %d) run m-tiles of 64, 256, or 128 with BN 256 (Q8_0, Q4_K rows TMA addresses "
                  "one by one), "
                  "1 x 1, A through TMA; got BM %d BN %d %dx%d%s%s",
-                 g->qfmt, g->bm, g->bn, g->cm, g->cn, g->gather ? ", gather" : "", g->qlg || g->qa0 ? ", rows in groups" : "");
+                 g->qfmt, g->bm, g->bn, g->cm, g->cn, g->gather ? ", gather" : "",
+                 g->qlg || g->qa0 ? ", rows in groups" : "");
         return cudaErrorInvalidValue;
     }
     /* tm: A (boxes of bm rows), out (BM 128), and for the tail tiles of bm 256

@@ -651,8 +651,8 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
         return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs need a cuda-sm90 layer");
     const int box1 = moe__cuda_quant_box(fmt1), box2 = moe__cuda_quant_box(fmt2);
     if (!box1 || !box2)
-        return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: formats %d / %d, expected Q8_0, Q4_K or MXFP4",
-                                fmt1, fmt2);
+        return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
+                                "GGUF weights in the GEMMs: formats %d / %d, expected Q8_0, Q4_K or MXFP4", fmt1, fmt2);
     const moe_layer_desc *d = &L->desc;
     /* how TMA reads each weight's rows (decode.h moe__quant_rows_plan) */
     static const char *const wn[3] = {"gate", "up", "down"};
@@ -701,13 +701,13 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
         const int br = k ? 64 : 128;
         if (w[0].data)
             bad |= moe__cuda_quant_tmap(&g[k], w[0].data, d->E, d->I, w[0].row_bytes, w[0].se, w[0].sn, box1, br, lg[0],
-                                        a0[0] * (fmt1 == MOE_DF_MXFP4 ? 2 : 4), why, sizeof why);
+                                        a0[0] * moe__quant_unit(fmt1), why, sizeof why);
         if (!bad)
             bad |= moe__cuda_quant_tmap(&u[k], w[1].data, d->E, d->I, w[1].row_bytes, w[1].se, w[1].sn, box1, br, lg[1],
-                                        a0[1] * (fmt1 == MOE_DF_MXFP4 ? 2 : 4), why, sizeof why);
+                                        a0[1] * moe__quant_unit(fmt1), why, sizeof why);
         if (!bad)
-            bad |= moe__cuda_quant_tmap(&dn[k], w[2].data, d->E, d->D, w[2].row_bytes, w[2].se, w[2].sn, box2, br, lg[2],
-                                        a0[2] * (fmt2 == MOE_DF_MXFP4 ? 2 : 4), why, sizeof why);
+            bad |= moe__cuda_quant_tmap(&dn[k], w[2].data, d->E, d->D, w[2].row_bytes, w[2].se, w[2].sn, box2, br,
+                                        lg[2], a0[2] * moe__quant_unit(fmt2), why, sizeof why);
     }
     if (bad) return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: %s", why);
     moe_cuda_dev_guard dg;
@@ -732,14 +732,14 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     im->qfmt2 = fmt2;
     /* the kernels' row groups (moe_cuda_gemm qlg, qmq, qsn, qa0): GEMM 1's B0 is the gate (up when not gated) */
     const int b0 = w[0].data ? 0 : 1;
-    const int u1 = fmt1 == MOE_DF_Q8_0 ? 4 : fmt1 == MOE_DF_MXFP4 ? 2 : 0, u2 = fmt2 == MOE_DF_Q8_0 ? 4 : fmt2 == MOE_DF_MXFP4 ? 2 : 0;
+    const int u1 = moe__quant_unit(fmt1), u2 = moe__quant_unit(fmt2); /* 16: no groups, mq 0 */
     im->qlg1 = lg[1];
-    im->qmq1 = u1 ? (int)(w[1].sn % 16) / u1 : 0;
-    im->qsn1 = u1 ? (int)w[1].sn : 0;
+    im->qmq1 = (int)(w[1].sn % 16) / u1;
+    im->qsn1 = u1 < 16 ? (int)w[1].sn : 0;
     im->qa01 = a0[b0] | a0[1] << 3;
     im->qlg2 = lg[2];
-    im->qmq2 = u2 ? (int)(w[2].sn % 16) / u2 : 0;
-    im->qsn2 = u2 ? (int)w[2].sn : 0;
+    im->qmq2 = (int)(w[2].sn % 16) / u2;
+    im->qsn2 = u2 < 16 ? (int)w[2].sn : 0;
     im->qa02 = a0[2];
     im->qgrp = grouped;
     return MOE_OK;
@@ -1009,8 +1009,10 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
         char grp[2][64];
         const int lg[2] = {im->qlg1, im->qlg2}, sn[2] = {im->qsn1, im->qsn2}, a0[2] = {im->qa01, im->qa02};
         for (int i = 0; i < 2; i++)
-            if (lg[i] || a0[i]) snprintf(grp[i], sizeof grp[i], "in groups of %d rows %d bytes apart", 1 << lg[i], sn[i]);
-            else snprintf(grp[i], sizeof grp[i], "row by row");
+            if (lg[i] || a0[i])
+                snprintf(grp[i], sizeof grp[i], "in groups of %d rows %d bytes apart", 1 << lg[i], sn[i]);
+            else
+                snprintf(grp[i], sizeof grp[i], "row by row");
         snprintf(buf + strlen(buf), n - strlen(buf), "; TMA reads the rows of gate/up %s, of down %s", grp[0], grp[1]);
     }
 }
