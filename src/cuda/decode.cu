@@ -402,7 +402,10 @@ static int64_t qp_pairs_qg(int fmt, double eb, int qg) { return !qg ? qp_pairs(f
  * 16 / 24) 3216 / 5078, 5346 / 4812, 8545 / 4874, Q8_0 3756 / 5136, 5580 /
  * 5149 (crossing near 14); mixtral Q4_K T = 32 / 64 / 128 (8 / 16 / 32) 382 /
  * 635, 625 / 628, 1087 / 650, Q8_0 T = 64 693 / 676 (near 16). The GEMMs'
- * time hardly moves below 256 tokens a tile: each weight is decoded once. */
+ * time hardly moves below 256 tokens a tile: each weight is decoded once.
+ * MXFP4 and gpt-oss's Q8_0 take the same values (bench/decode/s23 runs 1, 4:
+ * gpt-oss-20b crosses near 14 pairs, gpt-oss-120b near 10-12.5, where the
+ * decode kernels run up to ~10% slower than the GEMMs would). */
 static int64_t qp_pairs_fused(int fmt, double eb, int qg) { return !qg ? qp_pairs(fmt) : eb >= 10e6 ? 14 : 4; }
 
 /* bytes of the dequantised gate, up and down of ne experts */
