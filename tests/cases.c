@@ -255,6 +255,11 @@ static void to_host(moe_layer_desc *d, const tensors *ts, moe_tensor **order, in
 
 moe_case_result moe_case_run(const moe_case *c, moe_ctx *ctx, const char *backend, unsigned long long seed,
                              double *err_out, char *msg, size_t n) {
+    return moe_case_run_down(c, c->wtype, ctx, backend, seed, err_out, msg, n);
+}
+
+moe_case_result moe_case_run_down(const moe_case *c, moe_type down_type, moe_ctx *ctx, const char *backend,
+                                  unsigned long long seed, double *err_out, char *msg, size_t n) {
     moe_rng r;
     moe_rng_seed(&r, seed);
     int dev = moe_ctx_device(ctx) == MOE_DEVICE_CUDA;
@@ -296,7 +301,7 @@ moe_case_result moe_case_run(const moe_case *c, moe_ctx *ctx, const char *backen
         free(f);
         PLACE(gate_up, h, bytes);
     }
-    h = make_weight(dw, E, D, I, c->wtype, c->transposed, &d.down, &bytes);
+    h = make_weight(dw, E, D, I, down_type, c->transposed, &d.down, &bytes);
     PLACE(down, h, bytes);
     if (c->bias) {
         moe_type bt = c->act_type; /* biases in the activation type, as models ship them */

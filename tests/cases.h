@@ -45,6 +45,10 @@ typedef enum { MOE_CASE_PASS = 0, MOE_CASE_FAIL = 1, MOE_CASE_SKIP = 2 } moe_cas
  */
 moe_case_result moe_case_run(const moe_case *c, moe_ctx *ctx, const char *backend, unsigned long long seed,
                              double *err_out, char *msg, size_t n);
+/* The same with down in type down_type (llama.cpp's Q4_K_M, for one, puts some
+ * layers' down in Q6_K beside Q4_K gate/up) */
+moe_case_result moe_case_run_down(const moe_case *c, moe_type down_type, moe_ctx *ctx, const char *backend,
+                                  unsigned long long seed, double *err_out, char *msg, size_t n);
 
 /* The error limit for case c (depends on weight and activation types). */
 double moe_case_tolerance(const moe_case *c);

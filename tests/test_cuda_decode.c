@@ -325,10 +325,14 @@ TEST(cuda_quant_stream_odd_units) {
 }
 /* describe at T of a cuda-quant layer of all-zero wt blocks (weights on the
  * host, copied at init); 0 when the layer could not be made */
-static int zero_quant_describe_l(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int64_t D, int64_t I, int64_t K,
-                                 moe_gate_up_layout lay, char *desc, size_t n) {
+/* down in type wd (gate/up in wt) */
+static int zero_quant_describe_2(moe_ctx *ctx, moe_type wt, moe_type wd, int64_t T, int64_t E, int64_t D, int64_t I,
+                                 int64_t K, moe_gate_up_layout lay, char *desc, size_t n) {
     /* room for gate/up (fused: twice) and for down */
-    size_t bytes = moe_type_row_bytes(wt, D > I ? D : I) * (size_t)(E * 2 * (D > I ? D : I));
+    const int64_t C = D > I ? D : I;
+    size_t rb = moe_type_row_bytes(wt, C) > moe_type_row_bytes(wd, C) ? moe_type_row_bytes(wt, C)
+                                                                      : moe_type_row_bytes(wd, C);
+    size_t bytes = rb * (size_t)(E * 2 * C);
     void *q = calloc(1, bytes);
     if (!q) return 0;
     moe_layer_desc d = moe_layer_desc_default();
@@ -338,6 +342,7 @@ static int zero_quant_describe_l(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E
     if (lay == MOE_GATE_UP_SEPARATE) d.gate = d.up = t;
     else d.gate_up = t;
     d.down = t;
+    d.down.type = wd;
     d.act_type = MOE_TYPE_BF16;
     d.backend = "cuda-quant";
     moe_layer *L = NULL;
@@ -346,6 +351,10 @@ static int zero_quant_describe_l(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E
     moe_layer_free(L);
     free(q);
     return st == MOE_OK;
+}
+static int zero_quant_describe_l(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int64_t D, int64_t I, int64_t K,
+                                 moe_gate_up_layout lay, char *desc, size_t n) {
+    return zero_quant_describe_2(ctx, wt, wt, T, E, D, I, K, lay, desc, n);
 }
 static int zero_quant_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int64_t D, int64_t I, int64_t K,
                                char *desc, size_t n) {
@@ -579,9 +588,10 @@ TEST(cuda_quant_prefill_forced) {
     moe_ctx_free(ctx);
 }
 
-/* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90, Hopper; Q8_0
- * and Q4_K rows that TMA can address): the layer says which prefill it runs
- * (MOE_QUANT_PREFILL_FUSED=0: the dequantising one; Q6_K always), and on the
+/* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90, Hopper; Q8_0,
+ * Q4_K, Q5_K, Q6_K and MXFP4 rows that TMA can address): the layer says which
+ * prefill it runs (MOE_QUANT_PREFILL_FUSED=0: the dequantising one; Q4_0
+ * always), and on the
  * same data both kernels (MOE_SM90_QS=128: B decoded; 256, 64: A in registers; 256
  * also with MOE_SM90_QS_TAIL=0) and the dequantising path pass
  * against the reference, with the same error where they compute the same bf16
@@ -603,53 +613,80 @@ TEST(cuda_quant_prefill_gguf_gemm) {
      * gate/up of D = 320 rows 680 bytes apart, up 340 bytes past an aligned
      * start (groups of 2, from the boundary below) */
     static const struct {
-        moe_type t;
+        moe_type t, td; /* gate/up, down (0: t) */
         const char *fused;
         int want;
         int64_t D, I;
         moe_gate_up_layout lay;
         const char *grp;
     } dd[] = {
-        {MOE_TYPE_Q8_0, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE, "row by row"},
-        {MOE_TYPE_Q4_K, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
-        {MOE_TYPE_Q8_0, "0", 0, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
-        {MOE_TYPE_Q6_K, NULL, 0, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
-        {MOE_TYPE_Q8_0, NULL, 1, 320, 192, MOE_GATE_UP_SEPARATE,
+        {MOE_TYPE_Q8_0, 0, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE, "row by row"},
+        {MOE_TYPE_Q4_K, 0, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
+        {MOE_TYPE_Q5_K, 0, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
+        {MOE_TYPE_Q8_0, 0, "0", 0, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
+        {MOE_TYPE_Q4_0, 0, NULL, 0, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
+        /* Q6_K (210-byte super-blocks, 2-byte units): rows of 420 (4 mod
+         * 16) in groups of 4, of 210 in groups of 8, of 1680 one by one; the
+         * Q4_K_M mix (gate/up Q4_K, down Q6_K) */
+        {MOE_TYPE_Q6_K, 0, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE,
+         "gate/up in groups of 4 rows 420 bytes apart, of down in groups of 8 rows 210 bytes apart"},
+        {MOE_TYPE_Q6_K, 0, NULL, 1, 2048, 512, MOE_GATE_UP_SEPARATE,
+         "gate/up row by row, of down in groups of 4 rows 420 bytes apart"},
+        {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE,
+         "gate/up row by row, of down in groups of 8 rows 210 bytes apart"},
+        {MOE_TYPE_Q8_0, 0, NULL, 1, 320, 192, MOE_GATE_UP_SEPARATE,
          "gate/up in groups of 4 rows 340 bytes apart, of down in groups of 4 rows 204 bytes apart"},
-        {MOE_TYPE_Q8_0, NULL, 1, 384, 128, MOE_GATE_UP_CONCAT,
+        {MOE_TYPE_Q8_0, 0, NULL, 1, 384, 128, MOE_GATE_UP_CONCAT,
          "gate/up in groups of 2 rows 408 bytes apart, of down in groups of 2 rows 136 bytes apart"},
-        {MOE_TYPE_Q8_0, NULL, 1, 320, 256, MOE_GATE_UP_INTERLEAVED,
+        {MOE_TYPE_Q8_0, 0, NULL, 1, 320, 256, MOE_GATE_UP_INTERLEAVED,
          "gate/up in groups of 2 rows 680 bytes apart, of down row by row"},
         /* MXFP4 (17-byte blocks, 2-byte units): rows of 272 bytes one by one,
          * 136 (8 mod 16) in pairs, 170 / 102 (10, 6) in groups of 8,
          * interleaved 340 apart (4) in groups of 4 */
-        {MOE_TYPE_MXFP4, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE,
+        {MOE_TYPE_MXFP4, 0, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE,
          "gate/up row by row, of down in groups of 2 rows 136 bytes apart"},
-        {MOE_TYPE_MXFP4, NULL, 1, 320, 192, MOE_GATE_UP_SEPARATE,
+        {MOE_TYPE_MXFP4, 0, NULL, 1, 320, 192, MOE_GATE_UP_SEPARATE,
          "gate/up in groups of 8 rows 170 bytes apart, of down in groups of 8 rows 102 bytes apart"},
-        {MOE_TYPE_MXFP4, NULL, 1, 320, 256, MOE_GATE_UP_INTERLEAVED,
+        {MOE_TYPE_MXFP4, 0, NULL, 1, 320, 256, MOE_GATE_UP_INTERLEAVED,
          "gate/up in groups of 4 rows 340 bytes apart, of down in groups of 2 rows 136 bytes apart"},
     };
     for (size_t i = 0; i < sizeof dd / sizeof dd[0] && !moe_test_failed(); i++) {
         if (dd[i].fused) setenv("MOE_QUANT_PREFILL_FUSED", dd[i].fused, 1);
         char desc[4096] = "";
-        CHECK(zero_quant_describe_l(ctx, dd[i].t, 64, 8, dd[i].D, dd[i].I, 2, dd[i].lay, desc, sizeof desc));
+        CHECK(zero_quant_describe_2(ctx, dd[i].t, dd[i].td ? dd[i].td : dd[i].t, 64, 8, dd[i].D, dd[i].I, 2,
+                                    dd[i].lay, desc, sizeof desc));
         CHECK_MSG((strstr(desc, "on the GGUF blocks") != NULL) == dd[i].want && strstr(desc, "(prefill)") != NULL,
                   "%s D %lld I %lld MOE_QUANT_PREFILL_FUSED=%s: %s", moe_type_name(dd[i].t), (long long)dd[i].D,
                   (long long)dd[i].I, dd[i].fused ? dd[i].fused : "(default)", desc);
         /* the row groups are named where they exist, and only there */
-        if (dd[i].want && dd[i].t != MOE_TYPE_Q4_K)
+        if (dd[i].want && dd[i].grp)
             CHECK_MSG(dd[i].grp[0] == 'r' ? strstr(desc, "groups of") == NULL : strstr(desc, dd[i].grp) != NULL,
                       "%s D %lld I %lld: want \"%s\" in: %s", moe_type_name(dd[i].t), (long long)dd[i].D,
                       (long long)dd[i].I, dd[i].grp, desc);
         unsetenv("MOE_QUANT_PREFILL_FUSED");
     }
-    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4};
+    /* the last: gate/up Q4_K, down Q6_K (llama.cpp's Q4_K_M) */
+    /* Q6_K hands large T to the dequantising path (decode.cu qp_fused_max_pairs), unless
+     * MOE_QUANT_PREFILL_FUSED=1: 8 experts, K = 2, T = 4096 (1024 pairs an expert) */
+    for (int f = 0; f < 2 && !moe_test_failed(); f++) {
+        if (f) setenv("MOE_QUANT_PREFILL_FUSED", "1", 1);
+        char desc[4096] = "";
+        CHECK(zero_quant_describe_2(ctx, MOE_TYPE_Q4_K, MOE_TYPE_Q6_K, 4096, 8, 512, 256, 2, MOE_GATE_UP_SEPARATE, desc,
+                                    sizeof desc));
+        CHECK_MSG((strstr(desc, "on the GGUF blocks") != NULL) == f && (strstr(desc, "dequantised to") != NULL) == !f,
+                  "Q4_K / Q6_K T = 4096, MOE_QUANT_PREFILL_FUSED=%s: %s", f ? "1" : "(default)", desc);
+        unsetenv("MOE_QUANT_PREFILL_FUSED");
+    }
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q5_K, MOE_TYPE_Q6_K,
+                                 MOE_TYPE_Q4_K};
+    const int nq = (int)(sizeof q / sizeof q[0]);
     int same = 0, runs = 0;
-    for (int i = 0; i < 3 && !moe_test_failed(); i++)
-        for (int v = 0; v < (q[i] == MOE_TYPE_Q4_K ? 5 : 8) && !moe_test_failed(); v++) {
+    for (int i = 0; i < nq && !moe_test_failed(); i++)
+        for (int v = 0; v < (q[i] == MOE_TYPE_Q8_0 || q[i] == MOE_TYPE_MXFP4 ? 8 : 5) && !moe_test_failed(); v++) {
+            /* variants 5-7 have rows of 320 and 192 elements: Q8_0 and MXFP4 only */
             moe_case c = {"gguf-gemm", v < 2 ? 64 : 300, 8, 512, 512, 2, MOE_ACT_SWIGLU, MOE_GATE_UP_SEPARATE, 0, q[i],
                           MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
+            const moe_type dt = i == nq - 1 ? MOE_TYPE_Q6_K : q[i];
             if (v == 1) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; c.I = 256; }
             if (v == 2) { c.layout = MOE_GATE_UP_CONCAT; c.act = MOE_ACT_GEGLU_ERF; c.E = 16; c.K = 4; c.D = 768; }
             if (v == 3) { c.act_type = MOE_TYPE_F16; c.routing = ROUTE_SKIP_LAST; c.I = 768; }
@@ -676,12 +713,14 @@ TEST(cuda_quant_prefill_gguf_gemm) {
             double err[5] = {0, 0, 0, 0, 0};
             for (int f = 0; f < 5 && !moe_test_failed(); f++) {
                 if (f < 4) setenv("MOE_SM90_QS", qs[f], 1);
-                else setenv("MOE_QUANT_PREFILL_FUSED", "0", 1);
+                setenv("MOE_QUANT_PREFILL_FUSED", f < 4 ? "1" : "0", 1); /* 1: at every T, no hand-over */
                 if (f == 2) setenv("MOE_SM90_QS_TAIL", "0", 1);
                 char msg[1024];
-                moe_case_result r = moe_case_run(&c, ctx, "cuda-quant", moe_test_seed() + 53u * (unsigned)(5 * i + v),
-                                                 &err[f], msg, sizeof msg);
-                CHECK_MSG(r == MOE_CASE_PASS, "%s variant %d, %s: %s", moe_type_name(q[i]), v, how[f], msg);
+                moe_case_result r = moe_case_run_down(&c, dt, ctx, "cuda-quant",
+                                                      moe_test_seed() + 53u * (unsigned)(8 * i + v), &err[f], msg,
+                                                      sizeof msg);
+                CHECK_MSG(r == MOE_CASE_PASS, "%s%s variant %d, %s: %s", moe_type_name(q[i]),
+                          dt != q[i] ? " (down Q6_K)" : "", v, how[f], msg);
                 unsetenv("MOE_SM90_QS");
                 unsetenv("MOE_SM90_QS_TAIL");
                 unsetenv("MOE_QUANT_PREFILL_FUSED");
@@ -689,8 +728,9 @@ TEST(cuda_quant_prefill_gguf_gemm) {
             runs++;
             for (int f = 0; f < 4; f++) same += err[f] == err[4];
             if (getenv("MOE_TEST_VERBOSE"))
-                printf("     %s variant %d: error %.3e / %.3e / %.3e / %.3e (GGUF GEMMs) vs %.3e (dequantising)\n",
-                       moe_type_name(q[i]), v, err[0], err[1], err[2], err[3], err[4]);
+                printf("     %s%s variant %d: error %.3e / %.3e / %.3e / %.3e (GGUF GEMMs) vs %.3e (dequantising)\n",
+                       moe_type_name(q[i]), dt != q[i] ? " (down Q6_K)" : "", v, err[0], err[1], err[2], err[3],
+                       err[4]);
         }
     printf("     GGUF GEMMs against the dequantising path: the same error in %d of %d runs\n", same, 4 * runs);
     unsetenv("MOE_QUANT_PREFILL_T");
@@ -925,6 +965,17 @@ TEST(decode_quant_rows_plan) {
         /* Q4_K: 144-byte super-blocks, always whole strides; no groups */
         {"Q4_K", MOE_DF_Q4_K, 0x1000, 1152 * 768, 1152, 1152, 768, MOE_QROWS_OK, 0, 0},
         {"Q4_K unaligned", MOE_DF_Q4_K, 0x1008, 1152 * 768, 1152, 1152, 768, MOE_QROWS_ALIGN, 0, 0},
+        /* Q6_K: 210-byte super-blocks (2-byte units): qwen3's D = 2048 1680 bytes one by one, its I = 768
+         * 630 (6 mod 16: 3 units) in groups of 8, deepseek-v3's D = 7168 5880 (8: 4 units) in pairs, 420 in
+         * groups of 4; interleaved D = 512 (840 apart, up 420 past: 2 units) */
+        {"Q6_K 1680", MOE_DF_Q6_K, 0x1000, 1680 * 1536, 1680, 1680, 1536, MOE_QROWS_OK, 0, 0},
+        {"Q6_K 630", MOE_DF_Q6_K, 0x1000, 630 * 2048, 630, 630, 2048, MOE_QROWS_OK, 3, 0},
+        {"Q6_K 5880", MOE_DF_Q6_K, 0x1000, 5880 * 4096, 5880, 5880, 4096, MOE_QROWS_OK, 1, 0},
+        {"Q6_K 420", MOE_DF_Q6_K, 0x1000, 420 * 512, 420, 420, 512, MOE_QROWS_OK, 2, 0},
+        {"Q6_K interleaved up", MOE_DF_Q6_K, 0x1000 + 420, 840 * 512, 840, 420, 512, MOE_QROWS_OK, 1, 2},
+        {"Q6_K odd start", MOE_DF_Q6_K, 0x1003, 1680 * 1536, 1680, 1680, 1536, MOE_QROWS_ALIGN, 0, 0},
+        /* Q5_K: 176-byte super-blocks, whole strides as Q4_K's */
+        {"Q5_K", MOE_DF_Q5_K, 0x1000, 1408 * 768, 1408, 1408, 768, MOE_QROWS_OK, 0, 0},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         int lg = -1, a0 = -1;

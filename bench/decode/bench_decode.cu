@@ -24,6 +24,12 @@
  * of --ctokens).
  * --default adds, for --dense and --quant, the layer a user gets without variables ("default":
  * streaming or mma kernels by T, the grouped GEMM above the hand-over).
+ * --prefill [--prefill-tokens 512,4096] [--prefill-decode] [--prefill-nodeq] times GGUF layers at
+ * prefill sizes against bf16 weights: cuda-quant's prefill path forced, on the GGUF blocks
+ * ("prefill-gguf") and dequantising ("prefill-dequant"; --prefill-rule adds the layer's own choice
+ * between the two by T, "prefill-rule"); types Q4_K and Q8_0 (MXFP4 and Q8_0
+ * on gpt-oss) by default, Q5_K, Q6_K and "q4_K/q6_K" (gate/up Q4_K, down Q6_K) where --qtypes
+ * names them.
  */
 #include "moe.h"
 
@@ -145,6 +151,7 @@ static int64_t only_T;
 static const char *prefill_tokens; /* --prefill-tokens 512,4096: the T of --prefill (default below) */
 static int prefill_decode;         /* --prefill-decode: --prefill times the decode kernels too */
 static int prefill_nodeq;          /* --prefill-nodeq: --prefill without the dequantising path's rows */
+static int prefill_rule;           /* --prefill-rule: --prefill with the layer's own choice between the two */
 
 struct timing { double med, mn; };
 
@@ -236,14 +243,17 @@ static timing time_fwd(moe_layer *L, const preset &P, int64_t T, int reps, int64
 struct layer_set {
     void *gu, *down, *bgu, *bd;
     size_t expert_bytes;
+    moe_type dt; /* down's type */
 };
 
-static layer_set make_layer_weights(const preset &P, moe_type wt) {
+/* gate/up in wt, down in dt (MOE_TYPE_F32: wt) */
+static layer_set make_layer_weights(const preset &P, moe_type wt, moe_type dt = MOE_TYPE_F32) {
     layer_set s;
     memset(&s, 0, sizeof s);
     size_t b1, b2;
+    s.dt = dt == MOE_TYPE_F32 ? wt : dt;
     s.gu = make_weight(P.E, 2 * P.I, P.D, wt, 11, &b1);
-    s.down = make_weight(P.E, P.D, P.I, wt, 12, &b2);
+    s.down = make_weight(P.E, P.D, P.I, s.dt, 12, &b2);
     s.expert_bytes = (b1 + b2) / (size_t)P.E;
     if (P.bias) {
         std::vector<float> bg((size_t)(P.E * 2 * P.I)), bd((size_t)(P.E * P.D));
@@ -263,7 +273,7 @@ static moe_layer *make_layer(moe_ctx *ctx, const preset &P, moe_type wt, const l
     d.layout = P.layout;
     d.act_type = MOE_TYPE_BF16;
     d.gate_up.data = s.gu; d.gate_up.type = wt; d.gate_up.mem = MOE_MEM_DEVICE;
-    d.down.data = s.down; d.down.type = wt; d.down.mem = MOE_MEM_DEVICE;
+    d.down.data = s.down; d.down.type = s.dt; d.down.mem = MOE_MEM_DEVICE;
     if (s.bgu) {
         d.gate_up_bias.data = s.bgu; d.gate_up_bias.type = MOE_TYPE_F32; d.gate_up_bias.mem = MOE_MEM_DEVICE;
         d.down_bias.data = s.bd; d.down_bias.type = MOE_TYPE_F32; d.down_bias.mem = MOE_MEM_DEVICE;
@@ -321,6 +331,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--prefill")) prefill = 1;
         else if (!strcmp(argv[i], "--prefill-decode")) prefill_decode = 1;
         else if (!strcmp(argv[i], "--prefill-nodeq")) prefill_nodeq = 1;
+        else if (!strcmp(argv[i], "--prefill-rule")) prefill_rule = 1;
         else if (!strcmp(argv[i], "--prefill-tokens") && i + 1 < argc) prefill_tokens = argv[++i];
     }
     if (!dense && !quant && !cross && !prefill) dense = quant = cross = 1;
@@ -523,7 +534,14 @@ int main(int argc, char **argv) {
         /* GGUF weights at prefill sizes against bf16 weights (default backends). Each GGUF
          * layer twice: cuda-quant's prefill path forced (MOE_QUANT_PREFILL_T=0: dequantise
          * the experts in use, then the grouped GEMM) and off (-1: the decode kernels). */
-        static const moe_type pt[] = {MOE_TYPE_BF16, MOE_TYPE_Q4_K, MOE_TYPE_Q8_0, MOE_TYPE_MXFP4};
+        /* bf16, then the GGUF types: Q4_K, Q8_0, MXFP4 by default; Q5_K, Q6_K and gate/up
+         * Q4_K with down Q6_K (llama.cpp's Q4_K_M on its layers of more bits; named
+         * "q4_K/q6_K") where --qtypes names them */
+        static const struct { moe_type t, dt; const char *name; } pt[] = {
+            {MOE_TYPE_BF16, MOE_TYPE_BF16, "bf16"}, {MOE_TYPE_Q4_K, MOE_TYPE_Q4_K, "q4_K"},
+            {MOE_TYPE_Q8_0, MOE_TYPE_Q8_0, "q8_0"}, {MOE_TYPE_MXFP4, MOE_TYPE_MXFP4, "mxfp4"},
+            {MOE_TYPE_Q5_K, MOE_TYPE_Q5_K, "q5_K"}, {MOE_TYPE_Q6_K, MOE_TYPE_Q6_K, "q6_K"},
+            {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K, "q4_K/q6_K"}};
         int64_t Ts[6] = {32, 64, 128, 256, 512, 4096};
         if (prefill_tokens) {
             const char *c = prefill_tokens;
@@ -537,14 +555,16 @@ int main(int argc, char **argv) {
             if (only_preset && !named(P->name)) continue;
             double dense_us[6] = {0, 0, 0, 0, 0, 0};
             if (!only_preset && (P == &presets[2] || P == &presets[4])) continue; /* large: only when named */
-            for (moe_type t : pt) {
+            for (size_t pi = 0; pi < sizeof pt / sizeof pt[0]; pi++) {
+                const moe_type t = pt[pi].t;
+                const char *tname = pt[pi].name;
                 /* mxfp4 and q8_0 for gpt-oss (D = 2880 is no multiple of the K-quants' 256) */
                 const bool oss = P == &presets[3] || P == &presets[4];
                 if ((t == MOE_TYPE_MXFP4) != oss && t != MOE_TYPE_BF16 && t != MOE_TYPE_Q8_0) continue;
-                if (only_qtypes && t != MOE_TYPE_BF16 && !strstr(only_qtypes, moe_type_name(t))) continue;
-                layer_set s = make_layer_weights(*P, t);
-                moe_layer *L[3] = {NULL, NULL, NULL};
-                const char *names[3] = {"default", "prefill-dequant", "decode-kernels"};
+                if (t != MOE_TYPE_BF16 && (only_qtypes ? !strstr(only_qtypes, tname) : pi >= 4)) continue;
+                layer_set s = make_layer_weights(*P, t, pt[pi].dt);
+                moe_layer *L[4] = {NULL, NULL, NULL, NULL};
+                const char *names[4] = {"default", "prefill-dequant", "decode-kernels", "prefill-rule"};
                 if (t == MOE_TYPE_BF16) {
                     L[0] = make_layer(ctx, *P, t, s, NULL);
                 } else {
@@ -560,6 +580,7 @@ int main(int argc, char **argv) {
                     setenv("MOE_QUANT_PREFILL_FUSED", "0", 1);
                     if (!prefill_nodeq) L[1] = make_layer(ctx, *P, t, s, NULL);
                     unsetenv("MOE_QUANT_PREFILL_FUSED");
+                    if (prefill_rule) L[3] = make_layer(ctx, *P, t, s, NULL); /* GGUF GEMMs or dequantising by T */
                     if (prefill_decode) {
                         setenv("MOE_QUANT_PREFILL_T", "-1", 1);
                         L[2] = make_layer(ctx, *P, t, s, NULL);
@@ -569,26 +590,26 @@ int main(int argc, char **argv) {
                 for (int i = 0; i < 6; i++) {
                     int64_t T = Ts[i], touched;
                     if (T <= 0 || (only_T && T != only_T)) continue;
-                    for (int v = 0; v < 3; v++) {
+                    for (int v = 0; v < 4; v++) {
                         if (!L[v]) continue;
                         srand(3000 + (int)T);
                         timing tm = time_fwd(L[v], *P, T, 10, &touched);
                         double tf = 6.0 * T * P->K * P->D * P->I / (tm.med * 1e-6) / 1e12;
                         if (t == MOE_TYPE_BF16) dense_us[i] = tm.med;
-                        printf("prefill %-14s %-6s %-15s T=%5lld  %9.1f us  %6.1f TFLOP/s  %.2fx the bf16 time  (%s)\n",
-                               P->name, moe_type_name(t), names[v], (long long)T, tm.med, tf, tm.med / dense_us[i],
+                        printf("prefill %-14s %-9s %-15s T=%5lld  %9.1f us  %6.1f TFLOP/s  %.2fx the bf16 time  (%s)\n",
+                               P->name, tname, names[v], (long long)T, tm.med, tf, tm.med / dense_us[i],
                                moe_layer_backend(L[v]));
                         if (jf)
                             fprintf(jf,
                                     "{\"gpu\": \"%s\", \"preset\": \"%s\", \"wtype\": \"%s\", \"variant\": \"%s\", "
                                     "\"backend\": \"%s\", \"T\": %lld, \"median_us\": %.2f, \"tflops\": %.1f, "
                                     "\"ratio_to_bf16\": %.3f}\n",
-                                    gpu, P->name, moe_type_name(t), names[v], moe_layer_backend(L[v]), (long long)T,
-                                    tm.med, tf, tm.med / dense_us[i]);
+                                    gpu, P->name, tname, names[v], moe_layer_backend(L[v]), (long long)T, tm.med, tf,
+                                    tm.med / dense_us[i]);
                         fflush(stdout);
                     }
                 }
-                for (int v = 0; v < 3; v++) moe_layer_free(L[v]);
+                for (int v = 0; v < 4; v++) moe_layer_free(L[v]);
                 cudaFree(s.gu); cudaFree(s.down); cudaFree(s.bgu); cudaFree(s.bd);
             }
         }

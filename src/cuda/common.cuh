@@ -57,10 +57,12 @@ typedef struct moe_cuda_impl {
     int qs_tail;              /* m-tiles of 256: an expert's last rows in a tile of 128 or 64 when they are that
                                  few (MOE_CUDA_TILE_CODE); MOE_SM90_QS_TAIL=0 turns it off */
     CUtensorMap tm_qg64, tm_qu64, tm_qd64;
+    CUtensorMap tm_qg64h, tm_qu64h, tm_qd64h; /* ... Q6_K's second maps (moe__cuda_quant_box2) of the same rows */
     /* GEMM 1's and 2's Q8_0 / MXFP4 rows in groups (moe_cuda_gemm qlg, qmq, qsn, qa0; all 0: none); with groups
      * only the 64-row maps exist */
     int qlg1, qmq1, qsn1, qa01, qlg2, qmq2, qsn2, qa02;
-    int qgrp;                 /* some of them in groups, or MXFP4: the register-A kernel only (moe__cuda_sm90_bm) */
+    int qgrp;                 /* some of them in groups, or MXFP4, Q5_K, Q6_K: the register-A kernel only
+                                 (moe__cuda_sm90_bm) */
 } moe_cuda_impl;
 
 #ifdef __cplusplus

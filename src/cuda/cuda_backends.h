@@ -46,8 +46,10 @@ typedef struct {
     int64_t se, sn, row_bytes;
 } moe__cuda_qrows;
 moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, const moe__cuda_qrows w[3]);
-/* gemm_sm90_q.cu: the raw box width in bytes of a format the GEMMs decode (MOE_DF_Q8_0, MOE_DF_Q4_K), else 0 */
+/* gemm_sm90_q.cu: the raw box width in bytes of a format the GEMMs decode (MOE_DF_Q8_0, Q4_K, Q5_K, Q6_K,
+ * MXFP4), else 0; the width of its second map (Q6_K), else 0 */
 int moe__cuda_quant_box(int fmt);
+int moe__cuda_quant_box2(int fmt);
 
 /* The forward of a cuda-sm90 / cuda-jit / cuda-sm80 layer with its GEMMs run
  * per group of `group` experts (routing and combine once): before each group

@@ -180,6 +180,7 @@ typedef struct dec_impl {
     int64_t qp_group;            /* ... dequantising this many experts at a time */
     moe_layer *qf;               /* ... or on the GGUF blocks: cuda-sm90 with GEMMs that decode them (gemm_sm90_q.cu),
                                     instead of qp where the formats allow; NULL: none */
+    int64_t qf_max_t;            /* ... qf up to this T, qp above (both exist; qp_fused_max_pairs), else INT64_MAX */
     void *qp_dummy;              /* its weights' address until a forward points them at the workspace */
     char qp_why[200];            /* why there is no prefill path, for describe */
     int qg;                      /* cuda-quant: the int8 tensor-core kernels (decode_qmma.cu) replace k_dec */
@@ -373,7 +374,8 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
 
 /* cuda-quant's prefill path. Above qp_pairs() pairs per expert (T * K / E)
  * a forward runs cuda-sm90's grouped GEMMs on the GGUF blocks themselves where
- * they can decode the formats (Q8_0, Q4_K, MXFP4; gemm_sm90_q.cu, qp_init_fused), or
+ * they can decode the formats (Q8_0, Q4_K, Q5_K, Q6_K, MXFP4; gemm_sm90_q.cu,
+ * qp_init_fused; up to qp_fused_max_pairs, where dequantising takes over), or
  * dequantises the blocks of the experts it uses into the workspace as bf16/f16
  * rows (dequant.cu) and runs a grouped GEMM backend (cuda-jit, else cuda-sm90,
  * else cuda-sm80) on them: the mma kernels decode
@@ -407,6 +409,28 @@ static int64_t qp_pairs_qg(int fmt, double eb, int qg) { return !qg ? qp_pairs(f
  * gpt-oss-20b crosses near 14 pairs, gpt-oss-120b near 10-12.5, where the
  * decode kernels run up to ~10% slower than the GEMMs would). */
 static int64_t qp_pairs_fused(int fmt, double eb, int qg) { return !qg ? qp_pairs(fmt) : eb >= 10e6 ? 14 : 4; }
+/* Pairs an expert above which the dequantising path beats the GEMMs on the
+ * GGUF blocks (both then exist; qp_init), INT64_MAX: never. The GEMMs decode
+ * every weight again for each m-tile of 256 tokens, so their extra time over
+ * bf16 grows with T, while dequantising costs the experts' bytes once a
+ * forward. H200, bench/decode/s24 run 3 (GGUF GEMMs / dequantising, x bf16;
+ * pairs an expert in brackets): qwen3 (experts of 3-4 MB) Q6_K T = 4096 (256)
+ * 1.86 / 1.85, 8192 (512) 1.82 / 1.51; Q4_K with down Q6_K 1.62 / 1.73, 1.56 /
+ * 1.43; Q5_K 8192 1.47 / 1.48; Q4_K 8192 1.29 / 1.40. Mixtral (93-144 MB)
+ * Q6_K 2048 (512) 1.53 / 1.56, 4096 1.65 / 1.36; Q4_K with Q6_K 4096 (1024)
+ * 1.34 / 1.32, 8192 1.36 / 1.14; Q4_K 4096 1.23 / 1.26, 8192 (2048) 1.25 /
+ * 1.05; Q5_K 4096 1.32 / 1.37, 8192 1.42 / 1.18. Deepseek-v3 (25-36 MB: its
+ * dequantising runs in groups of experts) keeps the GGUF GEMMs ahead to the
+ * 256 pairs measured (Q6_K 1.49 / 1.90). Q8_0 and MXFP4 were not measured
+ * this far: no hand-over. Q6_K decodes in 299 SASS instructions a k-block
+ * against Q4_K's 224 (gemm_sm90_q.cu). */
+static int64_t qp_fused_max_pairs(int fmt1, int fmt2, double eb) {
+    const int big = eb >= 20e6;
+    if (fmt1 == MOE_DF_Q6_K || fmt2 == MOE_DF_Q6_K)
+        return !big ? 256 : fmt1 == MOE_DF_Q6_K ? 512 : 1024;
+    if (fmt1 == MOE_DF_Q4_K || fmt1 == MOE_DF_Q5_K) return big ? 1024 : fmt1 == MOE_DF_Q5_K ? 512 : 768;
+    return INT64_MAX;
+}
 
 /* bytes of the dequantised gate, up and down of ne experts */
 static void qp_sizes(const moe_layer *L, int64_t ne, size_t sz[3]) {
@@ -444,8 +468,9 @@ static moe_layer *qp_layer(moe_layer *L, dec_impl *im, const moe__backend *b, ch
 }
 
 /* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90 with quantised B,
- * gemm_sm90_q.cu): Q8_0 / Q4_K / MXFP4 weights whose rows TMA can address; else 0 and
- * why (the dequantising path then). MOE_QUANT_PREFILL_FUSED=0 turns it off. */
+ * gemm_sm90_q.cu): Q8_0 / Q4_K / Q5_K / Q6_K / MXFP4 weights whose rows TMA can address; else 0 and
+ * why (the dequantising path then). MOE_QUANT_PREFILL_FUSED=0 turns it off, =1
+ * keeps it at every T (no hand-over to dequantising, qp_fused_max_pairs). */
 static int qp_init_fused(moe_layer *L, dec_impl *im, char *why, size_t n) {
     const moe_layer_desc *d = &L->desc;
     const char *ev = getenv("MOE_QUANT_PREFILL_FUSED");
@@ -454,8 +479,8 @@ static int qp_init_fused(moe_layer *L, dec_impl *im, char *why, size_t n) {
         return 0;
     }
     if (!moe__cuda_quant_box(im->fmt1) || !moe__cuda_quant_box(im->fmt2)) {
-        snprintf(why, n, "the GEMMs decode Q8_0, Q4_K and MXFP4 only (weights %s / %s)", moe_type_name(L->up.type),
-                 moe_type_name(L->down.type));
+        snprintf(why, n, "the GEMMs decode Q8_0, Q4_K, Q5_K, Q6_K and MXFP4 only (weights %s / %s)",
+                 moe_type_name(L->up.type), moe_type_name(L->down.type));
         return 0;
     }
     moe_layer *G = qp_layer(L, im, &moe__backend_cuda_sm90, why, n);
@@ -478,9 +503,41 @@ static int qp_init_fused(moe_layer *L, dec_impl *im, char *why, size_t n) {
     return 1;
 }
 
+/* The dequantising prefill (im->qp, im->qp_group): 1, or 0 and why in qp_why */
+static int qp_init_dequant(moe_layer *L, dec_impl *im) {
+    const moe_layer_desc *d = &L->desc;
+    size_t sz[3];
+    qp_sizes(L, 1, sz);
+    const char *mb = getenv("MOE_QUANT_PREFILL_MB");
+    long long budget = mb && *mb ? atoll(mb) : QP_SCRATCH_MB;
+    const size_t per = sz[0] + sz[1] + sz[2];
+    int64_t group = budget > 0 ? (int64_t)(((size_t)budget << 20) / per) : 0;
+    if (group < 1) {
+        snprintf(im->qp_why, sizeof im->qp_why,
+                 "one expert's dequantised weights take %.1f MB of workspace, over MOE_QUANT_PREFILL_MB = %lld",
+                 per / 1048576.0, budget);
+        return 0;
+    }
+    if (group > d->E) group = d->E;
+    const moe__backend *cands[] = {&moe__backend_cuda_jit, &moe__backend_cuda_sm90, &moe__backend_cuda_sm80};
+    char whys[3][200];
+    for (int i = 0; i < 3; i++) {
+        moe_layer *G = qp_layer(L, im, cands[i], whys[i], sizeof whys[i]);
+        if (G) {
+            im->qp = G;
+            im->qp_group = group;
+            return 1;
+        }
+    }
+    snprintf(im->qp_why, sizeof im->qp_why, "no grouped GEMM backend: cuda-jit: %.50s; cuda-sm90: %.50s; cuda-sm80: %.50s",
+             whys[0], whys[1], whys[2]);
+    return 0;
+}
+
 static void qp_init(moe_layer *L, dec_impl *im) {
     const moe_layer_desc *d = &L->desc;
     im->qp_min_t = INT64_MAX;
+    im->qf_max_t = INT64_MAX;
     if (d->act_type != MOE_TYPE_BF16 && d->act_type != MOE_TYPE_F16) {
         snprintf(im->qp_why, sizeof im->qp_why, "x is %s; the grouped GEMMs take bf16 or f16",
                  moe_type_name(d->act_type));
@@ -505,39 +562,26 @@ static void qp_init(moe_layer *L, dec_impl *im) {
         im->qp_min_t = has_t ? env_t : qp_pairs_fused(im->fmt1, expert_bytes(L), im->qg) * d->E / d->K;
         moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: T > %lld runs cuda-sm90's GEMMs on the GGUF blocks (%s / %s)",
                  (long long)im->qp_min_t, moe_type_name(L->up.type), moe_type_name(L->down.type));
+        /* and above qp_fused_max_pairs the dequantising path, where it is faster
+         * (MOE_QUANT_PREFILL_FUSED=1: the GEMMs on the GGUF blocks at every T) */
+        const char *ev = getenv("MOE_QUANT_PREFILL_FUSED");
+        const int64_t mp = qp_fused_max_pairs(im->fmt1, im->fmt2, expert_bytes(L));
+        if (!(ev && *ev == '1') && mp < INT64_MAX && qp_init_dequant(L, im)) {
+            im->qf_max_t = mp * d->E / d->K;
+            if (im->qf_max_t < im->qp_min_t) im->qf_max_t = im->qp_min_t;
+            moe__log(L->ctx, MOE_LOG_INFO,
+                     "cuda-quant: T > %lld dequantises the experts in use (%lld at a time) and runs %s instead",
+                     (long long)im->qf_max_t, (long long)im->qp_group, im->qp->backend->name);
+        }
         return;
     }
     moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: prefill GEMMs on the GGUF blocks: %s; dequantising instead", fwhy);
     const int64_t min_t = has_t ? env_t : qp_pairs_qg(im->fmt1, expert_bytes(L), im->qg) * d->E / d->K;
-    size_t sz[3];
-    qp_sizes(L, 1, sz);
-    const char *mb = getenv("MOE_QUANT_PREFILL_MB");
-    long long budget = mb && *mb ? atoll(mb) : QP_SCRATCH_MB;
-    const size_t per = sz[0] + sz[1] + sz[2];
-    int64_t group = budget > 0 ? (int64_t)(((size_t)budget << 20) / per) : 0;
-    if (group < 1) {
-        snprintf(im->qp_why, sizeof im->qp_why,
-                 "one expert's dequantised weights take %.1f MB of workspace, over MOE_QUANT_PREFILL_MB = %lld",
-                 per / 1048576.0, budget);
-        return;
+    if (qp_init_dequant(L, im)) {
+        im->qp_min_t = min_t;
+        moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: T > %lld dequantises the experts in use (%lld at a time) and runs %s",
+                 (long long)min_t, (long long)im->qp_group, im->qp->backend->name);
     }
-    if (group > d->E) group = d->E;
-    const moe__backend *cands[] = {&moe__backend_cuda_jit, &moe__backend_cuda_sm90, &moe__backend_cuda_sm80};
-    char whys[3][200];
-    for (int i = 0; i < 3; i++) {
-        moe_layer *G = qp_layer(L, im, cands[i], whys[i], sizeof whys[i]);
-        if (G) {
-            im->qp = G;
-            im->qp_min_t = min_t;
-            im->qp_group = group;
-            moe__log(L->ctx, MOE_LOG_INFO,
-                     "cuda-quant: T > %lld dequantises the experts in use (%lld at a time) and runs %s",
-                     (long long)min_t, (long long)group, cands[i]->name);
-            return;
-        }
-    }
-    snprintf(im->qp_why, sizeof im->qp_why, "no grouped GEMM backend: cuda-jit: %.50s; cuda-sm90: %.50s; cuda-sm80: %.50s",
-             whys[0], whys[1], whys[2]);
 }
 
 static void sv_init(moe_layer *L, dec_impl *im);
@@ -784,6 +828,8 @@ static dws dws_plan(const moe_layer *L, const dec_impl *im, int64_t Tc) {
 
 static int use_gemm(const dec_impl *im, int64_t T) { return im->gemm && (T > im->max_t || T >= im->gemm_min_t); }
 static int use_qp(const dec_impl *im, int64_t T) { return (im->qp || im->qf) && T > im->qp_min_t; }
+/* ... on the GGUF blocks (else dequantising) */
+static int use_qf(const dec_impl *im, int64_t T) { return use_qp(im, T) && im->qf && T <= im->qf_max_t; }
 static int use_sv(const dec_impl *im, int64_t T) { return im->sv && T <= im->sv_max_t; }
 
 /* Expert-major down (MOE_SV_DOWN_E) or token-major; MOE_SV_DOWNE=0/1 forces
@@ -829,7 +875,7 @@ static size_t sv_workspace(const moe_layer *L, const dec_impl *im, int64_t T) {
 static size_t dec_workspace(const moe_layer *L, int64_t T) {
     const dec_impl *im = (const dec_impl *)L->impl;
     if (use_gemm(im, T)) return im->gemm->backend->workspace(im->gemm, T);
-    if (use_qp(im, T) && im->qf) return im->qf->backend->workspace(im->qf, T);
+    if (use_qf(im, T)) return im->qf->backend->workspace(im->qf, T);
     if (use_qp(im, T)) {
         size_t sz[3];
         qp_sizes(L, im->qp_group, sz);
@@ -1328,7 +1374,7 @@ static moe_status qp_prep(void *pctx, int64_t e0, int64_t ne) {
 
 static moe_status qp_forward(moe_layer *L, dec_impl *im, const moe__fwd *fa) {
     const moe_layer_desc *d = &L->desc;
-    if (im->qf) { /* the GEMMs decode the GGUF blocks: no used[] flags, no dequantised copy */
+    if (use_qf(im, fa->T)) { /* the GEMMs decode the GGUF blocks: no used[] flags, no dequantised copy */
         moe_status st = moe__cuda_forward_grouped(im->qf, fa, d->E, NULL, NULL);
         if (st) moe__layer_error(L, st, "%s (cuda-quant prefill on the GGUF blocks): %s", im->qf->backend->name, im->qf->err);
         return st;
@@ -1495,7 +1541,7 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     }
     char up[96] = "";
     if (im->uploaded) snprintf(up, sizeof up, ", %.1f MB of host weights copied to the device at init", im->uploaded / 1e6);
-    if (use_qp(im, T) && im->qf) {
+    if (use_qf(im, T)) {
         char inner[1024];
         im->qf->backend->describe(im->qf, T, inner, sizeof inner);
         snprintf(buf, n, "%s: T = %lld > %lld (prefill): %s's GEMMs on the GGUF blocks (%s/%s), no dequantised copy: %s%s",
@@ -1593,7 +1639,12 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
         snprintf(buf + strlen(buf), n - strlen(buf), "; streaming kernels: %s", im->sv_why);
     if (im->quant && !im->qg && im->qg_why[0] && n > strlen(buf) + 40)
         snprintf(buf + strlen(buf), n - strlen(buf), "; no int8 kernels: %s", im->qg_why);
-    if (im->quant && im->qf && n > strlen(buf) + 80)
+    if (im->quant && im->qf && im->qp && n > strlen(buf) + 120)
+        snprintf(buf + strlen(buf), n - strlen(buf),
+                 "; prefill path for T > %lld: GGUF blocks decoded in the GEMMs of %s up to T = %lld, above that "
+                 "dequantised, then %s",
+                 (long long)im->qp_min_t, im->qf->backend->name, (long long)im->qf_max_t, im->qp->backend->name);
+    else if (im->quant && im->qf && n > strlen(buf) + 80)
         snprintf(buf + strlen(buf), n - strlen(buf), "; prefill path for T > %lld: GGUF blocks decoded in the GEMMs of %s",
                  (long long)im->qp_min_t, im->qf->backend->name);
     else if (im->quant && im->qp && n > strlen(buf) + 40)

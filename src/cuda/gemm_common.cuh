@@ -83,14 +83,16 @@ typedef struct moe_cuda_gemm {
     int gm;                   /* sm90 raster: m-tiles (units) per band of n-tiles (moe_cuda_raster) */
     int gather;               /* sm90 mode 1, cn = 1: A = x [T, C], rows x[sorted_pair[r] / K] copied by the
                                  producer warp (cp.async), no permuted copy */
-    int qfmt;                 /* sm90: B0/B1 are GGUF blocks of this format (decode.h MOE_DF_Q8_0 / Q4_K / MXFP4),
-                                 decoded in the kernel (gemm_sm90_q.cu); 0: bf16/f16 weights */
-    int qlg, qmq, qsn, qa0;   /* ... Q8_0 / MXFP4 rows whose stride is not a multiple of 16 bytes (TMA's strides)
+    int qfmt;                 /* sm90: B0/B1 are GGUF blocks of this format (decode.h MOE_DF_Q8_0, Q4_K, Q5_K,
+                                 Q6_K, MXFP4), decoded in the kernel (gemm_sm90_q.cu); 0: bf16/f16 weights */
+    int qlg, qmq, qsn, qa0;   /* ... Q8_0 / MXFP4 / Q6_K rows whose stride is not a multiple of 16 bytes (TMA's strides)
                                  or whose start is not 16-byte aligned (gemm_sm90_q.cu QsGroups): the maps address
                                  groups of 2^qlg rows (a multiple of 16 bytes) from the 16-byte boundary at or below
                                  the data; qsn = the row stride in bytes, qmq = (qsn % 16) / U, qa0 = the units from
                                  that boundary to B0's data (bits 0-2) and to B1's (bits 3-5); units of U = 4 bytes
-                                 (Q8_0) or 2 (MXFP4). All 0 for rows TMA addresses one by one */
+                                 (Q8_0) or 2 (MXFP4, Q6_K). All 0 for rows TMA addresses one by one */
+    const CUtensorMap *qx0, *qx1; /* Q6_K: B0's and B1's second maps (gemm_sm90_q.cu Sm90Quant<Q6_K>), host
+                                     pointers the launch copies from; NULL otherwise */
 } moe_cuda_gemm;
 
 /* An expert's last m-tile when the tile list has tails (k_scan, gemm_sm90_q.cu):

@@ -1,9 +1,9 @@
 /*
  * The Hopper grouped GEMM on GGUF-quantised weights: the GEMMs of cuda-quant's
- * prefill path (decode.cu) for Q8_0, Q4_K and MXFP4, without dequantising the
- * experts into the workspace first. Two kernels (layer.cu moe__cuda_sm90_bm
- * picks one by pairs an expert; MOE_SM90_QS forces it; MXFP4 and rows in TMA
- * groups, below, run the second only):
+ * prefill path (decode.cu) for Q8_0, Q4_K, Q5_K, Q6_K and MXFP4, without
+ * dequantising the experts into the workspace first. Two kernels (layer.cu
+ * moe__cuda_sm90_bm picks one by pairs an expert; MOE_SM90_QS forces it;
+ * MXFP4, Q5_K, Q6_K and rows in TMA groups, below, run the second only):
  *
  * gemm_sm90_q (BM 128, for 64-127 pairs an expert): gemm_sm90.cuh's kernel with
  * quantised B. Per k-block TMA brings the B tile's raw bytes, 256 rows of GGUF
@@ -37,7 +37,8 @@
  * bytes past an aligned start) go through a map from the 16-byte boundary
  * below the data over groups of 4 or 2 rows, one box a row of the group
  * (Sm90Quant<Q8_0>::load_g), for gemm_sm90_qs only; moe__cuda_sm90_quant
- * (layer.cu) checks the rows and makes the maps.
+ * (layer.cu) checks the rows and makes the maps. MXFP4, Q5_K and Q6_K: at
+ * their Sm90Quant below.
  * Measurements: bench/decode/README.md and src/cuda/NOTES_decode.md, session 20.
  */
 #include "common.cuh"
@@ -49,8 +50,11 @@
 #include <stdio.h>
 #include <string.h>
 
-static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90_QF_MXFP4 == MOE_DF_MXFP4,
+static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90_QF_MXFP4 == MOE_DF_MXFP4 &&
+                  SM90_QF_Q5_K == MOE_DF_Q5_K && SM90_QF_Q6_K == MOE_DF_Q6_K,
               "gemm_sm90.cuh's format numbers");
+/* formats with the B-decoding kernel (gemm_sm90_q) too; the others run gemm_sm90_qs only */
+#define QS_HAS_BDEC(qf) ((qf) == SM90_QF_Q8_0 || (qf) == SM90_QF_Q4_K)
 
 /* gemm_sm90_qs's tile (below) */
 /* CTAs an SM: two for 64 tokens a tile (whose decoding, 4 times the 256-token
@@ -62,14 +66,26 @@ static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90
 #endif
 #define QS_CTAS(nt) ((nt) == 64 ? QS_CTAS64 : 1)
 #define QS_CREGS(nt) (QS_CTAS(nt) == 2 ? 96 : 232) /* setmaxnreg of the consumers (the producer: 40) */
-#define QS_STAGES(nt) ((nt) == 256 || QS_CTAS(nt) == 2 ? 4 : 8)
+/* Q6_K's box sets (176 bytes a row) leave room for 3 stages */
+#define QS_STAGES(qf, nt) ((qf) == SM90_QF_Q6_K ? 3 : (nt) == 256 || QS_CTAS(nt) == 2 ? 4 : 8)
 /* one box set of 64 rows */
-#define QS_RH(qf) ((qf) == SM90_QF_Q8_0 ? 64 * 80 : (qf) == SM90_QF_MXFP4 ? 64 * 48 : 3 * 64 * 16)
+#define QS_RH(qf)                                                                                                      \
+    ((qf) == SM90_QF_Q8_0    ? 64 * 80                                                                                 \
+     : (qf) == SM90_QF_MXFP4 ? 64 * 48                                                                                 \
+     : (qf) == SM90_QF_Q5_K  ? 5 * 64 * 16                                                                             \
+     : (qf) == SM90_QF_Q6_K  ? 64 * (80 + 96)                                                                          \
+                             : 3 * 64 * 16)
 #define QS_STAGE(qf, nt) ((nt) * BK * 2 + 2 * QS_RH(qf))
 #define QS_STGW(nt) ((nt) == 64 ? 2048 : 4096) /* a warp's staging: its 8 or 16 columns of up to 256 or 128 tokens */
 #define QS_WT(nt) (2 * (nt) * 4) /* a warpgroup's routing weights, two tiles in turn */
 #define QS_SMEM(qf, nt) \
-    (1024 + QS_STAGES(nt) * QS_STAGE(qf, nt) + 8 * QS_STGW(nt) + 2 * QS_WT(nt) + 2 * QS_STAGES(nt) * 8 + QS_STAGES(nt) * 16)
+    (1024 + QS_STAGES(qf, nt) * QS_STAGE(qf, nt) + 8 * QS_STGW(nt) + 2 * QS_WT(nt) + 2 * QS_STAGES(qf, nt) * 8 +       \
+     QS_STAGES(qf, nt) * 16)
+
+/* the kernel's second maps of B0 and B1 (Q6_K; zero for the other formats) */
+struct QsX {
+    CUtensorMap b0, b1;
+};
 
 #ifdef MOE_SM90A
 static __device__ __forceinline__ uint4 lds128(uint32_t a) {
@@ -195,8 +211,8 @@ template <> struct Sm90Quant<SM90_QF_Q8_0> {
      * sit 4 ((a0 + mq r + kb) % 4) bytes into its 80, its box a multiple of 16
      * bytes into the box set: one word for both (rk: the box's offset plus
      * (a0 + mq r) % 4). Rows of 16-byte strides from 16-byte boundaries: load<64>. */
-    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
-                                                  uint32_t bar, int lg, int mq, int a0, int sn) {
+    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
+                                                  int row, int e, uint32_t bar, int lg, int mq, int a0, int sn) {
         QsGroups<80, 4, 68>::load(dst, tm, kb, row, e, bar, lg, mq, a0, sn);
     }
     static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
@@ -288,8 +304,8 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
         tma_3d(dst + 32 * ROWS, tm, q + 16, row, e, bar);
     }
     /* rows of 144 bytes a super-block: TMA addresses each (lg = 0) */
-    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
-                                                  uint32_t bar, int, int, int, int) {
+    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
+                                                  int row, int e, uint32_t bar, int, int, int, int) {
         load<64>(dst, tm, kb, row, e, bar);
     }
     static __device__ __forceinline__ uint32_t rk(int r, int, int, int) { return (uint32_t)(16 * r); }
@@ -368,8 +384,8 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
  * odd, 2 mod 4 or 4 (moe__cuda_sm90_quant). */
 template <> struct Sm90Quant<SM90_QF_MXFP4> {
     static constexpr int RB = 48;
-    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
-                                                  uint32_t bar, int lg, int mq, int a0, int sn) {
+    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
+                                                  int row, int e, uint32_t bar, int lg, int mq, int a0, int sn) {
         QsGroups<48, 2, 34>::load(dst, tm, kb, row, e, bar, lg, mq, a0, sn);
     }
     static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
@@ -407,6 +423,113 @@ template <> struct Sm90Quant<SM90_QF_MXFP4> {
                  * kk = 2b + 1: 16 more (high nibbles, bytes 1, 3) */
                 p[4 * b + h] = dk_pack<T>(fmaf(mag_q8(u, 0), d, c), fmaf(mag_q8(u, 2), d, c));
                 p[4 * b + 2 + h] = dk_pack<T>(fmaf(mag_q8(u, 1), d, c), fmaf(mag_q8(u, 3), d, c));
+            }
+        }
+    }
+};
+
+/* Q5_K (gemm_sm90_qs only): super-blocks of 176 bytes (a multiple of 16: TMA
+ * addresses every row), Q4_K's 16-byte header (d, dmin, the 6-bit scales and
+ * mins), qh[32] (bit j of byte l: the fifth bit of element l of sub-block j),
+ * then 128 code bytes (sub-blocks 2t and 2t + 1 in the low and high nibbles of
+ * bytes 32t..32t + 31). Five boxes of 16 bytes a row: the header, qh, and the
+ * k-block's 32 code bytes. */
+template <> struct Sm90Quant<SM90_QF_Q5_K> {
+    static constexpr int RB = 16;
+    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
+                                                  int row, int e, uint32_t bar, int, int, int, int) {
+        const int sb = 176 * (kb >> 2), q = sb + 48 + 32 * (kb & 3);
+        tma_3d(dst, tm, sb, row, e, bar);
+        tma_3d(dst + 1024, tm, sb + 16, row, e, bar);
+        tma_3d(dst + 2048, tm, sb + 32, row, e, bar);
+        tma_3d(dst + 3072, tm, q, row, e, bar);
+        tma_3d(dst + 4096, tm, q + 16, row, e, bar);
+    }
+    static __device__ __forceinline__ uint32_t rk(int r, int, int, int) { return (uint32_t)(16 * r); }
+    /* as Q4_K's, the fifth bit from qh: columns k < 32 sub-block 2t (bit 2t),
+     * k >= 32 sub-block 2t + 1 (bit 2t + 1); q < 32 under 0x43 as Q4_K's */
+    template <typename T>
+    static __device__ __forceinline__ void frag(uint32_t raw, uint32_t ro, int kb, int q, uint32_t p[8]) {
+        const int t = kb & 3;
+        FmtQ4_K::Dec dc;
+        Sm90Quant<SM90_QF_Q4_K>::prep(lds128(raw + ro), t, dc);
+        uint32_t x[2][2], hb[2][2];
+#pragma unroll
+        for (int b = 0; b < 2; b++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                x[b][h] = lds16(raw + 1024 * (3 + b) + ro + 8 * h + 2 * q);
+                hb[b][h] = lds16(raw + 1024 * (1 + b) + ro + 8 * h + 2 * q) >> (2 * t);
+            }
+        const float c[2] = {-fmaf(128.0f, dc.dl[0], dc.ml[0]), -fmaf(128.0f, dc.dl[1], dc.ml[1])};
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int k = kk >> 1;
+                const uint32_t n = ((x[kk & 1][h] >> (4 * k)) & 0x0F0Fu) | (((hb[kk & 1][h] >> k) & 0x0101u) << 4);
+                p[2 * kk + h] = dk_pack<T>(fmaf(mag_q4(n, 0), dc.dl[k], c[k]), fmaf(mag_q4(n, 1), dc.dl[k], c[k]));
+            }
+    }
+};
+
+/* Q6_K (gemm_sm90_qs only): super-blocks of 210 bytes, ql[128] (the low 4
+ * bits), qh[64] (the top 2), 16 int8 scales (one a 16 elements), the f16 d.
+ * K-block t of a super-block (its elements 64t..64t + 63, in half n = t / 2):
+ * element 32 g + l (g = 0, 1) is nibble t % 2 (low, high) of ql[64n + 32g +
+ * l] with bits 4 (t % 2) + 2g of qh[32n + l] on top, scale sc[4t + 2g + l /
+ * 16] (dequantize_row_q6_K's order). 210 = 2 mod 16: a super-block sits 2
+ * ((a0 + mq r + sb) % 8) bytes past a 16-byte boundary, the rows in groups as
+ * MXFP4's (2-byte units, the shift moving a unit a super-block instead of a
+ * k-block), and the pieces' offsets in it are multiples of 16. Two boxes a
+ * row: 80 bytes from the boundary at or below ql[64n] (the k-block's 64 code
+ * bytes), and 96 from that below qh[32n] (its 32 bytes of top bits, and up to
+ * 210 - 128 - 32n + 14 <= 96 bytes: the scales and d), through two maps of
+ * the same rows (B's, and moe_cuda_gemm qx0 / qx1). A box set: the 64 rows'
+ * 80-byte boxes, then their 96-byte ones. */
+template <> struct Sm90Quant<SM90_QF_Q6_K> {
+    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *tmh, int kb,
+                                                  int row, int e, uint32_t bar, int lg, int mq, int a0, int sn) {
+        const int sb = kb >> 2, n = (kb >> 1) & 1;
+        for (int j = 0; j < (1 << lg); j++) {
+            const int x = 2 * a0 + j * sn + 210 * sb - 2 * ((a0 + mq * j + sb) & 7);
+            tma_3d(dst + j * (80 << (6 - lg)), tm, x + 64 * n, row >> lg, e, bar);
+            tma_3d(dst + 64 * 80 + j * (96 << (6 - lg)), tmh, x + 128 + 32 * n, row >> lg, e, bar);
+        }
+    }
+    /* the row's place in its box set (16 rho) and (a0 + mq r) % 8 */
+    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
+        return (uint32_t)((((r & ((1 << lg) - 1)) << (6 - lg)) + (r >> lg)) << 4) | ((a0 + mq * r) & 7);
+    }
+    /* as Q8_0's frag. A weight is fma(128 + q, dl, -160 dl) = (q - 32) dl
+     * exactly (dl = d sc: 18 significant bits, 160 dl 21, the result 24):
+     * the dequantising path's value */
+    template <typename T>
+    static __device__ __forceinline__ void frag(uint32_t raw, uint32_t rw, int kb, int q, uint32_t p[8]) {
+        const int t = kb & 3, n = t >> 1, hi = t & 1;
+        const uint32_t s2 = 2 * (((kb >> 2) + rw) & 7), rho = rw & ~15u;
+        const uint32_t ql = raw + 5 * rho + s2, hs = raw + 64 * 80 + 6 * rho + s2;
+        const float d = dq_h2f(lds16(hs + 80 - 32 * n));
+        const uint32_t sa = hs + 64 - 32 * n + 4 * t;
+        const uint32_t scw = prmt(lds16(sa), lds16(sa + 2), 0x5410u);
+        uint32_t hx[2][2];
+#pragma unroll
+        for (int b = 0; b < 2; b++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) hx[b][h] = lds16(hs + 16 * b + 8 * h + 2 * q);
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            /* columns 16 kk..: g = kk / 2, l / 16 = kk % 2, so scale 4t + kk
+             * (d sc exact in f32, FmtQ6_K::prep's value); the top bits 4 hi +
+             * 2g of the qh byte moved to bits 4-5 by one shift (kb's parity,
+             * hence hi, is known where the k-loop calls this) */
+            const float dl = d * (float)(int8_t)(scw >> (8 * kk)), c = -160.0f * dl;
+            const int sh = 4 - 4 * hi - 2 * (kk >> 1);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint32_t x = lds16(ql + 16 * kk + 8 * h + 2 * q), y = hx[kk & 1][h];
+                const uint32_t nq = ((x >> (4 * hi)) & 0x0F0Fu) | ((sh >= 0 ? y << sh : y >> -sh) & 0x3030u);
+                p[2 * kk + h] = dk_pack<T>(fmaf(mag_q4(nq, 0), dl, c), fmaf(mag_q4(nq, 1), dl, c));
             }
         }
     }
@@ -459,7 +582,7 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
                                                int kblocks) {
     constexpr int MODE = ACT < 0 ? 2 : 1;
     constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
-    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(NT), NG = NTT / 8;
+    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(QF, NT), NG = NTT / 8;
     /* The thread's indices, read anew each tile (volatile): values made from
      * them are then not hoisted out of the tile loop, where each tile size's
      * invariants stayed live through the others' k-loops and spilled. */
@@ -683,9 +806,10 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
 template <int ACT, typename T, int QF, int NT>
 static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA, const CUtensorMap &tmB0,
                                                          const CUtensorMap &tmB1, const CUtensorMap &tmA128,
-                                                         const CUtensorMap &tmA64, const moe_cuda_gemm &g) {
+                                                         const CUtensorMap &tmA64, const QsX &xm,
+                                                         const moe_cuda_gemm &g) {
     constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
-    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(NT);
+    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(QF, NT);
     constexpr int NOUT = GATED ? 64 : 128; /* outputs of a tile */
     static_assert(STB % 1024 == 0, "stages keep the token box 1024-byte aligned (128B swizzle)");
     extern __shared__ unsigned char smem_raw[];
@@ -730,7 +854,8 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                     tma_2d(sa, ta, kb * BK, arow, full);
 #pragma unroll
                     for (int h = 0; h < 2; h++)
-                        Sm90Quant<QF>::load_g(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0, kb,
+                        Sm90Quant<QF>::load_g(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0,
+                                              GATED && h ? &xm.b1 : &xm.b0, kb,
                                               GATED ? n0 : n0 + 64 * h, e, full, g.qlg, g.qmq,
                                               (g.qa0 >> (GATED && h ? 3 : 0)) & 7, g.qsn);
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
@@ -753,10 +878,19 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
             int mu, nu;
             moe_cuda_raster(u, MU, NU, g.gm, &mu, &nu);
             mbar_wait(bar(c.stage), c.phase); /* the tile's first stage: its QsHead */
+            /* read by lane 0, the lane that releases the stage (its arrive
+             * then follows the read in program order; reads by the other
+             * lanes were reported by racecheck against the producer's next
+             * write of the slot, bench/decode/s24 run 1), and shuffled */
             QsHead h;
-            asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];\n"
-                         : "=r"(h.e), "=r"(h.rbase), "=r"(h.rows), "=r"(h.y)
-                         : "r"(head + 16 * c.stage));
+            if ((threadIdx.x & 31) == 0)
+                asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];\n"
+                             : "=r"(h.e), "=r"(h.rbase), "=r"(h.rows), "=r"(h.y)
+                             : "r"(head + 16 * c.stage));
+            h.e = __shfl_sync(0xffffffffu, h.e, 0);
+            h.rbase = __shfl_sync(0xffffffffu, h.rbase, 0);
+            h.rows = __shfl_sync(0xffffffffu, h.rows, 0);
+            h.y = __shfl_sync(0xffffffffu, h.y, 0);
             const int e = h.e, n0 = nu * NOUT, rbase = h.rbase;
             const int rows = h.y >= 0 ? h.rows : 0, m0 = h.y >= 0 ? QS_TILE_ROW(h.y) : 0;
             const int code = NT == 256 && h.y >= 0 ? QS_TILE_CODE(h.y) : 0;
@@ -784,15 +918,19 @@ template <int ACT, typename T, int QF, int NT>
 static __global__ void __launch_bounds__(NTHREADS, QS_CTAS(NT))
     gemm_sm90_qs(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
                  const __grid_constant__ CUtensorMap tmB1, const __grid_constant__ CUtensorMap tmA128,
-                 const __grid_constant__ CUtensorMap tmA64, const moe_cuda_gemm g) {
+                 const __grid_constant__ CUtensorMap tmA64, const __grid_constant__ QsX xm,
+                 const moe_cuda_gemm g) {
 #ifdef MOE_SM90A
-    gemm_sm90_qs_body<ACT, T, QF, NT>(tmA, tmB0, tmB1, tmA128, tmA64, g);
+    gemm_sm90_qs_body<ACT, T, QF, NT>(tmA, tmB0, tmB1, tmA128, tmA64, xm, g);
 #endif
 }
 
 extern "C" int moe__cuda_quant_box(int fmt) {
-    return fmt == MOE_DF_Q8_0 ? 80 : fmt == MOE_DF_Q4_K ? 16 : fmt == MOE_DF_MXFP4 ? 48 : 0;
+    return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q6_K ? 80 : fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K ? 16
+           : fmt == MOE_DF_MXFP4                    ? 48
+                                                    : 0;
 }
+extern "C" int moe__cuda_quant_box2(int fmt) { return fmt == MOE_DF_Q6_K ? 96 : 0; }
 
 /* persistent: one CTA an SM (its shared memory), no more than there are tiles;
  * m-tiles of 256 or 64 tokens run the register-A kernel, of 128 the B-decoding one */
@@ -803,11 +941,15 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tm, const C
     const int64_t most = (int64_t)g->max_mtiles * ((g->N + nout - 1) / nout);
     const int slots = sm_count * (g->bm == 64 ? QS_CTAS(64) : 1);
     const unsigned grid = (unsigned)(most < slots ? (most < 1 ? 1 : most) : slots);
+    QsX xm;
+    memset(&xm, 0, sizeof xm);
+    if (g->qx0) xm.b0 = *g->qx0;
+    if (g->qx1) xm.b1 = *g->qx1;
     if (g->bm == 64)
-        gemm_sm90_qs<ACT, T, QF, 64><<<grid, NTHREADS, QS_SMEM(QF, 64), s>>>(tm[0], *b0, *b1, tm[0], tm[0], *g);
+        gemm_sm90_qs<ACT, T, QF, 64><<<grid, NTHREADS, QS_SMEM(QF, 64), s>>>(tm[0], *b0, *b1, tm[0], tm[0], xm, *g);
     else if (g->bm == 256)
-        gemm_sm90_qs<ACT, T, QF, 256><<<grid, NTHREADS, QS_SMEM(QF, 256), s>>>(tm[0], *b0, *b1, tm[2], tm[3], *g);
-    else if constexpr (QF != SM90_QF_MXFP4)
+        gemm_sm90_qs<ACT, T, QF, 256><<<grid, NTHREADS, QS_SMEM(QF, 256), s>>>(tm[0], *b0, *b1, tm[2], tm[3], xm, *g);
+    else if constexpr (QS_HAS_BDEC(QF))
         gemm_sm90_q<ACT, T, QF><<<grid, NTHREADS, SM90_SMEM_BYTES_Q(QF), s>>>(tm[0], *b0, *b1, tm[1], *g);
     return cudaGetLastError();
 }
@@ -827,16 +969,15 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const
 extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                              int sm_count, cudaStream_t s, char *why, size_t n) {
     /* rows in groups (g->qlg) have maps of 64-row boxes for the register-A kernel only */
-    const bool tile_ok = g->bm == 256 || g->bm == 64 ||
-                         (g->bm == 128 && g->bn == 256 && !g->qlg && !g->qa0 && g->qfmt != MOE_DF_MXFP4);
-    if (!tile_ok || g->cm != 1 || g->cn != 1 || g->gather ||
-        (g->qfmt != MOE_DF_Q8_0 && g->qfmt != MOE_DF_Q4_K && g->qfmt != MOE_DF_MXFP4)) {
+    const bool bdec = g->bm == 128 && g->bn == 256 && !g->qlg && !g->qa0 && QS_HAS_BDEC(g->qfmt);
+    const bool fmt_ok = g->qfmt == MOE_DF_Q8_0 || g->qfmt == MOE_DF_Q4_K || g->qfmt == MOE_DF_MXFP4 ||
+                        g->qfmt == MOE_DF_Q5_K || (g->qfmt == MOE_DF_Q6_K && g->qx0 && g->qx1);
+    if (!(g->bm == 256 || g->bm == 64 || bdec) || g->cm != 1 || g->cn != 1 || g->gather || !fmt_ok) {
         snprintf(why, n,
-                 "GGUF weights (format %d) run m-tiles of 64, 256, or 128 with BN 256 (Q8_0, Q4_K rows TMA addresses "
-                 "one by one), "
-                 "1 x 1, A through TMA; got BM %d BN %d %dx%d%s%s",
-                 g->qfmt, g->bm, g->bn, g->cm, g->cn, g->gather ? ", gather" : "",
-                 g->qlg || g->qa0 ? ", rows in groups" : "");
+                 "GGUF weights (format %d%s) run m-tiles of 64 or 256, or 128 with BN 256 (Q8_0, Q4_K rows TMA "
+                 "addresses one by one), 1 x 1, A through TMA; got BM %d BN %d %dx%d%s%s",
+                 g->qfmt, g->qfmt == MOE_DF_Q6_K && !(g->qx0 && g->qx1) ? ", without its second maps" : "", g->bm,
+                 g->bn, g->cm, g->cn, g->gather ? ", gather" : "", g->qlg || g->qa0 ? ", rows in groups" : "");
         return cudaErrorInvalidValue;
     }
     /* tm: A (boxes of bm rows), out (BM 128), and for the tail tiles of bm 256
@@ -852,6 +993,12 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
     if (g->qfmt == MOE_DF_MXFP4)
         return f16 ? dispatch<__half, SM90_QF_MXFP4>(g, tm, tmB0, tmB1, sm_count, s)
                    : dispatch<__nv_bfloat16, SM90_QF_MXFP4>(g, tm, tmB0, tmB1, sm_count, s);
+    if (g->qfmt == MOE_DF_Q5_K)
+        return f16 ? dispatch<__half, SM90_QF_Q5_K>(g, tm, tmB0, tmB1, sm_count, s)
+                   : dispatch<__nv_bfloat16, SM90_QF_Q5_K>(g, tm, tmB0, tmB1, sm_count, s);
+    if (g->qfmt == MOE_DF_Q6_K)
+        return f16 ? dispatch<__half, SM90_QF_Q6_K>(g, tm, tmB0, tmB1, sm_count, s)
+                   : dispatch<__nv_bfloat16, SM90_QF_Q6_K>(g, tm, tmB0, tmB1, sm_count, s);
     return f16 ? dispatch<__half, SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s)
                : dispatch<__nv_bfloat16, SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s);
 }
@@ -859,7 +1006,7 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
 template <typename T, int QF> static cudaError_t prepare_q(void) {
     cudaError_t e = cudaSuccess;
 #define MOE_ACT_PREP_(a)                                                                                               \
-    if constexpr (QF != SM90_QF_MXFP4)                                                                                 \
+    if constexpr (QS_HAS_BDEC(QF))                                                                                     \
         if (!e)                                                                                                        \
             e = cudaFuncSetAttribute(gemm_sm90_q<a, T, QF>, cudaFuncAttributeMaxDynamicSharedMemorySize,              \
                                      SM90_SMEM_BYTES_Q(QF));                                                           \
@@ -879,5 +1026,9 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q_prepare(void) {
     if (!e) e = prepare_q<__half, SM90_QF_Q4_K>();
     if (!e) e = prepare_q<__nv_bfloat16, SM90_QF_MXFP4>();
     if (!e) e = prepare_q<__half, SM90_QF_MXFP4>();
+    if (!e) e = prepare_q<__nv_bfloat16, SM90_QF_Q5_K>();
+    if (!e) e = prepare_q<__half, SM90_QF_Q5_K>();
+    if (!e) e = prepare_q<__nv_bfloat16, SM90_QF_Q6_K>();
+    if (!e) e = prepare_q<__half, SM90_QF_Q6_K>();
     return e;
 }

@@ -652,7 +652,8 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     const int box1 = moe__cuda_quant_box(fmt1), box2 = moe__cuda_quant_box(fmt2);
     if (!box1 || !box2)
         return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
-                                "GGUF weights in the GEMMs: formats %d / %d, expected Q8_0, Q4_K or MXFP4", fmt1, fmt2);
+                                "GGUF weights in the GEMMs: formats %d / %d, expected Q8_0, Q4_K, Q5_K, Q6_K or MXFP4",
+                                fmt1, fmt2);
     const moe_layer_desc *d = &L->desc;
     /* how TMA reads each weight's rows (decode.h moe__quant_rows_plan) */
     static const char *const wn[3] = {"gate", "up", "down"};
@@ -676,10 +677,11 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
         default:
             return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
                                     "GGUF weights in the GEMMs: %s rows at %p, strides %lld / %lld bytes; TMA needs "
-                                    "multiples of 16 (Q8_0: of 4, MXFP4: of 2; the expert stride of 16)",
+                                    "multiples of 16 (Q8_0: of 4, MXFP4 and Q6_K: of 2; the expert stride of 16)",
                                     wn[i], w[i].data, (long long)w[i].se, (long long)sn);
         }
-        if (rb < (i < 2 ? box1 : box2))
+        const int fmt_i = i < 2 ? fmt1 : fmt2;
+        if (rb < (i < 2 ? box1 : box2) || rb < moe__cuda_quant_box2(fmt_i))
             return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: rows of %lld bytes, under a box",
                                     (long long)rb);
     }
@@ -690,23 +692,25 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
                                 (long long)w[0].sn, (long long)w[1].sn);
     char why[256];
     int bad = 0;
-    CUtensorMap g[2], u[2], dn[2];
+    CUtensorMap g[3], u[3], dn[3];
     memset(g, 0, sizeof g);
     memset(u, 0, sizeof u);
     memset(dn, 0, sizeof dn);
-    /* boxes of 128 rows (B decoded into shared memory; not with row groups or MXFP4), of 64 (A in registers) */
-    const int grouped =
-        lg[0] | lg[1] | lg[2] | a0[0] | a0[1] | a0[2] | (fmt1 == MOE_DF_MXFP4) | (fmt2 == MOE_DF_MXFP4);
-    for (int k = grouped ? 1 : 0; k < 2 && !bad; k++) {
-        const int br = k ? 64 : 128;
-        if (w[0].data)
-            bad |= moe__cuda_quant_tmap(&g[k], w[0].data, d->E, d->I, w[0].row_bytes, w[0].se, w[0].sn, box1, br, lg[0],
+    /* boxes of 128 rows (B decoded into shared memory: Q8_0 and Q4_K rows TMA addresses one by one), of 64 (A in
+     * registers); k = 2: the second maps (Q6_K), 64 rows */
+    const int bdec1 = fmt1 == MOE_DF_Q8_0 || fmt1 == MOE_DF_Q4_K, bdec2 = fmt2 == MOE_DF_Q8_0 || fmt2 == MOE_DF_Q4_K;
+    const int grouped = lg[0] | lg[1] | lg[2] | a0[0] | a0[1] | a0[2] | !bdec1 | !bdec2;
+    for (int k = grouped ? 1 : 0; k < 3 && !bad; k++) {
+        const int br = k ? 64 : 128, bx1 = k < 2 ? box1 : moe__cuda_quant_box2(fmt1);
+        const int bx2 = k < 2 ? box2 : moe__cuda_quant_box2(fmt2);
+        if (bx1 && w[0].data)
+            bad |= moe__cuda_quant_tmap(&g[k], w[0].data, d->E, d->I, w[0].row_bytes, w[0].se, w[0].sn, bx1, br, lg[0],
                                         a0[0] * moe__quant_unit(fmt1), why, sizeof why);
-        if (!bad)
-            bad |= moe__cuda_quant_tmap(&u[k], w[1].data, d->E, d->I, w[1].row_bytes, w[1].se, w[1].sn, box1, br, lg[1],
+        if (bx1 && !bad)
+            bad |= moe__cuda_quant_tmap(&u[k], w[1].data, d->E, d->I, w[1].row_bytes, w[1].se, w[1].sn, bx1, br, lg[1],
                                         a0[1] * moe__quant_unit(fmt1), why, sizeof why);
-        if (!bad)
-            bad |= moe__cuda_quant_tmap(&dn[k], w[2].data, d->E, d->D, w[2].row_bytes, w[2].se, w[2].sn, box2, br,
+        if (bx2 && !bad)
+            bad |= moe__cuda_quant_tmap(&dn[k], w[2].data, d->E, d->D, w[2].row_bytes, w[2].se, w[2].sn, bx2, br,
                                         lg[2], a0[2] * moe__quant_unit(fmt2), why, sizeof why);
     }
     if (bad) return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: %s", why);
@@ -724,6 +728,9 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     im->tm_qg64 = w[0].data ? g[1] : u[1];
     im->tm_qu64 = u[1];
     im->tm_qd64 = dn[1];
+    im->tm_qg64h = w[0].data ? g[2] : u[2];
+    im->tm_qu64h = u[2];
+    im->tm_qd64h = dn[2];
     const char *qs = getenv("MOE_SM90_QS"); /* the m-tile: 256 or 64 (register-A kernel), 128 (B decoded) */
     im->qs = qs && (atoi(qs) == 256 || atoi(qs) == 128 || atoi(qs) == 64) ? atoi(qs) : -1;
     const char *tail = getenv("MOE_SM90_QS_TAIL"); /* 0: every m-tile of 256 tokens runs 256 */
@@ -908,6 +915,8 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
             g2.qfmt = im->qfmt2;
             g1.qlg = im->qlg1; g1.qmq = im->qmq1; g1.qsn = im->qsn1; g1.qa0 = im->qa01;
             g2.qlg = im->qlg2; g2.qmq = im->qmq2; g2.qsn = im->qsn2; g2.qa0 = im->qa02;
+            if (im->qfmt1 == MOE_DF_Q6_K) { g1.qx0 = &im->tm_qg64h; g1.qx1 = &im->tm_qu64h; }
+            if (im->qfmt2 == MOE_DF_Q6_K) g2.qx0 = g2.qx1 = &im->tm_qd64h;
         }
         g2.A = h;
         g2.gather = 0; /* GEMM 2 reads h through TMA */
@@ -975,6 +984,11 @@ out:
 
 static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) { return forward_impl(L, a, L->desc.E, NULL, NULL); }
 
+static const char *qfmt_name(int f) {
+    return f == MOE_DF_Q8_0 ? "Q8_0" : f == MOE_DF_MXFP4 ? "MXFP4" : f == MOE_DF_Q5_K ? "Q5_K" : f == MOE_DF_Q6_K ? "Q6_K"
+                                                                                                                : "Q4_K";
+}
+
 static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     const moe_layer_desc *d = &L->desc;
@@ -997,8 +1011,7 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
     if (im->qfmt1 && n > strlen(buf) + 160)
         snprintf(buf + strlen(buf), n - strlen(buf), "; GGUF weights (%s / %s) %s",
-                 im->qfmt1 == MOE_DF_Q8_0 ? "Q8_0" : im->qfmt1 == MOE_DF_MXFP4 ? "MXFP4" : "Q4_K",
-                 im->qfmt2 == MOE_DF_Q8_0 ? "Q8_0" : im->qfmt2 == MOE_DF_MXFP4 ? "MXFP4" : "Q4_K",
+                 qfmt_name(im->qfmt1), qfmt_name(im->qfmt2),
                  bm == 64    ? "decoded into wgmma's A registers by the consumer warpgroups, 64 tokens a tile"
                  : bm == 256 ? (im->qs_tail ? "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens "
                                               "a tile (an expert's last 128 or fewer rows: 128 or 64)"
