@@ -421,14 +421,20 @@ static int64_t qp_pairs_fused(int fmt, double eb, int qg) { return !qg ? qp_pair
  * 1.34 / 1.32, 8192 1.36 / 1.14; Q4_K 4096 1.23 / 1.26, 8192 (2048) 1.25 /
  * 1.05; Q5_K 4096 1.32 / 1.37, 8192 1.42 / 1.18. Deepseek-v3 (25-36 MB: its
  * dequantising runs in groups of experts) keeps the GGUF GEMMs ahead to the
- * 256 pairs measured (Q6_K 1.49 / 1.90). Q8_0 and MXFP4 were not measured
- * this far: no hand-over. Q6_K decodes in 299 SASS instructions a k-block
- * against Q4_K's 224 (gemm_sm90_q.cu). */
+ * 256 pairs measured (Q6_K 1.49 / 1.90). Run 5: Q8_0 qwen3 T = 8192 (512)
+ * 1.34 / 1.56, 16384 (1024) 1.35 / 1.29; mixtral 4096 (1024) 1.19 / 1.35, 8192
+ * 1.16 / 1.12; gpt-oss-20b (26 MB) 8192 (1024) 1.21 / 1.34, 16384 1.23 /
+ * 1.20; MXFP4 gpt-oss-20b (13 MB) 8192 1.27 / 1.32, 16384 (2048) 1.30 / 1.15;
+ * gpt-oss-120b ahead to 512 pairs for both. Q6_K decodes in 299 SASS
+ * instructions a k-block against Q4_K's 224 and Q8_0's 205 (gemm_sm90_q.cu).
+ * Q4_0, Q2_K and Q3_K have no GEMMs on the blocks. */
 static int64_t qp_fused_max_pairs(int fmt1, int fmt2, double eb) {
     const int big = eb >= 20e6;
     if (fmt1 == MOE_DF_Q6_K || fmt2 == MOE_DF_Q6_K)
         return !big ? 256 : fmt1 == MOE_DF_Q6_K ? 512 : 1024;
     if (fmt1 == MOE_DF_Q4_K || fmt1 == MOE_DF_Q5_K) return big ? 1024 : fmt1 == MOE_DF_Q5_K ? 512 : 768;
+    if (fmt1 == MOE_DF_Q8_0) return big ? 1536 : 768;
+    if (fmt1 == MOE_DF_MXFP4) return 1536;
     return INT64_MAX;
 }
 
