@@ -407,8 +407,22 @@ static int64_t qp_pairs_qg(int fmt, double eb, int qg) { return !qg ? qp_pairs(f
  * time hardly moves below 256 tokens a tile: each weight is decoded once.
  * MXFP4 and gpt-oss's Q8_0 take the same values (bench/decode/s23 runs 1, 4:
  * gpt-oss-20b crosses near 14 pairs, gpt-oss-120b near 10-12.5, where the
- * decode kernels run up to ~10% slower than the GEMMs would). */
-static int64_t qp_pairs_fused(int fmt, double eb, int qg) { return !qg ? qp_pairs(fmt) : eb >= 10e6 ? 14 : 4; }
+ * decode kernels run up to ~10% slower than the GEMMs would). Q5_K and Q6_K
+ * decode slower in the GEMMs and hand over later (bench/decode/s24 run 6,
+ * decode kernels / GGUF GEMMs in us): qwen3 T = 64 / 128 (4 / 8 pairs) Q5_K
+ * 299 / 396, 466 / 407, Q6_K 333 / 524, 539 / 533, gate/up Q4_K with down Q6_K
+ * 274 / 390, 481 / 392; mixtral T = 64 / 128 (16 / 32) Q5_K 710 / 873, 1269 /
+ * 876, Q6_K 870 / 1167, 1502 / 1170, Q4_K + Q6_K 716 / 806, 1275 / 819;
+ * deepseek-v3 T = 512 / 1024 (16 / 32) Q6_K 7328 / 8882, 14685 / 9028, Q4_K +
+ * Q6_K 6197 / 6097, 12302 / 6233. */
+static int64_t qp_pairs_fused(int fmt1, int fmt2, double eb, int qg) {
+    if (!qg) return qp_pairs(fmt1);
+    const int big = eb >= 10e6;
+    if (fmt1 == MOE_DF_Q6_K) return big ? 24 : 8;
+    if (fmt1 == MOE_DF_Q5_K) return big ? 20 : 6;
+    if (fmt2 == MOE_DF_Q6_K) return big ? 18 : 6;
+    return big ? 14 : 4;
+}
 /* Pairs an expert above which the dequantising path beats the GEMMs on the
  * GGUF blocks (both then exist; qp_init), INT64_MAX: never. The GEMMs decode
  * every weight again for each m-tile of 256 tokens, so their extra time over
@@ -565,7 +579,7 @@ static void qp_init(moe_layer *L, dec_impl *im) {
     }
     char fwhy[200];
     if (qp_init_fused(L, im, fwhy, sizeof fwhy)) {
-        im->qp_min_t = has_t ? env_t : qp_pairs_fused(im->fmt1, expert_bytes(L), im->qg) * d->E / d->K;
+        im->qp_min_t = has_t ? env_t : qp_pairs_fused(im->fmt1, im->fmt2, expert_bytes(L), im->qg) * d->E / d->K;
         moe__log(L->ctx, MOE_LOG_INFO, "cuda-quant: T > %lld runs cuda-sm90's GEMMs on the GGUF blocks (%s / %s)",
                  (long long)im->qp_min_t, moe_type_name(L->up.type), moe_type_name(L->down.type));
         /* and above qp_fused_max_pairs the dequantising path, where it is faster
