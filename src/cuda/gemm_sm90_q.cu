@@ -966,6 +966,14 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const
     return cudaErrorInvalidValue;
 }
 
+/* the activation dtype's instance */
+template <int QF>
+static cudaError_t dispatch_f(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0,
+                              const CUtensorMap *b1, int sm_count, cudaStream_t s) {
+    return g->dtype == MOE_TYPE_F16 ? dispatch<__half, QF>(g, tm, b0, b1, sm_count, s)
+                                    : dispatch<__nv_bfloat16, QF>(g, tm, b0, b1, sm_count, s);
+}
+
 extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                              int sm_count, cudaStream_t s, char *why, size_t n) {
     /* rows in groups (g->qlg) have maps of 64-row boxes for the register-A kernel only */
@@ -986,21 +994,13 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
     if (moe__cuda_sm90_tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
     if (g->bm == 256 && (moe__cuda_sm90_tmap_a(g, 128, &tm[2], why, n) || moe__cuda_sm90_tmap_a(g, 64, &tm[3], why, n)))
         return cudaErrorInvalidValue;
-    const int f16 = g->dtype == MOE_TYPE_F16;
-    if (g->qfmt == MOE_DF_Q8_0)
-        return f16 ? dispatch<__half, SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s)
-                   : dispatch<__nv_bfloat16, SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s);
-    if (g->qfmt == MOE_DF_MXFP4)
-        return f16 ? dispatch<__half, SM90_QF_MXFP4>(g, tm, tmB0, tmB1, sm_count, s)
-                   : dispatch<__nv_bfloat16, SM90_QF_MXFP4>(g, tm, tmB0, tmB1, sm_count, s);
-    if (g->qfmt == MOE_DF_Q5_K)
-        return f16 ? dispatch<__half, SM90_QF_Q5_K>(g, tm, tmB0, tmB1, sm_count, s)
-                   : dispatch<__nv_bfloat16, SM90_QF_Q5_K>(g, tm, tmB0, tmB1, sm_count, s);
-    if (g->qfmt == MOE_DF_Q6_K)
-        return f16 ? dispatch<__half, SM90_QF_Q6_K>(g, tm, tmB0, tmB1, sm_count, s)
-                   : dispatch<__nv_bfloat16, SM90_QF_Q6_K>(g, tm, tmB0, tmB1, sm_count, s);
-    return f16 ? dispatch<__half, SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s)
-               : dispatch<__nv_bfloat16, SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s);
+    switch (g->qfmt) {
+    case MOE_DF_Q8_0: return dispatch_f<SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s);
+    case MOE_DF_MXFP4: return dispatch_f<SM90_QF_MXFP4>(g, tm, tmB0, tmB1, sm_count, s);
+    case MOE_DF_Q5_K: return dispatch_f<SM90_QF_Q5_K>(g, tm, tmB0, tmB1, sm_count, s);
+    case MOE_DF_Q6_K: return dispatch_f<SM90_QF_Q6_K>(g, tm, tmB0, tmB1, sm_count, s);
+    default: return dispatch_f<SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s);
+    }
 }
 
 template <typename T, int QF> static cudaError_t prepare_q(void) {
@@ -1020,15 +1020,14 @@ template <typename T, int QF> static cudaError_t prepare_q(void) {
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm90_q_prepare(void) {
-    cudaError_t e = prepare_q<__nv_bfloat16, SM90_QF_Q8_0>();
-    if (!e) e = prepare_q<__half, SM90_QF_Q8_0>();
-    if (!e) e = prepare_q<__nv_bfloat16, SM90_QF_Q4_K>();
-    if (!e) e = prepare_q<__half, SM90_QF_Q4_K>();
-    if (!e) e = prepare_q<__nv_bfloat16, SM90_QF_MXFP4>();
-    if (!e) e = prepare_q<__half, SM90_QF_MXFP4>();
-    if (!e) e = prepare_q<__nv_bfloat16, SM90_QF_Q5_K>();
-    if (!e) e = prepare_q<__half, SM90_QF_Q5_K>();
-    if (!e) e = prepare_q<__nv_bfloat16, SM90_QF_Q6_K>();
-    if (!e) e = prepare_q<__half, SM90_QF_Q6_K>();
+    static cudaError_t (*const prep[])(void) = {
+        prepare_q<__nv_bfloat16, SM90_QF_Q8_0>,  prepare_q<__half, SM90_QF_Q8_0>,
+        prepare_q<__nv_bfloat16, SM90_QF_Q4_K>,  prepare_q<__half, SM90_QF_Q4_K>,
+        prepare_q<__nv_bfloat16, SM90_QF_MXFP4>, prepare_q<__half, SM90_QF_MXFP4>,
+        prepare_q<__nv_bfloat16, SM90_QF_Q5_K>,  prepare_q<__half, SM90_QF_Q5_K>,
+        prepare_q<__nv_bfloat16, SM90_QF_Q6_K>,  prepare_q<__half, SM90_QF_Q6_K>,
+    };
+    cudaError_t e = cudaSuccess;
+    for (size_t i = 0; i < sizeof prep / sizeof prep[0] && e == cudaSuccess; i++) e = prep[i]();
     return e;
 }

@@ -9,7 +9,8 @@ for f in $CARRY/*.tar.xz; do xz -dc $f | tar xf - -C /tmp/b; done
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $W/gpu.txt
 export MOE_TEST_SEED=12345
 B=/tmp/b/bench_decode
-( MOE_TEST_VERBOSE=1 timeout 450 stdbuf -oL -eL /tmp/b/moe-tests cuda_quant_prefill_gguf_gemm ) > $W/tests_gguf.log 2>&1 &
+( MOE_TEST_VERBOSE=1 timeout 450 stdbuf -oL -eL /tmp/b/moe-tests cuda_quant_prefill_gguf_gemm ) \
+  > $W/tests_gguf.log 2>&1 &
 ( timeout 450 stdbuf -oL /tmp/b/moe-tests cuda_quant_prefill_forced cuda_quant_cases decode_quant_rows ) \
   > $W/tests_other.log 2>&1 &
 for tool in memcheck racecheck; do

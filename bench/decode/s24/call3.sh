@@ -13,5 +13,6 @@ echo "== qwen3, mixtral (rc $?)"
 timeout 250 $B --prefill --prefill-rule --only deepseek-v3 --prefill-tokens 1024,2048,4096,8192 \
   --qtypes q4_K,q6_K,q4_K/q6_K --reps 5 --json $W/cross_b.jsonl > $W/cross_b.log 2>&1
 echo "== deepseek-v3 (rc $?)"
-grep -hE "^prefill" $W/cross_a.log $W/cross_b.log | sed -E 's/ +\(.*//; s/  +/ /g; s/ TFLOP.s//; s/x the bf16 time/x/; s/^prefill //'
+grep -hE "^prefill" $W/cross_a.log $W/cross_b.log \
+  | sed -E 's/ +\(.*//; s/  +/ /g; s/ TFLOP.s//; s/x the bf16 time/x/; s/^prefill //'
 tar cJf $OUT/call3.tar.xz -C $W .

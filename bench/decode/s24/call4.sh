@@ -15,8 +15,10 @@ done
 wait
 echo "== tests"; for f in $W/tests_*.log; do echo "$(basename $f): $(tail -n1 $f)"; done
 grep -hE "^FAIL|FAILED|error" $W/tests_*.log | head -20; grep -h "GGUF GEMMs against" $W/tests_*.log
-timeout 90 $B --prefill --prefill-rule --prefill-nodeq --only qwen3-30b-a3b,mixtral-8x7b --prefill-tokens 2048,4096,8192 \
+timeout 90 $B --prefill --prefill-rule --prefill-nodeq --only qwen3-30b-a3b,mixtral-8x7b \
+  --prefill-tokens 2048,4096,8192 \
   --qtypes q4_K,q6_K,q4_K/q6_K --reps 6 --json $W/rule.jsonl > $W/rule.log 2>&1
 echo "== rule (rc $?)"
-grep -hE "^prefill" $W/rule.log | sed -E 's/ +\(.*//; s/  +/ /g; s/ TFLOP.s//; s/x the bf16 time/x/; s/^prefill //'
+grep -hE "^prefill" $W/rule.log \
+  | sed -E 's/ +\(.*//; s/  +/ /g; s/ TFLOP.s//; s/x the bf16 time/x/; s/^prefill //'
 tar cJf $OUT/call4.tar.xz -C $W .

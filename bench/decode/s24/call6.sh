@@ -13,5 +13,6 @@ echo "== qwen3, mixtral (rc $?)"
 timeout 150 $B --prefill --prefill-decode --prefill-nodeq --only deepseek-v3 --prefill-tokens 256,512,1024 \
   --qtypes q6_K,q4_K/q6_K --reps 5 --json $W/handover_b.jsonl > $W/handover_b.log 2>&1
 echo "== deepseek-v3 (rc $?)"
-grep -hE "^prefill" $W/handover_*.log | grep -v bf16 | sed -E 's/ +\(.*//; s/  +/ /g; s/ TFLOP.s//; s/x the bf16 time/x/; s/^prefill //'
+grep -hE "^prefill" $W/handover_*.log | grep -v bf16 \
+  | sed -E 's/ +\(.*//; s/  +/ /g; s/ TFLOP.s//; s/x the bf16 time/x/; s/^prefill //'
 tar cJf $OUT/call6.tar.xz -C $W .
