@@ -414,12 +414,13 @@ static int64_t qp_pairs_qg(int fmt, double eb, int qg) { return !qg ? qp_pairs(f
  * 274 / 390, 481 / 392; mixtral T = 64 / 128 (16 / 32) Q5_K 710 / 873, 1269 /
  * 876, Q6_K 870 / 1167, 1502 / 1170, Q4_K + Q6_K 716 / 806, 1275 / 819;
  * deepseek-v3 T = 512 / 1024 (16 / 32) Q6_K 7328 / 8882, 14685 / 9028, Q4_K +
- * Q6_K 6197 / 6097, 12302 / 6233. */
+ * Q6_K 6197 / 6097, 12302 / 6233; run 8: deepseek-v3 Q5_K T = 512 / 768 (16 /
+ * 24) 6144 / 6632, 9659 / 6678 (crossing near 17, mixtral's near 21: 18). */
 static int64_t qp_pairs_fused(int fmt1, int fmt2, double eb, int qg) {
     if (!qg) return qp_pairs(fmt1);
     const int big = eb >= 10e6;
     if (fmt1 == MOE_DF_Q6_K) return big ? 24 : 8;
-    if (fmt1 == MOE_DF_Q5_K) return big ? 20 : 6;
+    if (fmt1 == MOE_DF_Q5_K) return big ? 18 : 6;
     if (fmt2 == MOE_DF_Q6_K) return big ? 18 : 6;
     return big ? 14 : 4;
 }
