@@ -588,10 +588,9 @@ TEST(cuda_quant_prefill_forced) {
     moe_ctx_free(ctx);
 }
 
-/* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90, Hopper; Q8_0,
- * Q4_K, Q5_K, Q6_K and MXFP4 rows that TMA can address): the layer says which
- * prefill it runs (MOE_QUANT_PREFILL_FUSED=0: the dequantising one; Q4_0
- * always), and on the
+/* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90, Hopper; Q4_0,
+ * Q8_0, Q4_K, Q5_K, Q6_K and MXFP4 rows that TMA can address): the layer says
+ * which prefill it runs (MOE_QUANT_PREFILL_FUSED=0: the dequantising one), and on the
  * same data both kernels (MOE_SM90_QS=128: B decoded; 256, 64: A in registers; 256
  * also with MOE_SM90_QS_TAIL=0) and the dequantising path pass
  * against the reference, with the same error where they compute the same bf16
@@ -624,7 +623,12 @@ TEST(cuda_quant_prefill_gguf_gemm) {
         {MOE_TYPE_Q4_K, 0, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
         {MOE_TYPE_Q5_K, 0, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
         {MOE_TYPE_Q8_0, 0, "0", 0, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
-        {MOE_TYPE_Q4_0, 0, NULL, 0, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
+        /* Q4_0 (18-byte blocks, 4-byte units): rows of 288 one by one, 144
+         * (down, I = 256) too; of 180 / 108 (4 and 12 mod 16) in groups of 4 */
+        {MOE_TYPE_Q4_0, 0, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE, "row by row"},
+        {MOE_TYPE_Q4_0, 0, NULL, 1, 320, 192, MOE_GATE_UP_SEPARATE,
+         "gate/up in groups of 4 rows 180 bytes apart, of down in groups of 4 rows 108 bytes apart"},
+        {MOE_TYPE_Q4_0, 0, "0", 0, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
         /* Q6_K (210-byte super-blocks, 2-byte units): rows of 420 (4 mod
          * 16) in groups of 4, of 210 in groups of 8, of 1680 one by one; the
          * Q4_K_M mix (gate/up Q4_K, down Q6_K) */
@@ -678,12 +682,14 @@ TEST(cuda_quant_prefill_gguf_gemm) {
         unsetenv("MOE_QUANT_PREFILL_FUSED");
     }
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q5_K, MOE_TYPE_Q6_K,
-                                 MOE_TYPE_Q4_K};
+                                 MOE_TYPE_Q4_0, MOE_TYPE_Q4_K};
     const int nq = (int)(sizeof q / sizeof q[0]);
     int same = 0, runs = 0;
     for (int i = 0; i < nq && !moe_test_failed(); i++)
-        for (int v = 0; v < (q[i] == MOE_TYPE_Q8_0 || q[i] == MOE_TYPE_MXFP4 ? 8 : 5) && !moe_test_failed(); v++) {
-            /* variants 5-7 have rows of 320 and 192 elements: Q8_0 and MXFP4 only */
+        for (int v = 0; v < (q[i] == MOE_TYPE_Q8_0 || q[i] == MOE_TYPE_MXFP4 || q[i] == MOE_TYPE_Q4_0 ? 8 : 5) &&
+                        !moe_test_failed();
+             v++) {
+            /* variants 5-7 have rows of 320 and 192 elements: Q8_0, MXFP4 and Q4_0 only */
             moe_case c = {"gguf-gemm", v < 2 ? 64 : 300, 8, 512, 512, 2, MOE_ACT_SWIGLU, MOE_GATE_UP_SEPARATE, 0, q[i],
                           MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
             const moe_type dt = i == nq - 1 ? MOE_TYPE_Q6_K : q[i];
@@ -976,6 +982,15 @@ TEST(decode_quant_rows_plan) {
         {"Q6_K odd start", MOE_DF_Q6_K, 0x1003, 1680 * 1536, 1680, 1680, 1536, MOE_QROWS_ALIGN, 0, 0},
         /* Q5_K: 176-byte super-blocks, whole strides as Q4_K's */
         {"Q5_K", MOE_DF_Q5_K, 0x1000, 1408 * 768, 1408, 1408, 768, MOE_QROWS_OK, 0, 0},
+        /* Q4_0: 18-byte blocks in 4-byte units (an even number of blocks a row): qwen3's D = 2048 1152
+         * bytes one by one, gpt-oss's D = 2880 1620 (4 mod 16: 1 unit) in groups of 4, D = 384 216 (8) in
+         * pairs; interleaved D = 2880 (3240 apart, up 1620 past: 1 unit); 3 blocks (54 bytes) are no units */
+        {"Q4_0 1152", MOE_DF_Q4_0, 0x1000, 1152 * 768, 1152, 1152, 768, MOE_QROWS_OK, 0, 0},
+        {"Q4_0 1620", MOE_DF_Q4_0, 0x1000, 1620 * 2880, 1620, 1620, 2880, MOE_QROWS_OK, 2, 0},
+        {"Q4_0 216", MOE_DF_Q4_0, 0x1000, 216 * 128, 216, 216, 128, MOE_QROWS_OK, 1, 0},
+        {"Q4_0 interleaved up", MOE_DF_Q4_0, 0x1000 + 1620, 3240 * 2880, 3240, 1620, 2880, MOE_QROWS_OK, 1, 1},
+        {"Q4_0 odd blocks", MOE_DF_Q4_0, 0x1000, 54 * 64, 54, 54, 64, MOE_QROWS_ALIGN, 0, 0},
+        {"Q4_0 unaligned contiguous", MOE_DF_Q4_0, 0x1004, 180 * 64, 180, 180, 64, MOE_QROWS_PAST_GROUP, 2, 1},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         int lg = -1, a0 = -1;

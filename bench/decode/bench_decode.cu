@@ -28,8 +28,8 @@
  * prefill sizes against bf16 weights: cuda-quant's prefill path forced, on the GGUF blocks
  * ("prefill-gguf") and dequantising ("prefill-dequant"; --prefill-rule adds the layer's own choice
  * between the two by T, "prefill-rule"); types Q4_K and Q8_0 (MXFP4 and Q8_0
- * on gpt-oss) by default, Q5_K, Q6_K and "q4_K/q6_K" (gate/up Q4_K, down Q6_K) where --qtypes
- * names them.
+ * on gpt-oss) by default, Q5_K, Q6_K, "q4_K/q6_K" (gate/up Q4_K, down Q6_K) and Q4_0 where
+ * --qtypes names them.
  */
 #include "moe.h"
 
@@ -536,12 +536,12 @@ int main(int argc, char **argv) {
          * the experts in use, then the grouped GEMM) and off (-1: the decode kernels). */
         /* bf16, then the GGUF types: Q4_K, Q8_0, MXFP4 by default; Q5_K, Q6_K and gate/up
          * Q4_K with down Q6_K (llama.cpp's Q4_K_M on its layers of more bits; named
-         * "q4_K/q6_K") where --qtypes names them */
+         * "q4_K/q6_K") and Q4_0 where --qtypes names them */
         static const struct { moe_type t, dt; const char *name; } pt[] = {
             {MOE_TYPE_BF16, MOE_TYPE_BF16, "bf16"}, {MOE_TYPE_Q4_K, MOE_TYPE_Q4_K, "q4_K"},
             {MOE_TYPE_Q8_0, MOE_TYPE_Q8_0, "q8_0"}, {MOE_TYPE_MXFP4, MOE_TYPE_MXFP4, "mxfp4"},
             {MOE_TYPE_Q5_K, MOE_TYPE_Q5_K, "q5_K"}, {MOE_TYPE_Q6_K, MOE_TYPE_Q6_K, "q6_K"},
-            {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K, "q4_K/q6_K"}};
+            {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K, "q4_K/q6_K"}, {MOE_TYPE_Q4_0, MOE_TYPE_Q4_0, "q4_0"}};
         int64_t Ts[6] = {32, 64, 128, 256, 512, 4096};
         if (prefill_tokens) {
             const char *c = prefill_tokens;
@@ -558,9 +558,10 @@ int main(int argc, char **argv) {
             for (size_t pi = 0; pi < sizeof pt / sizeof pt[0]; pi++) {
                 const moe_type t = pt[pi].t;
                 const char *tname = pt[pi].name;
-                /* mxfp4 and q8_0 for gpt-oss (D = 2880 is no multiple of the K-quants' 256) */
+                /* mxfp4, q8_0 and q4_0 for gpt-oss (D = 2880 is no multiple of the K-quants' 256) */
                 const bool oss = P == &presets[3] || P == &presets[4];
-                if ((t == MOE_TYPE_MXFP4) != oss && t != MOE_TYPE_BF16 && t != MOE_TYPE_Q8_0) continue;
+                if ((t == MOE_TYPE_MXFP4) != oss && t != MOE_TYPE_BF16 && t != MOE_TYPE_Q8_0 && t != MOE_TYPE_Q4_0)
+                    continue;
                 if (t != MOE_TYPE_BF16 && (only_qtypes ? !strstr(only_qtypes, tname) : pi >= 4)) continue;
                 layer_set s = make_layer_weights(*P, t, pt[pi].dt);
                 moe_layer *L[4] = {NULL, NULL, NULL, NULL};

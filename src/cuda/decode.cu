@@ -374,7 +374,7 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
 
 /* cuda-quant's prefill path. Above qp_pairs() pairs per expert (T * K / E)
  * a forward runs cuda-sm90's grouped GEMMs on the GGUF blocks themselves where
- * they can decode the formats (Q8_0, Q4_K, Q5_K, Q6_K, MXFP4; gemm_sm90_q.cu,
+ * they can decode the formats (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4; gemm_sm90_q.cu,
  * qp_init_fused; up to qp_fused_max_pairs, where dequantising takes over), or
  * dequantises the blocks of the experts it uses into the workspace as bf16/f16
  * rows (dequant.cu) and runs a grouped GEMM backend (cuda-jit, else cuda-sm90,
@@ -442,13 +442,14 @@ static int64_t qp_pairs_fused(int fmt1, int fmt2, double eb, int qg) {
  * 1.20; MXFP4 gpt-oss-20b (13 MB) 8192 1.27 / 1.32, 16384 (2048) 1.30 / 1.15;
  * gpt-oss-120b ahead to 512 pairs for both. Q6_K decodes in 299 SASS
  * instructions a k-block against Q4_K's 224 and Q8_0's 205 (gemm_sm90_q.cu).
- * Q4_0, Q2_K and Q3_K have no GEMMs on the blocks. */
+ * Q4_0 takes Q8_0's values (not measured yet). Q2_K and Q3_K have no GEMMs
+ * on the blocks. */
 static int64_t qp_fused_max_pairs(int fmt1, int fmt2, double eb) {
     const int big = eb >= 20e6;
     if (fmt1 == MOE_DF_Q6_K || fmt2 == MOE_DF_Q6_K)
         return !big ? 256 : fmt1 == MOE_DF_Q6_K ? 512 : 1024;
     if (fmt1 == MOE_DF_Q4_K || fmt1 == MOE_DF_Q5_K) return big ? 1024 : fmt1 == MOE_DF_Q5_K ? 512 : 768;
-    if (fmt1 == MOE_DF_Q8_0) return big ? 1536 : 768;
+    if (fmt1 == MOE_DF_Q8_0 || fmt1 == MOE_DF_Q4_0) return big ? 1536 : 768;
     if (fmt1 == MOE_DF_MXFP4) return 1536;
     return INT64_MAX;
 }
@@ -489,7 +490,7 @@ static moe_layer *qp_layer(moe_layer *L, dec_impl *im, const moe__backend *b, ch
 }
 
 /* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90 with quantised B,
- * gemm_sm90_q.cu): Q8_0 / Q4_K / Q5_K / Q6_K / MXFP4 weights whose rows TMA can address; else 0 and
+ * gemm_sm90_q.cu): Q4_0 / Q8_0 / Q4_K / Q5_K / Q6_K / MXFP4 weights whose rows TMA can address; else 0 and
  * why (the dequantising path then). MOE_QUANT_PREFILL_FUSED=0 turns it off, =1
  * keeps it at every T (no hand-over to dequantising, qp_fused_max_pairs). */
 static int qp_init_fused(moe_layer *L, dec_impl *im, char *why, size_t n) {
@@ -500,7 +501,7 @@ static int qp_init_fused(moe_layer *L, dec_impl *im, char *why, size_t n) {
         return 0;
     }
     if (!moe__cuda_quant_box(im->fmt1) || !moe__cuda_quant_box(im->fmt2)) {
-        snprintf(why, n, "the GEMMs decode Q8_0, Q4_K, Q5_K, Q6_K and MXFP4 only (weights %s / %s)",
+        snprintf(why, n, "the GEMMs decode Q4_0, Q8_0, Q4_K, Q5_K, Q6_K and MXFP4 only (weights %s / %s)",
                  moe_type_name(L->up.type), moe_type_name(L->down.type));
         return 0;
     }

@@ -53,6 +53,7 @@
  * warpgroup decodes them into the bf16/f16 B stage, 128B-swizzled as TMA
  * would have written it. BM 128, BN 256, no clusters; 3 stages (the raw ring
  * takes the fourth's room). SM90_QF_* are decode.h's MOE_DF_* numbers. */
+#define SM90_QF_Q4_0 2 /* gemm_sm90_q.cu's register-A kernel only */
 #define SM90_QF_Q8_0 3
 #define SM90_QF_MXFP4 4 /* gemm_sm90_q.cu's register-A kernel only */
 #define SM90_QF_Q4_K 7

@@ -1,9 +1,9 @@
 /*
  * The Hopper grouped GEMM on GGUF-quantised weights: the GEMMs of cuda-quant's
- * prefill path (decode.cu) for Q8_0, Q4_K, Q5_K, Q6_K and MXFP4, without
+ * prefill path (decode.cu) for Q4_0, Q8_0, Q4_K, Q5_K, Q6_K and MXFP4, without
  * dequantising the experts into the workspace first. Two kernels (layer.cu
  * moe__cuda_sm90_bm picks one by pairs an expert; MOE_SM90_QS forces it;
- * MXFP4, Q5_K, Q6_K and rows in TMA groups, below, run the second only):
+ * Q4_0, MXFP4, Q5_K, Q6_K and rows in TMA groups, below, run the second only):
  *
  * gemm_sm90_q (BM 128, for 64-127 pairs an expert): gemm_sm90.cuh's kernel with
  * quantised B. Per k-block TMA brings the B tile's raw bytes, 256 rows of GGUF
@@ -37,8 +37,8 @@
  * bytes past an aligned start) go through a map from the 16-byte boundary
  * below the data over groups of 4 or 2 rows, one box a row of the group
  * (Sm90Quant<Q8_0>::load_g), for gemm_sm90_qs only; moe__cuda_sm90_quant
- * (layer.cu) checks the rows and makes the maps. MXFP4, Q5_K and Q6_K: at
- * their Sm90Quant below.
+ * (layer.cu) checks the rows and makes the maps. Q4_0, MXFP4, Q5_K and Q6_K:
+ * at their Sm90Quant below.
  * Measurements: bench/decode/README.md and src/cuda/NOTES_decode.md, session 20.
  */
 #include "common.cuh"
@@ -51,7 +51,7 @@
 #include <string.h>
 
 static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90_QF_MXFP4 == MOE_DF_MXFP4 &&
-                  SM90_QF_Q5_K == MOE_DF_Q5_K && SM90_QF_Q6_K == MOE_DF_Q6_K,
+                  SM90_QF_Q5_K == MOE_DF_Q5_K && SM90_QF_Q6_K == MOE_DF_Q6_K && SM90_QF_Q4_0 == MOE_DF_Q4_0,
               "gemm_sm90.cuh's format numbers");
 /* formats with the B-decoding kernel (gemm_sm90_q) too; the others run gemm_sm90_qs only */
 #define QS_HAS_BDEC(qf) ((qf) == SM90_QF_Q8_0 || (qf) == SM90_QF_Q4_K)
@@ -71,7 +71,7 @@ static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90
 /* one box set of 64 rows */
 #define QS_RH(qf)                                                                                                      \
     ((qf) == SM90_QF_Q8_0    ? 64 * 80                                                                                 \
-     : (qf) == SM90_QF_MXFP4 ? 64 * 48                                                                                 \
+     : (qf) == SM90_QF_MXFP4 || (qf) == SM90_QF_Q4_0 ? 64 * 48                                                         \
      : (qf) == SM90_QF_Q5_K  ? 5 * 64 * 16                                                                             \
      : (qf) == SM90_QF_Q6_K  ? 64 * (80 + 96)                                                                          \
                              : 3 * 64 * 16)
@@ -270,6 +270,46 @@ template <> struct Sm90Quant<SM90_QF_Q8_0> {
         case 1: row_q<1, T>(v, r, dst); break;
         case 2: row_q<2, T>(v, r, dst); break;
         default: row_q<3, T>(v, r, dst); break;
+        }
+    }
+};
+
+/* Q4_0 (gemm_sm90_qs only): blocks of 18 bytes, the f16 scale d and 16 code
+ * bytes, element j < 16 the low nibble of byte j, j >= 16 the high nibble of
+ * byte j - 16; the value is (q - 8) d. A k-block's two blocks are the 36
+ * bytes at 36 kb of the row (36 = 4 mod 16): rows through load_g as Q8_0's,
+ * in 4-byte units (a row of an even number of blocks is a whole number of
+ * them), a 48-byte box a row from the 16-byte boundary at or below byte
+ * 4 a0 + j sn + 36 kb, the blocks 4 ((a0 + mq r + kb) % 4) bytes in (at most
+ * 12 + 36 = 48); groups of 4 or 2 rows as mq is odd or 2. */
+template <> struct Sm90Quant<SM90_QF_Q4_0> {
+    static constexpr int RB = 48;
+    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
+                                                  int row, int e, uint32_t bar, int lg, int mq, int a0, int sn) {
+        QsGroups<48, 4, 36>::load(dst, tm, kb, row, e, bar, lg, mq, a0, sn);
+    }
+    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
+        return QsGroups<48, 4, 36>::rk(r, lg, mq, a0);
+    }
+    /* as Q8_0's frag; rw = rk(r). Code bytes 8h + 2q, + 1 of block b give
+     * columns 32 b + 8 h + 2 q, + 1 (low nibbles, kk = 2b) and 16 more (high,
+     * kk = 2b + 1). A weight is fma(128 + q, d, -136 d) = (q - 8) d exactly
+     * (d an f16: 136 d and the result need at most 19 bits), the dequantising
+     * path's value. Block 0 starts on a word, block 1 two bytes past one: the
+     * scales and code pairs are 2-byte loads. */
+    template <typename T>
+    static __device__ __forceinline__ void frag(uint32_t raw, uint32_t rw, int kb, int q, uint32_t p[8]) {
+        const uint32_t base = raw + (rw & ~3u) + 4 * ((kb + rw) & 3);
+#pragma unroll
+        for (int b = 0; b < 2; b++) {
+            const uint32_t blk = base + 18 * b;
+            const float d = dq_h2f(lds16(blk)), c = -136.0f * d;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint32_t x = lds16(blk + 2 + 8 * h + 2 * q), lo = x & 0x0F0Fu, hi = (x >> 4) & 0x0F0Fu;
+                p[4 * b + h] = dk_pack<T>(fmaf(mag_q4(lo, 0), d, c), fmaf(mag_q4(lo, 1), d, c));
+                p[4 * b + 2 + h] = dk_pack<T>(fmaf(mag_q4(hi, 0), d, c), fmaf(mag_q4(hi, 1), d, c));
+            }
         }
     }
 };
@@ -926,9 +966,10 @@ static __global__ void __launch_bounds__(NTHREADS, QS_CTAS(NT))
 }
 
 extern "C" int moe__cuda_quant_box(int fmt) {
-    return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q6_K ? 80 : fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K ? 16
-           : fmt == MOE_DF_MXFP4                    ? 48
-                                                    : 0;
+    return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q6_K ? 80
+           : fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K ? 16
+           : fmt == MOE_DF_MXFP4 || fmt == MOE_DF_Q4_0 ? 48
+                                                       : 0;
 }
 extern "C" int moe__cuda_quant_box2(int fmt) { return fmt == MOE_DF_Q6_K ? 96 : 0; }
 
@@ -979,7 +1020,8 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
     /* rows in groups (g->qlg) have maps of 64-row boxes for the register-A kernel only */
     const bool bdec = g->bm == 128 && g->bn == 256 && !g->qlg && !g->qa0 && QS_HAS_BDEC(g->qfmt);
     const bool fmt_ok = g->qfmt == MOE_DF_Q8_0 || g->qfmt == MOE_DF_Q4_K || g->qfmt == MOE_DF_MXFP4 ||
-                        g->qfmt == MOE_DF_Q5_K || (g->qfmt == MOE_DF_Q6_K && g->qx0 && g->qx1);
+                        g->qfmt == MOE_DF_Q5_K || g->qfmt == MOE_DF_Q4_0 ||
+                        (g->qfmt == MOE_DF_Q6_K && g->qx0 && g->qx1);
     if (!(g->bm == 256 || g->bm == 64 || bdec) || g->cm != 1 || g->cn != 1 || g->gather || !fmt_ok) {
         snprintf(why, n,
                  "GGUF weights (format %d%s) run m-tiles of 64 or 256, or 128 with BN 256 (Q8_0, Q4_K rows TMA "
@@ -999,6 +1041,7 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
     case MOE_DF_MXFP4: return dispatch_f<SM90_QF_MXFP4>(g, tm, tmB0, tmB1, sm_count, s);
     case MOE_DF_Q5_K: return dispatch_f<SM90_QF_Q5_K>(g, tm, tmB0, tmB1, sm_count, s);
     case MOE_DF_Q6_K: return dispatch_f<SM90_QF_Q6_K>(g, tm, tmB0, tmB1, sm_count, s);
+    case MOE_DF_Q4_0: return dispatch_f<SM90_QF_Q4_0>(g, tm, tmB0, tmB1, sm_count, s);
     default: return dispatch_f<SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s);
     }
 }
@@ -1026,6 +1069,7 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q_prepare(void) {
         prepare_q<__nv_bfloat16, SM90_QF_MXFP4>, prepare_q<__half, SM90_QF_MXFP4>,
         prepare_q<__nv_bfloat16, SM90_QF_Q5_K>,  prepare_q<__half, SM90_QF_Q5_K>,
         prepare_q<__nv_bfloat16, SM90_QF_Q6_K>,  prepare_q<__half, SM90_QF_Q6_K>,
+        prepare_q<__nv_bfloat16, SM90_QF_Q4_0>,  prepare_q<__half, SM90_QF_Q4_0>,
     };
     cudaError_t e = cudaSuccess;
     for (size_t i = 0; i < sizeof prep / sizeof prep[0] && e == cudaSuccess; i++) e = prep[i]();

@@ -652,7 +652,8 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     const int box1 = moe__cuda_quant_box(fmt1), box2 = moe__cuda_quant_box(fmt2);
     if (!box1 || !box2)
         return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
-                                "GGUF weights in the GEMMs: formats %d / %d, expected Q8_0, Q4_K, Q5_K, Q6_K or MXFP4",
+                                "GGUF weights in the GEMMs: formats %d / %d, expected Q4_0, Q8_0, Q4_K, Q5_K, Q6_K or "
+                                "MXFP4",
                                 fmt1, fmt2);
     const moe_layer_desc *d = &L->desc;
     /* how TMA reads each weight's rows (decode.h moe__quant_rows_plan) */
@@ -677,7 +678,7 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
         default:
             return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
                                     "GGUF weights in the GEMMs: %s rows at %p, strides %lld / %lld bytes; TMA needs "
-                                    "multiples of 16 (Q8_0: of 4, MXFP4 and Q6_K: of 2; the expert stride of 16)",
+                                    "multiples of 16 (Q8_0 and Q4_0: of 4, MXFP4 and Q6_K: of 2; the expert stride of 16)",
                                     wn[i], w[i].data, (long long)w[i].se, (long long)sn);
         }
         const int fmt_i = i < 2 ? fmt1 : fmt2;
@@ -986,7 +987,8 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) { return forward
 
 static const char *qfmt_name(int f) {
     return f == MOE_DF_Q8_0 ? "Q8_0" : f == MOE_DF_MXFP4 ? "MXFP4" : f == MOE_DF_Q5_K ? "Q5_K" : f == MOE_DF_Q6_K ? "Q6_K"
-                                                                                                                : "Q4_K";
+           : f == MOE_DF_Q4_0 ? "Q4_0"
+                              : "Q4_K";
 }
 
 static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
