@@ -588,8 +588,8 @@ TEST(cuda_quant_prefill_forced) {
     moe_ctx_free(ctx);
 }
 
-/* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90, Hopper; Q4_0,
- * Q8_0, Q4_K, Q5_K, Q6_K and MXFP4 rows that TMA can address): the layer says
+/* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90, Hopper; rows of
+ * every GGUF type that TMA can address): the layer says
  * which prefill it runs (MOE_QUANT_PREFILL_FUSED=0: the dequantising one), and on the
  * same data both kernels (MOE_SM90_QS=128: B decoded; 256, 64: A in registers; 256
  * also with MOE_SM90_QS_TAIL=0) and the dequantising path pass
@@ -629,6 +629,17 @@ TEST(cuda_quant_prefill_gguf_gemm) {
         {MOE_TYPE_Q4_0, 0, NULL, 1, 320, 192, MOE_GATE_UP_SEPARATE,
          "gate/up in groups of 4 rows 180 bytes apart, of down in groups of 4 rows 108 bytes apart"},
         {MOE_TYPE_Q4_0, 0, "0", 0, 512, 256, MOE_GATE_UP_SEPARATE, NULL},
+        /* Q2_K (84-byte super-blocks, 4-byte units): rows of 168 (8 mod 16)
+         * in pairs, of 84 (4) in groups of 4; Q3_K (110 bytes, 2-byte units):
+         * 220 (12) in groups of 4, 110 (14) in groups of 8 (whose 880 bytes
+         * hold the 128-byte box a 110-byte row alone would not); llama.cpp's
+         * Q3_K_M mix (gate/up Q3_K, down Q4_K) */
+        {MOE_TYPE_Q2_K, 0, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE,
+         "gate/up in groups of 2 rows 168 bytes apart, of down in groups of 4 rows 84 bytes apart"},
+        {MOE_TYPE_Q3_K, 0, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE,
+         "gate/up in groups of 4 rows 220 bytes apart, of down in groups of 8 rows 110 bytes apart"},
+        {MOE_TYPE_Q3_K, MOE_TYPE_Q4_K, NULL, 1, 512, 256, MOE_GATE_UP_SEPARATE,
+         "gate/up in groups of 4 rows 220 bytes apart"},
         /* Q6_K (210-byte super-blocks, 2-byte units): rows of 420 (4 mod
          * 16) in groups of 4, of 210 in groups of 8, of 1680 one by one; the
          * Q4_K_M mix (gate/up Q4_K, down Q6_K) */
@@ -681,8 +692,11 @@ TEST(cuda_quant_prefill_gguf_gemm) {
                   "Q4_K / Q6_K T = 4096, MOE_QUANT_PREFILL_FUSED=%s: %s", f ? "1" : "(default)", desc);
         unsetenv("MOE_QUANT_PREFILL_FUSED");
     }
+    /* gate/up, down: every type, and the mixes of llama.cpp's Q4_K_M and Q3_K_M */
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q5_K, MOE_TYPE_Q6_K,
-                                 MOE_TYPE_Q4_0, MOE_TYPE_Q4_K};
+                                 MOE_TYPE_Q4_0, MOE_TYPE_Q2_K, MOE_TYPE_Q3_K, MOE_TYPE_Q4_K, MOE_TYPE_Q3_K};
+    static const moe_type qd[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q5_K, MOE_TYPE_Q6_K,
+                                  MOE_TYPE_Q4_0, MOE_TYPE_Q2_K, MOE_TYPE_Q3_K, MOE_TYPE_Q6_K, MOE_TYPE_Q4_K};
     const int nq = (int)(sizeof q / sizeof q[0]);
     int same = 0, runs = 0;
     for (int i = 0; i < nq && !moe_test_failed(); i++)
@@ -692,7 +706,7 @@ TEST(cuda_quant_prefill_gguf_gemm) {
             /* variants 5-7 have rows of 320 and 192 elements: Q8_0, MXFP4 and Q4_0 only */
             moe_case c = {"gguf-gemm", v < 2 ? 64 : 300, 8, 512, 512, 2, MOE_ACT_SWIGLU, MOE_GATE_UP_SEPARATE, 0, q[i],
                           MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
-            const moe_type dt = i == nq - 1 ? MOE_TYPE_Q6_K : q[i];
+            const moe_type dt = qd[i];
             if (v == 1) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; c.I = 256; }
             if (v == 2) { c.layout = MOE_GATE_UP_CONCAT; c.act = MOE_ACT_GEGLU_ERF; c.E = 16; c.K = 4; c.D = 768; }
             if (v == 3) { c.act_type = MOE_TYPE_F16; c.routing = ROUTE_SKIP_LAST; c.I = 768; }
@@ -725,8 +739,8 @@ TEST(cuda_quant_prefill_gguf_gemm) {
                 moe_case_result r = moe_case_run_down(&c, dt, ctx, "cuda-quant",
                                                       moe_test_seed() + 53u * (unsigned)(8 * i + v), &err[f], msg,
                                                       sizeof msg);
-                CHECK_MSG(r == MOE_CASE_PASS, "%s%s variant %d, %s: %s", moe_type_name(q[i]),
-                          dt != q[i] ? " (down Q6_K)" : "", v, how[f], msg);
+                CHECK_MSG(r == MOE_CASE_PASS, "%s (down %s) variant %d, %s: %s", moe_type_name(q[i]),
+                          moe_type_name(dt), v, how[f], msg);
                 unsetenv("MOE_SM90_QS");
                 unsetenv("MOE_SM90_QS_TAIL");
                 unsetenv("MOE_QUANT_PREFILL_FUSED");
@@ -734,9 +748,9 @@ TEST(cuda_quant_prefill_gguf_gemm) {
             runs++;
             for (int f = 0; f < 4; f++) same += err[f] == err[4];
             if (getenv("MOE_TEST_VERBOSE"))
-                printf("     %s%s variant %d: error %.3e / %.3e / %.3e / %.3e (GGUF GEMMs) vs %.3e (dequantising)\n",
-                       moe_type_name(q[i]), dt != q[i] ? " (down Q6_K)" : "", v, err[0], err[1], err[2], err[3],
-                       err[4]);
+                printf("     %s (down %s) variant %d: error %.3e / %.3e / %.3e / %.3e (GGUF GEMMs) vs %.3e "
+                       "(dequantising)\n",
+                       moe_type_name(q[i]), moe_type_name(dt), v, err[0], err[1], err[2], err[3], err[4]);
         }
     printf("     GGUF GEMMs against the dequantising path: the same error in %d of %d runs\n", same, 4 * runs);
     unsetenv("MOE_QUANT_PREFILL_T");
@@ -991,6 +1005,17 @@ TEST(decode_quant_rows_plan) {
         {"Q4_0 interleaved up", MOE_DF_Q4_0, 0x1000 + 1620, 3240 * 2880, 3240, 1620, 2880, MOE_QROWS_OK, 1, 1},
         {"Q4_0 odd blocks", MOE_DF_Q4_0, 0x1000, 54 * 64, 54, 54, 64, MOE_QROWS_ALIGN, 0, 0},
         {"Q4_0 unaligned contiguous", MOE_DF_Q4_0, 0x1004, 180 * 64, 180, 180, 64, MOE_QROWS_PAST_GROUP, 2, 1},
+        /* Q2_K: 84-byte super-blocks in 4-byte units: qwen3's D = 2048 672 bytes one by one, its I = 768 252
+         * (12 mod 16: 3 units) in groups of 4, D = 512 168 (8) in pairs; Q3_K: 110 bytes in 2-byte units:
+         * qwen3's D = 2048 880 one by one, I = 768 330 (10: 5 units) in groups of 8, D = 512 220 (12) in
+         * groups of 4; an interleaved Q3_K up 220 past an aligned start (440 apart, 8 mod 16: pairs) */
+        {"Q2_K 672", MOE_DF_Q2_K, 0x1000, 672 * 768, 672, 672, 768, MOE_QROWS_OK, 0, 0},
+        {"Q2_K 252", MOE_DF_Q2_K, 0x1000, 252 * 2048, 252, 252, 2048, MOE_QROWS_OK, 2, 0},
+        {"Q2_K 168", MOE_DF_Q2_K, 0x1000, 168 * 512, 168, 168, 512, MOE_QROWS_OK, 1, 0},
+        {"Q3_K 880", MOE_DF_Q3_K, 0x1000, 880 * 768, 880, 880, 768, MOE_QROWS_OK, 0, 0},
+        {"Q3_K 330", MOE_DF_Q3_K, 0x1000, 330 * 2048, 330, 330, 2048, MOE_QROWS_OK, 3, 0},
+        {"Q3_K 220", MOE_DF_Q3_K, 0x1000, 220 * 512, 220, 220, 512, MOE_QROWS_OK, 2, 0},
+        {"Q3_K interleaved up", MOE_DF_Q3_K, 0x1000 + 220, 440 * 512, 440, 220, 512, MOE_QROWS_OK, 1, 6},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         int lg = -1, a0 = -1;

@@ -28,8 +28,8 @@
  * prefill sizes against bf16 weights: cuda-quant's prefill path forced, on the GGUF blocks
  * ("prefill-gguf") and dequantising ("prefill-dequant"; --prefill-rule adds the layer's own choice
  * between the two by T, "prefill-rule"); types Q4_K and Q8_0 (MXFP4 and Q8_0
- * on gpt-oss) by default, Q5_K, Q6_K, "q4_K/q6_K" (gate/up Q4_K, down Q6_K) and Q4_0 where
- * --qtypes names them.
+ * on gpt-oss) by default, Q5_K, Q6_K, "q4_K/q6_K" (gate/up Q4_K, down Q6_K), Q4_0, Q2_K, Q3_K
+ * and "q3_K/q4_K" where --qtypes names them.
  */
 #include "moe.h"
 
@@ -124,10 +124,10 @@ static size_t flush_bytes;
 static unsigned *flush_sink;
 static const char *only_preset, *only_qtypes, *qtokens, *dtokens, *ctokens; /* --only PRESET; --qtypes q4_K,..., --qtokens / --dtokens / --ctokens 16,32,... */
 
-/* --only: a preset name or a comma-separated list of them */
-static int named(const char *name) {
+/* whether comma-separated list `list` has item `name` */
+static int in_list(const char *list, const char *name) {
     size_t n = strlen(name);
-    for (const char *c = only_preset; c && *c;) {
+    for (const char *c = list; c && *c;) {
         const char *e = strchr(c, ',');
         size_t l = e ? (size_t)(e - c) : strlen(c);
         if (l == n && !strncmp(c, name, n)) return 1;
@@ -135,6 +135,8 @@ static int named(const char *name) {
     }
     return 0;
 }
+/* --only: a preset name or a comma-separated list of them */
+static int named(const char *name) { return in_list(only_preset, name); }
 
 /* "1,2,16" -> {1, 2, 16}; NULL -> def */
 static std::vector<int64_t> token_list(const char *s, std::vector<int64_t> def) {
@@ -475,7 +477,7 @@ int main(int argc, char **argv) {
         for (const preset *P : qp)
             for (size_t ti = 0; ti < sizeof qt / sizeof qt[0]; ti++) {
                 const moe_type t = qt[ti];
-                if (only_qtypes ? !strstr(only_qtypes, moe_type_name(t)) : ti >= 4) continue;
+                if (only_qtypes ? !in_list(only_qtypes, moe_type_name(t)) : ti >= 4) continue;
                 if (moe_type_block_size(t) == 256 && (P->D % 256 || P->I % 256)) continue;
                 layer_set s = make_layer_weights(*P, t);
                 setenv("MOE_DECODE_STREAM", "1", 1);
@@ -536,12 +538,15 @@ int main(int argc, char **argv) {
          * the experts in use, then the grouped GEMM) and off (-1: the decode kernels). */
         /* bf16, then the GGUF types: Q4_K, Q8_0, MXFP4 by default; Q5_K, Q6_K and gate/up
          * Q4_K with down Q6_K (llama.cpp's Q4_K_M on its layers of more bits; named
-         * "q4_K/q6_K") and Q4_0 where --qtypes names them */
+         * "q4_K/q6_K"), Q4_0, Q2_K, Q3_K and gate/up Q3_K with down Q4_K (Q3_K_M's
+         * mix, "q3_K/q4_K") where --qtypes names them */
         static const struct { moe_type t, dt; const char *name; } pt[] = {
             {MOE_TYPE_BF16, MOE_TYPE_BF16, "bf16"}, {MOE_TYPE_Q4_K, MOE_TYPE_Q4_K, "q4_K"},
             {MOE_TYPE_Q8_0, MOE_TYPE_Q8_0, "q8_0"}, {MOE_TYPE_MXFP4, MOE_TYPE_MXFP4, "mxfp4"},
             {MOE_TYPE_Q5_K, MOE_TYPE_Q5_K, "q5_K"}, {MOE_TYPE_Q6_K, MOE_TYPE_Q6_K, "q6_K"},
-            {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K, "q4_K/q6_K"}, {MOE_TYPE_Q4_0, MOE_TYPE_Q4_0, "q4_0"}};
+            {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K, "q4_K/q6_K"}, {MOE_TYPE_Q4_0, MOE_TYPE_Q4_0, "q4_0"},
+            {MOE_TYPE_Q2_K, MOE_TYPE_Q2_K, "q2_K"},        {MOE_TYPE_Q3_K, MOE_TYPE_Q3_K, "q3_K"},
+            {MOE_TYPE_Q3_K, MOE_TYPE_Q4_K, "q3_K/q4_K"}};
         int64_t Ts[6] = {32, 64, 128, 256, 512, 4096};
         if (prefill_tokens) {
             const char *c = prefill_tokens;
@@ -562,7 +567,7 @@ int main(int argc, char **argv) {
                 const bool oss = P == &presets[3] || P == &presets[4];
                 if ((t == MOE_TYPE_MXFP4) != oss && t != MOE_TYPE_BF16 && t != MOE_TYPE_Q8_0 && t != MOE_TYPE_Q4_0)
                     continue;
-                if (t != MOE_TYPE_BF16 && (only_qtypes ? !strstr(only_qtypes, tname) : pi >= 4)) continue;
+                if (t != MOE_TYPE_BF16 && (only_qtypes ? !in_list(only_qtypes, tname) : pi >= 4)) continue;
                 layer_set s = make_layer_weights(*P, t, pt[pi].dt);
                 moe_layer *L[4] = {NULL, NULL, NULL, NULL};
                 const char *names[4] = {"default", "prefill-dequant", "decode-kernels", "prefill-rule"};

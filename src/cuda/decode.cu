@@ -374,7 +374,7 @@ static moe_layer *make_gemm_layer(moe_layer *L, dec_impl *im) {
 
 /* cuda-quant's prefill path. Above qp_pairs() pairs per expert (T * K / E)
  * a forward runs cuda-sm90's grouped GEMMs on the GGUF blocks themselves where
- * they can decode the formats (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4; gemm_sm90_q.cu,
+ * they can decode the formats (every GGUF type; gemm_sm90_q.cu,
  * qp_init_fused; up to qp_fused_max_pairs, where dequantising takes over), or
  * dequantises the blocks of the experts it uses into the workspace as bf16/f16
  * rows (dequant.cu) and runs a grouped GEMM backend (cuda-jit, else cuda-sm90,
@@ -415,9 +415,17 @@ static int64_t qp_pairs_qg(int fmt, double eb, int qg) { return !qg ? qp_pairs(f
  * 876, Q6_K 870 / 1167, 1502 / 1170, Q4_K + Q6_K 716 / 806, 1275 / 819;
  * deepseek-v3 T = 512 / 1024 (16 / 32) Q6_K 7328 / 8882, 14685 / 9028, Q4_K +
  * Q6_K 6197 / 6097, 12302 / 6233; run 8: deepseek-v3 Q5_K T = 512 / 768 (16 /
- * 24) 6144 / 6632, 9659 / 6678 (crossing near 17, mixtral's near 21: 18). */
+ * 24) 6144 / 6632, 9659 / 6678 (crossing near 17, mixtral's near 21: 18).
+ * Q4_0 decodes faster in the GEMMs than Q4_K and hands over earlier, later on
+ * larger experts (bench/decode/s25 run 2, decode kernels / GGUF GEMMs in us,
+ * pairs an expert in brackets): qwen3 (2.6 MB experts) T = 32 / 64 (2 / 4)
+ * 179 / 258, 309 / 285 (crossing near 3.5); gpt-oss-20b (14 MB) T = 64 / 96 (8
+ * / 12) 367 / 398, 451 / 398 (near 9.5); deepseek-v3 (25 MB) T = 256 / 512 (8
+ * / 16) 3794 / 4391, 6024 / 4431 (near 10); mixtral (99 MB) T = 32 / 64 (8 /
+ * 16) 446 / 577, 619 / 582 (near 14). */
 static int64_t qp_pairs_fused(int fmt1, int fmt2, double eb, int qg) {
     if (!qg) return qp_pairs(fmt1);
+    if (fmt1 == MOE_DF_Q4_0) return eb >= 50e6 ? 14 : eb >= 10e6 ? 10 : 3;
     const int big = eb >= 10e6;
     if (fmt1 == MOE_DF_Q6_K) return big ? 24 : 8;
     if (fmt1 == MOE_DF_Q5_K) return big ? 18 : 6;
@@ -442,14 +450,21 @@ static int64_t qp_pairs_fused(int fmt1, int fmt2, double eb, int qg) {
  * 1.20; MXFP4 gpt-oss-20b (13 MB) 8192 1.27 / 1.32, 16384 (2048) 1.30 / 1.15;
  * gpt-oss-120b ahead to 512 pairs for both. Q6_K decodes in 299 SASS
  * instructions a k-block against Q4_K's 224 and Q8_0's 205 (gemm_sm90_q.cu).
- * Q4_0 takes Q8_0's values (not measured yet). Q2_K and Q3_K have no GEMMs
- * on the blocks. */
+ * Q4_0 (s25 run 2; GGUF GEMMs / dequantising, x bf16): qwen3 (2.6 MB) T =
+ * 8192 (512) 1.27 / 1.40, 16384 (1024) 1.28 / 1.21; gpt-oss-20b (14 MB) 8192
+ * (1024) 1.18 / 1.27, 16384 (2048) 1.24 / 1.16; mixtral (99 MB) 4096 (1024)
+ * 1.10 / 1.27, 8192 (2048) 1.27 / 1.14; deepseek-v3 (25 MB) GGUF GEMMs ahead to
+ * the 256 pairs measured. So Q8_0's values, the size bound halved (Q4_0's
+ * bytes for the same weights). Q2_K and Q3_K take Q4_K's and Q5_K's values
+ * (not measured yet). */
 static int64_t qp_fused_max_pairs(int fmt1, int fmt2, double eb) {
     const int big = eb >= 20e6;
     if (fmt1 == MOE_DF_Q6_K || fmt2 == MOE_DF_Q6_K)
         return !big ? 256 : fmt1 == MOE_DF_Q6_K ? 512 : 1024;
-    if (fmt1 == MOE_DF_Q4_K || fmt1 == MOE_DF_Q5_K) return big ? 1024 : fmt1 == MOE_DF_Q5_K ? 512 : 768;
-    if (fmt1 == MOE_DF_Q8_0 || fmt1 == MOE_DF_Q4_0) return big ? 1536 : 768;
+    if (fmt1 == MOE_DF_Q4_K || fmt1 == MOE_DF_Q5_K || fmt1 == MOE_DF_Q2_K || fmt1 == MOE_DF_Q3_K)
+        return big ? 1024 : fmt1 == MOE_DF_Q5_K || fmt1 == MOE_DF_Q3_K ? 512 : 768;
+    if (fmt1 == MOE_DF_Q8_0) return big ? 1536 : 768;
+    if (fmt1 == MOE_DF_Q4_0) return eb >= 10e6 ? 1536 : 768;
     if (fmt1 == MOE_DF_MXFP4) return 1536;
     return INT64_MAX;
 }
@@ -490,7 +505,7 @@ static moe_layer *qp_layer(moe_layer *L, dec_impl *im, const moe__backend *b, ch
 }
 
 /* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90 with quantised B,
- * gemm_sm90_q.cu): Q4_0 / Q8_0 / Q4_K / Q5_K / Q6_K / MXFP4 weights whose rows TMA can address; else 0 and
+ * gemm_sm90_q.cu): GGUF weights (every type) whose rows TMA can address; else 0 and
  * why (the dequantising path then). MOE_QUANT_PREFILL_FUSED=0 turns it off, =1
  * keeps it at every T (no hand-over to dequantising, qp_fused_max_pairs). */
 static int qp_init_fused(moe_layer *L, dec_impl *im, char *why, size_t n) {
@@ -501,7 +516,7 @@ static int qp_init_fused(moe_layer *L, dec_impl *im, char *why, size_t n) {
         return 0;
     }
     if (!moe__cuda_quant_box(im->fmt1) || !moe__cuda_quant_box(im->fmt2)) {
-        snprintf(why, n, "the GEMMs decode Q4_0, Q8_0, Q4_K, Q5_K, Q6_K and MXFP4 only (weights %s / %s)",
+        snprintf(why, n, "the GEMMs decode Q4_0, Q8_0, Q2_K..Q6_K and MXFP4 only (weights %s / %s)",
                  moe_type_name(L->up.type), moe_type_name(L->down.type));
         return 0;
     }

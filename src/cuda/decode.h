@@ -106,15 +106,17 @@ static inline int moe__qg_row_stride_ok(int64_t row_bytes) { return row_bytes >=
 /* How cuda-sm90's GEMMs on GGUF blocks (gemm_sm90_q.cu) have TMA read one
  * weight's rows: data at `data`, expert stride se, row stride sn, rows of
  * row_bytes, `rows` of them an expert. TMA needs 16-byte aligned starts and
- * strides; Q8_0, Q4_0, MXFP4 and Q6_K rows with neither but starts and strides of
- * whole units (4 bytes for Q8_0 and Q4_0, 2 for MXFP4 and Q6_K) are read through a map from the
+ * strides; Q8_0, Q4_0, Q2_K, MXFP4, Q3_K and Q6_K rows with neither but starts and strides of
+ * whole units (4 bytes for Q8_0, Q4_0 and Q2_K, 2 for the others) are read through a map from the
  * 16-byte boundary *a0 units below the data over groups of 2^*lg rows (a
  * multiple of 16 bytes), which stays within the tensor when a group's last
  * row ends before the next group starts. Returns MOE_QROWS_OK, or why not. */
 enum { MOE_QROWS_OK = 0, MOE_QROWS_ALIGN, MOE_QROWS_PAST_GROUP, MOE_QROWS_GROUP_ROWS };
 /* the bytes of a unit (16: rows TMA must address one by one) */
 static inline int moe__quant_unit(int fmt) {
-    return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q4_0 ? 4 : fmt == MOE_DF_MXFP4 || fmt == MOE_DF_Q6_K ? 2 : 16;
+    return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q4_0 || fmt == MOE_DF_Q2_K                          ? 4
+           : fmt == MOE_DF_MXFP4 || fmt == MOE_DF_Q6_K || fmt == MOE_DF_Q3_K ? 2
+                                                                             : 16;
 }
 static inline int moe__quant_rows_plan(int fmt, uintptr_t data, int64_t se, int64_t sn, int64_t row_bytes, int64_t rows,
                                        int *lg, int *a0) {

@@ -56,6 +56,8 @@
 #define SM90_QF_Q4_0 2 /* gemm_sm90_q.cu's register-A kernel only */
 #define SM90_QF_Q8_0 3
 #define SM90_QF_MXFP4 4 /* gemm_sm90_q.cu's register-A kernel only */
+#define SM90_QF_Q2_K 5  /* register-A kernel only */
+#define SM90_QF_Q3_K 6  /* register-A kernel only */
 #define SM90_QF_Q4_K 7
 #define SM90_QF_Q5_K 8 /* register-A kernel only, as MXFP4 */
 #define SM90_QF_Q6_K 9 /* register-A kernel only, as MXFP4 */

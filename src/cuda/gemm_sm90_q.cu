@@ -1,9 +1,10 @@
 /*
  * The Hopper grouped GEMM on GGUF-quantised weights: the GEMMs of cuda-quant's
- * prefill path (decode.cu) for Q4_0, Q8_0, Q4_K, Q5_K, Q6_K and MXFP4, without
- * dequantising the experts into the workspace first. Two kernels (layer.cu
- * moe__cuda_sm90_bm picks one by pairs an expert; MOE_SM90_QS forces it;
- * Q4_0, MXFP4, Q5_K, Q6_K and rows in TMA groups, below, run the second only):
+ * prefill path (decode.cu) for every GGUF type of the library (Q4_0, Q8_0,
+ * Q2_K..Q6_K, MXFP4), without dequantising the experts into the workspace
+ * first. Two kernels (layer.cu moe__cuda_sm90_bm picks one by pairs an expert;
+ * MOE_SM90_QS forces it; all but Q8_0 and Q4_K, and rows in TMA groups, below,
+ * run the second only):
  *
  * gemm_sm90_q (BM 128, for 64-127 pairs an expert): gemm_sm90.cuh's kernel with
  * quantised B. Per k-block TMA brings the B tile's raw bytes, 256 rows of GGUF
@@ -37,8 +38,8 @@
  * bytes past an aligned start) go through a map from the 16-byte boundary
  * below the data over groups of 4 or 2 rows, one box a row of the group
  * (Sm90Quant<Q8_0>::load_g), for gemm_sm90_qs only; moe__cuda_sm90_quant
- * (layer.cu) checks the rows and makes the maps. Q4_0, MXFP4, Q5_K and Q6_K:
- * at their Sm90Quant below.
+ * (layer.cu) checks the rows and makes the maps. The other formats: at their
+ * Sm90Quant below.
  * Measurements: bench/decode/README.md and src/cuda/NOTES_decode.md, session 20.
  */
 #include "common.cuh"
@@ -51,7 +52,8 @@
 #include <string.h>
 
 static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90_QF_MXFP4 == MOE_DF_MXFP4 &&
-                  SM90_QF_Q5_K == MOE_DF_Q5_K && SM90_QF_Q6_K == MOE_DF_Q6_K && SM90_QF_Q4_0 == MOE_DF_Q4_0,
+                  SM90_QF_Q5_K == MOE_DF_Q5_K && SM90_QF_Q6_K == MOE_DF_Q6_K && SM90_QF_Q4_0 == MOE_DF_Q4_0 &&
+                  SM90_QF_Q2_K == MOE_DF_Q2_K && SM90_QF_Q3_K == MOE_DF_Q3_K,
               "gemm_sm90.cuh's format numbers");
 /* formats with the B-decoding kernel (gemm_sm90_q) too; the others run gemm_sm90_qs only */
 #define QS_HAS_BDEC(qf) ((qf) == SM90_QF_Q8_0 || (qf) == SM90_QF_Q4_K)
@@ -66,14 +68,16 @@ static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90
 #endif
 #define QS_CTAS(nt) ((nt) == 64 ? QS_CTAS64 : 1)
 #define QS_CREGS(nt) (QS_CTAS(nt) == 2 ? 96 : 232) /* setmaxnreg of the consumers (the producer: 40) */
-/* Q6_K's box sets (176 bytes a row) leave room for 3 stages */
-#define QS_STAGES(qf, nt) ((qf) == SM90_QF_Q6_K ? 3 : (nt) == 256 || QS_CTAS(nt) == 2 ? 4 : 8)
+/* Q6_K's and Q3_K's box sets (176 and 128 bytes a row) leave room for 3 stages */
+#define QS_STAGES(qf, nt) ((qf) == SM90_QF_Q6_K || (qf) == SM90_QF_Q3_K ? 3 : (nt) == 256 || QS_CTAS(nt) == 2 ? 4 : 8)
 /* one box set of 64 rows */
 #define QS_RH(qf)                                                                                                      \
     ((qf) == SM90_QF_Q8_0    ? 64 * 80                                                                                 \
      : (qf) == SM90_QF_MXFP4 || (qf) == SM90_QF_Q4_0 ? 64 * 48                                                         \
      : (qf) == SM90_QF_Q5_K  ? 5 * 64 * 16                                                                             \
      : (qf) == SM90_QF_Q6_K  ? 64 * (80 + 96)                                                                          \
+     : (qf) == SM90_QF_Q2_K  ? 64 * 96                                                                                 \
+     : (qf) == SM90_QF_Q3_K  ? 64 * 128                                                                                \
                              : 3 * 64 * 16)
 #define QS_STAGE(qf, nt) ((nt) * BK * 2 + 2 * QS_RH(qf))
 #define QS_STGW(nt) ((nt) == 64 ? 2048 : 4096) /* a warp's staging: its 8 or 16 columns of up to 256 or 128 tokens */
@@ -175,15 +179,22 @@ static __device__ __forceinline__ void sts_piece(uint32_t dst, int s, int r, con
  * k-block moves a row's place in its box by one unit). Box j of a group
  * (rows r = j mod 2^lg, 64 / 2^lg of them) starts at the 16-byte boundary at
  * or below byte U a0 + j sn + KB kb of the group; row r's blocks then sit
- * U ((a0 + mq r + kb) mod 16 / U) bytes into its box. rk: the row's box
- * offset in the box set (a multiple of 16) plus (a0 + mq r) mod 16 / U. */
+ * U ((a0 + mq r + S kb) mod 16 / U) bytes into its box (S = KB / U mod 16 / U:
+ * one unit on, or one back for Q3_K). rk: the row's box offset in the box set
+ * (a multiple of 16) plus (a0 + mq r) mod 16 / U. The K-quants' super-blocks
+ * (Q2_K, Q3_K) take this per super-block: kb is then the super-block. */
 template <int RB, int U, int KB> struct QsGroups {
-    static_assert(RB % 16 == 0 && (KB / U) % (16 / U) == 1, "boxes of whole 16 bytes, k-blocks one unit on");
+    static constexpr int S = (KB / U) % (16 / U);
+    static_assert(RB % 16 == 0 && (S == 1 || S == 16 / U - 1), "boxes of whole 16 bytes, blocks one unit on or back");
     static __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
                                                 uint32_t bar, int lg, int mq, int a0, int sn) {
         for (int j = 0; j < (1 << lg); j++)
-            tma_3d(dst + j * (RB << (6 - lg)), tm, U * a0 + j * sn + KB * kb - U * ((a0 + mq * j + kb) & (16 / U - 1)),
-                   row >> lg, e, bar);
+            tma_3d(dst + j * (RB << (6 - lg)), tm,
+                   U * a0 + j * sn + KB * kb - U * ((a0 + mq * j + S * kb) & (16 / U - 1)), row >> lg, e, bar);
+    }
+    /* the byte of the row's blocks of step kb in its box set (rw = rk(r)) */
+    static __device__ __forceinline__ uint32_t at(uint32_t raw, uint32_t rw, int kb) {
+        return raw + (rw & ~(uint32_t)(16 / U - 1)) + U * ((rw + S * kb) & (16 / U - 1));
     }
     static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
         return (uint32_t)((((r & ((1 << lg) - 1)) << (6 - lg)) + (r >> lg)) * RB) | ((a0 + mq * r) & (16 / U - 1));
@@ -569,6 +580,107 @@ template <> struct Sm90Quant<SM90_QF_Q6_K> {
             for (int h = 0; h < 2; h++) {
                 const uint32_t x = lds16(ql + 16 * kk + 8 * h + 2 * q), y = hx[kk & 1][h];
                 const uint32_t nq = ((x >> (4 * hi)) & 0x0F0Fu) | ((sh >= 0 ? y << sh : y >> -sh) & 0x3030u);
+                p[2 * kk + h] = dk_pack<T>(fmaf(mag_q4(nq, 0), dl, c), fmaf(mag_q4(nq, 1), dl, c));
+            }
+        }
+    }
+};
+
+/* Q2_K (gemm_sm90_qs only): super-blocks of 84 bytes, scales[16] (a 4-bit
+ * scale and, above it, a 4-bit min for each 16 elements), qs[64] (2-bit codes),
+ * the f16 d and dmin. K-block t of a super-block (its elements 64t..64t + 63,
+ * in half n = t / 2): element 32 g + l (g = 0, 1) is bits 2 (2 (t % 2) + g)
+ * of qs[32n + l], scale byte 8n + 4 (t % 2) + 2g + l / 16 (dequantize_row_q2_K's
+ * order). 84 = 4 mod 16: a super-block sits 4 ((a0 + mq r + sb) % 4) bytes past
+ * a 16-byte boundary, rows in groups as Q8_0's (4-byte units, the shift moving
+ * a unit a super-block): one box of 96 bytes a row and k-block, the whole
+ * super-block. */
+template <> struct Sm90Quant<SM90_QF_Q2_K> {
+    static constexpr int RB = 96;
+    using G = QsGroups<96, 4, 84>;
+    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
+                                                  int row, int e, uint32_t bar, int lg, int mq, int a0, int sn) {
+        G::load(dst, tm, kb >> 2, row, e, bar, lg, mq, a0, sn);
+    }
+    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) { return G::rk(r, lg, mq, a0); }
+    /* as Q8_0's frag. A weight is fma(128 + q, dl, -(128 dl + ml)) = dl q - ml
+     * with one more rounding than FmtQ2_K::dq (of 128 dl + ml), as Q4_K's */
+    template <typename T>
+    static __device__ __forceinline__ void frag(uint32_t raw, uint32_t rw, int kb, int q, uint32_t p[8]) {
+        const int t = kb & 3, n = t >> 1, sh = 4 * (t & 1);
+        const uint32_t base = G::at(raw, rw, kb >> 2);
+        const uint32_t dd = prmt(lds16(base + 80), lds16(base + 82), 0x5410u);
+        const uint32_t sc = prmt(lds16(base + 8 * n + 4 * (t & 1)), lds16(base + 8 * n + 4 * (t & 1) + 2), 0x5410u);
+        const float d = dq_h2f(dd & 0xffffu), dmin = dq_h2f(dd >> 16);
+        const uint32_t scl = sc & 0x0F0F0F0Fu, mnl = (sc >> 4) & 0x0F0F0F0Fu;
+        uint32_t x[2][2];
+#pragma unroll
+        for (int b = 0; b < 2; b++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) x[b][h] = lds16(base + 16 + 32 * n + 16 * b + 8 * h + 2 * q) >> sh;
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            /* d sc and dmin m exactly (FmtQ2_K::prep's values), as Q4_K's prep */
+            const float dl = fmaf(d, __int_as_float(__byte_perm(scl, 0x4B000000u, 0x7440u | kk)), -8388608.0f * d);
+            const float ml = fmaf(dmin, __int_as_float(__byte_perm(mnl, 0x4B000000u, 0x7440u | kk)), -8388608.0f * dmin);
+            const float c = -fmaf(128.0f, dl, ml);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint32_t nq = (x[kk & 1][h] >> (2 * (kk >> 1))) & 0x0303u;
+                p[2 * kk + h] = dk_pack<T>(fmaf(mag_q4(nq, 0), dl, c), fmaf(mag_q4(nq, 1), dl, c));
+            }
+        }
+    }
+};
+
+/* Q3_K (gemm_sm90_qs only): super-blocks of 110 bytes, hmask[32] (bit 4n + j
+ * of byte l: the third bit of element 32 j + l of half n), qs[64] (the low 2
+ * bits, Q2_K's order), 12 bytes of 6-bit scales (minus 32), the f16 d. K-block
+ * t (half n = t / 2): element 32 g + l has j = 2 (t % 2) + g, code (qs[32n + l]
+ * >> 2j) & 3 plus 4 where hmask bit 4n + j is set, minus 4; scale 8n + 4 (t % 2)
+ * + 2g + l / 16 (FmtQ3_K). 110 = 14 mod 16: a super-block sits 2 ((a0 + mq r -
+ * sb) % 8) bytes past a 16-byte boundary (2-byte units, the shift moving a
+ * unit back a super-block), rows in groups as MXFP4's: one box of 128 bytes a
+ * row and k-block, the whole super-block. */
+template <> struct Sm90Quant<SM90_QF_Q3_K> {
+    static constexpr int RB = 128;
+    using G = QsGroups<128, 2, 110>;
+    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
+                                                  int row, int e, uint32_t bar, int lg, int mq, int a0, int sn) {
+        G::load(dst, tm, kb >> 2, row, e, bar, lg, mq, a0, sn);
+    }
+    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) { return G::rk(r, lg, mq, a0); }
+    /* as Q8_0's frag. The four scales of the k-block (bytes 4 (t % 2)..+3
+     * of the low nibbles or, in half 1, the high ones, with 2 bits each of
+     * bytes 8-11 at 2t on top) as signed bytes s - 32; a weight is fma(128 + u,
+     * dl, -132 dl) = (u - 4) dl exactly (u = code + 4 hbit; dl = d (s - 32) has
+     * 17 significant bits, 132 dl 23): the dequantising path's value. */
+    template <typename T>
+    static __device__ __forceinline__ void frag(uint32_t raw, uint32_t rw, int kb, int q, uint32_t p[8]) {
+        const int t = kb & 3, n = t >> 1, tt = t & 1;
+        const uint32_t base = G::at(raw, rw, kb >> 2);
+        const float d = dq_h2f(lds16(base + 108));
+        const uint32_t w0 = prmt(lds16(base + 96 + 4 * tt), lds16(base + 98 + 4 * tt), 0x5410u);
+        const uint32_t w2 = prmt(lds16(base + 104), lds16(base + 106), 0x5410u);
+        /* 6-bit scales s, then s - 32 as signed bytes: s ^ 32 is it in 6 bits,
+         * its sign (bit 5) copied to bits 6-7 by a multiply (0x20 * 6 = 0xC0) */
+        const uint32_t s6 = ((w0 >> (4 * n)) & 0x0F0F0F0Fu) | (((w2 >> (2 * t)) & 0x03030303u) << 4);
+        const uint32_t sx = s6 ^ 0x20202020u, sg = sx | ((sx & 0x20202020u) * 6u);
+        uint32_t x[2][2], hm[2][2];
+#pragma unroll
+        for (int b = 0; b < 2; b++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                x[b][h] = lds16(base + 32 + 32 * n + 16 * b + 8 * h + 2 * q) >> (4 * tt);
+                hm[b][h] = (lds16(base + 16 * b + 8 * h + 2 * q) << 2) >> (4 * n + 2 * tt);
+            }
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            const float dl = d * (float)(int8_t)(sg >> (8 * kk)), c = -132.0f * dl;
+            const int g = kk >> 1;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint32_t nq = ((x[kk & 1][h] >> (2 * g)) & 0x0303u) | ((hm[kk & 1][h] >> g) & 0x0404u);
                 p[2 * kk + h] = dk_pack<T>(fmaf(mag_q4(nq, 0), dl, c), fmaf(mag_q4(nq, 1), dl, c));
             }
         }
@@ -969,6 +1081,8 @@ extern "C" int moe__cuda_quant_box(int fmt) {
     return fmt == MOE_DF_Q8_0 || fmt == MOE_DF_Q6_K ? 80
            : fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K ? 16
            : fmt == MOE_DF_MXFP4 || fmt == MOE_DF_Q4_0 ? 48
+           : fmt == MOE_DF_Q2_K                        ? 96
+           : fmt == MOE_DF_Q3_K                        ? 128
                                                        : 0;
 }
 extern "C" int moe__cuda_quant_box2(int fmt) { return fmt == MOE_DF_Q6_K ? 96 : 0; }
@@ -1020,7 +1134,8 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
     /* rows in groups (g->qlg) have maps of 64-row boxes for the register-A kernel only */
     const bool bdec = g->bm == 128 && g->bn == 256 && !g->qlg && !g->qa0 && QS_HAS_BDEC(g->qfmt);
     const bool fmt_ok = g->qfmt == MOE_DF_Q8_0 || g->qfmt == MOE_DF_Q4_K || g->qfmt == MOE_DF_MXFP4 ||
-                        g->qfmt == MOE_DF_Q5_K || g->qfmt == MOE_DF_Q4_0 ||
+                        g->qfmt == MOE_DF_Q5_K || g->qfmt == MOE_DF_Q4_0 || g->qfmt == MOE_DF_Q2_K ||
+                        g->qfmt == MOE_DF_Q3_K ||
                         (g->qfmt == MOE_DF_Q6_K && g->qx0 && g->qx1);
     if (!(g->bm == 256 || g->bm == 64 || bdec) || g->cm != 1 || g->cn != 1 || g->gather || !fmt_ok) {
         snprintf(why, n,
@@ -1042,6 +1157,8 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
     case MOE_DF_Q5_K: return dispatch_f<SM90_QF_Q5_K>(g, tm, tmB0, tmB1, sm_count, s);
     case MOE_DF_Q6_K: return dispatch_f<SM90_QF_Q6_K>(g, tm, tmB0, tmB1, sm_count, s);
     case MOE_DF_Q4_0: return dispatch_f<SM90_QF_Q4_0>(g, tm, tmB0, tmB1, sm_count, s);
+    case MOE_DF_Q2_K: return dispatch_f<SM90_QF_Q2_K>(g, tm, tmB0, tmB1, sm_count, s);
+    case MOE_DF_Q3_K: return dispatch_f<SM90_QF_Q3_K>(g, tm, tmB0, tmB1, sm_count, s);
     default: return dispatch_f<SM90_QF_Q4_K>(g, tm, tmB0, tmB1, sm_count, s);
     }
 }
@@ -1070,6 +1187,8 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q_prepare(void) {
         prepare_q<__nv_bfloat16, SM90_QF_Q5_K>,  prepare_q<__half, SM90_QF_Q5_K>,
         prepare_q<__nv_bfloat16, SM90_QF_Q6_K>,  prepare_q<__half, SM90_QF_Q6_K>,
         prepare_q<__nv_bfloat16, SM90_QF_Q4_0>,  prepare_q<__half, SM90_QF_Q4_0>,
+        prepare_q<__nv_bfloat16, SM90_QF_Q2_K>,  prepare_q<__half, SM90_QF_Q2_K>,
+        prepare_q<__nv_bfloat16, SM90_QF_Q3_K>,  prepare_q<__half, SM90_QF_Q3_K>,
     };
     cudaError_t e = cudaSuccess;
     for (size_t i = 0; i < sizeof prep / sizeof prep[0] && e == cudaSuccess; i++) e = prep[i]();

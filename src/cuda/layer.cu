@@ -652,8 +652,7 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     const int box1 = moe__cuda_quant_box(fmt1), box2 = moe__cuda_quant_box(fmt2);
     if (!box1 || !box2)
         return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
-                                "GGUF weights in the GEMMs: formats %d / %d, expected Q4_0, Q8_0, Q4_K, Q5_K, Q6_K or "
-                                "MXFP4",
+                                "GGUF weights in the GEMMs: formats %d / %d, expected Q4_0, Q8_0, Q2_K..Q6_K or MXFP4",
                                 fmt1, fmt2);
     const moe_layer_desc *d = &L->desc;
     /* how TMA reads each weight's rows (decode.h moe__quant_rows_plan) */
@@ -678,13 +677,18 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
         default:
             return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
                                     "GGUF weights in the GEMMs: %s rows at %p, strides %lld / %lld bytes; TMA needs "
-                                    "multiples of 16 (Q8_0 and Q4_0: of 4, MXFP4 and Q6_K: of 2; the expert stride of 16)",
+                                    "multiples of 16 (Q8_0, Q4_0 and Q2_K: of 4, MXFP4, Q3_K and Q6_K: of 2; the expert "
+                                    "stride of 16)",
                                     wn[i], w[i].data, (long long)w[i].se, (long long)sn);
         }
+        /* a box must fit in the map's rows: a row group's bytes from the boundary below it */
         const int fmt_i = i < 2 ? fmt1 : fmt2;
-        if (rb < (i < 2 ? box1 : box2) || rb < moe__cuda_quant_box2(fmt_i))
-            return moe__layer_error(L, MOE_ERR_UNSUPPORTED, "GGUF weights in the GEMMs: rows of %lld bytes, under a box",
-                                    (long long)rb);
+        const int64_t ext = (int64_t)a0[i] * moe__quant_unit(fmt_i) + ((1 << lg[i]) - 1) * sn + rb;
+        if (ext < (i < 2 ? box1 : box2) || ext < moe__cuda_quant_box2(fmt_i))
+            return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
+                                    "GGUF weights in the GEMMs: %s rows of %lld bytes (groups of %d), under a box of "
+                                    "%d bytes",
+                                    wn[i], (long long)rb, 1 << lg[i], i < 2 ? box1 : box2);
     }
     if (w[0].data && w[0].sn != w[1].sn)
         return moe__layer_error(L, MOE_ERR_UNSUPPORTED,
@@ -988,6 +992,8 @@ static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) { return forward
 static const char *qfmt_name(int f) {
     return f == MOE_DF_Q8_0 ? "Q8_0" : f == MOE_DF_MXFP4 ? "MXFP4" : f == MOE_DF_Q5_K ? "Q5_K" : f == MOE_DF_Q6_K ? "Q6_K"
            : f == MOE_DF_Q4_0 ? "Q4_0"
+           : f == MOE_DF_Q2_K ? "Q2_K"
+           : f == MOE_DF_Q3_K ? "Q3_K"
                               : "Q4_K";
 }
 
