@@ -424,6 +424,14 @@ static int64_t qp_pairs_qg(int fmt, double eb, int qg) { return !qg ? qp_pairs(f
  * / 16) 3794 / 4391, 6024 / 4431 (near 10); mixtral (99 MB) T = 32 / 64 (8 /
  * 16) 446 / 577, 619 / 582 (near 14). */
 static int64_t qp_pairs_fused(int fmt1, int fmt2, double eb, int qg) {
+    /* Q2_K and Q3_K (no int8 kernels: the mma decode kernels below this), s25
+     * run 4, decode kernels / GGUF GEMMs in us: qwen3 (1.5 / 2 MB experts) Q2_K
+     * T = 32 / 64 (2 / 4 pairs) 248 / 325, 393 / 358 (crossing near 3.3), Q3_K
+     * T = 64 / 128 469 / 576, 683 / 577 (near 6.5); mixtral (58 / 76 MB) Q3_K
+     * T = 32 / 64 (8 / 16) 1202 / 1420, 2456 / 1420 (near 10), Q2_K T = 32
+     * already 1056 / 732 (run 5 below 8 pairs). */
+    if (fmt1 == MOE_DF_Q2_K) return eb >= 8e6 ? 6 : 3;
+    if (fmt1 == MOE_DF_Q3_K) return eb >= 8e6 ? 10 : 6;
     if (!qg) return qp_pairs(fmt1);
     if (fmt1 == MOE_DF_Q4_0) return eb >= 50e6 ? 14 : eb >= 10e6 ? 10 : 3;
     const int big = eb >= 10e6;
@@ -455,14 +463,21 @@ static int64_t qp_pairs_fused(int fmt1, int fmt2, double eb, int qg) {
  * (1024) 1.18 / 1.27, 16384 (2048) 1.24 / 1.16; mixtral (99 MB) 4096 (1024)
  * 1.10 / 1.27, 8192 (2048) 1.27 / 1.14; deepseek-v3 (25 MB) GGUF GEMMs ahead to
  * the 256 pairs measured. So Q8_0's values, the size bound halved (Q4_0's
- * bytes for the same weights). Q2_K and Q3_K take Q4_K's and Q5_K's values
- * (not measured yet). */
+ * bytes for the same weights). Q2_K and Q3_K (s25 run 4; experts of 1.5 / 2
+ * MB on qwen3, 14 / 19 on deepseek-v3, 58 / 76 on mixtral, so the size bound
+ * at 8 MB): Q2_K qwen3 T = 4096 (256) 1.51 / 1.69, 8192 (512) 1.46 / 1.41
+ * (crossing near 440), mixtral 4096 (1024) 1.26 / 1.30, 8192 1.36 / 1.14 (near
+ * 1150), deepseek-v3 ahead to 256; Q3_K decodes slowest (1.6-2.1x bf16): qwen3
+ * 2048 (128) 1.94 / 2.33, 4096 2.09 / 1.93 (near 190), mixtral 512 (128) 1.93 /
+ * 2.46, 1024 2.10 / 1.98 (near 225), deepseek-v3 ahead at 256 (1.56 / 1.90);
+ * gate/up Q3_K with down Q4_K (Q3_K_M) qwen3 near 220, mixtral near 425. */
 static int64_t qp_fused_max_pairs(int fmt1, int fmt2, double eb) {
     const int big = eb >= 20e6;
     if (fmt1 == MOE_DF_Q6_K || fmt2 == MOE_DF_Q6_K)
         return !big ? 256 : fmt1 == MOE_DF_Q6_K ? 512 : 1024;
-    if (fmt1 == MOE_DF_Q4_K || fmt1 == MOE_DF_Q5_K || fmt1 == MOE_DF_Q2_K || fmt1 == MOE_DF_Q3_K)
-        return big ? 1024 : fmt1 == MOE_DF_Q5_K || fmt1 == MOE_DF_Q3_K ? 512 : 768;
+    if (fmt1 == MOE_DF_Q2_K) return eb >= 8e6 ? 1024 : 384;
+    if (fmt1 == MOE_DF_Q3_K) return eb < 8e6 ? 192 : fmt2 == MOE_DF_Q3_K ? 256 : 384;
+    if (fmt1 == MOE_DF_Q4_K || fmt1 == MOE_DF_Q5_K) return big ? 1024 : fmt1 == MOE_DF_Q5_K ? 512 : 768;
     if (fmt1 == MOE_DF_Q8_0) return big ? 1536 : 768;
     if (fmt1 == MOE_DF_Q4_0) return eb >= 10e6 ? 1536 : 768;
     if (fmt1 == MOE_DF_MXFP4) return 1536;
