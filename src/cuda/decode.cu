@@ -428,10 +428,12 @@ static int64_t qp_pairs_fused(int fmt1, int fmt2, double eb, int qg) {
      * run 4, decode kernels / GGUF GEMMs in us: qwen3 (1.5 / 2 MB experts) Q2_K
      * T = 32 / 64 (2 / 4 pairs) 248 / 325, 393 / 358 (crossing near 3.3), Q3_K
      * T = 64 / 128 469 / 576, 683 / 577 (near 6.5); mixtral (58 / 76 MB) Q3_K
-     * T = 32 / 64 (8 / 16) 1202 / 1420, 2456 / 1420 (near 10), Q2_K T = 32
-     * already 1056 / 732 (run 5 below 8 pairs). */
-    if (fmt1 == MOE_DF_Q2_K) return eb >= 8e6 ? 6 : 3;
-    if (fmt1 == MOE_DF_Q3_K) return eb >= 8e6 ? 10 : 6;
+     * T = 32 / 64 (8 / 16) 1202 / 1420, 2456 / 1420 (near 9.4); run 5: mixtral
+     * Q2_K T = 16 / 24 (4 / 6) 594 / 792, 854 / 733 (near 5.2); deepseek-v3
+     * (14 / 19 MB) Q2_K T = 128 / 256 (4 / 8) 4347 / 5390, 8605 / 5533 (near
+     * 5), Q3_K 5048 / 8639, 10056 / 8783 (near 7). */
+    if (fmt1 == MOE_DF_Q2_K) return eb >= 8e6 ? 5 : 3;
+    if (fmt1 == MOE_DF_Q3_K) return eb >= 50e6 ? 9 : eb >= 8e6 ? 7 : 6;
     if (!qg) return qp_pairs(fmt1);
     if (fmt1 == MOE_DF_Q4_0) return eb >= 50e6 ? 14 : eb >= 10e6 ? 10 : 3;
     const int big = eb >= 10e6;
