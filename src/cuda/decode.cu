@@ -431,9 +431,14 @@ static int64_t qp_pairs_fused(int fmt1, int fmt2, double eb, int qg) {
      * T = 32 / 64 (8 / 16) 1202 / 1420, 2456 / 1420 (near 9.4); run 5: mixtral
      * Q2_K T = 16 / 24 (4 / 6) 594 / 792, 854 / 733 (near 5.2); deepseek-v3
      * (14 / 19 MB) Q2_K T = 128 / 256 (4 / 8) 4347 / 5390, 8605 / 5533 (near
-     * 5), Q3_K 5048 / 8639, 10056 / 8783 (near 7). */
-    if (fmt1 == MOE_DF_Q2_K) return eb >= 8e6 ? 5 : 3;
-    if (fmt1 == MOE_DF_Q3_K) return eb >= 50e6 ? 9 : eb >= 8e6 ? 7 : 6;
+     * 5), Q3_K 5048 / 8639, 10056 / 8783. Run 6, the default layer on those
+     * values: the decode kernels do not grow linearly in between: mixtral Q3_K
+     * T = 36 (9 pairs) 2071 us against 1202 at T = 32 (run 4) and 1417 on the
+     * GEMMs at T = 40; deepseek-v3 Q3_K T = 192 / 224 (6 / 7) 8249 / 9301 against
+     * ~8700 on the GEMMs, Q2_K T = 160 (5) 5923 against 5450 at T = 192. So Q2_K
+     * 5 / 4 / 3 and Q3_K 8 / 6 (experts from 50 MB / from 8 MB / under). */
+    if (fmt1 == MOE_DF_Q2_K) return eb >= 50e6 ? 5 : eb >= 8e6 ? 4 : 3;
+    if (fmt1 == MOE_DF_Q3_K) return eb >= 50e6 ? 8 : 6;
     if (!qg) return qp_pairs(fmt1);
     if (fmt1 == MOE_DF_Q4_0) return eb >= 50e6 ? 14 : eb >= 10e6 ? 10 : 3;
     const int big = eb >= 10e6;
