@@ -201,11 +201,22 @@ template <int RB, int U, int KB> struct QsGroups {
     }
 };
 
+/* gemm_sm90_qs's loads of a format whose rows go through QsGroups, one box a
+ * row: steps of a k-block (SB = 1) or of a super-block of four (SB = 4) */
+template <int RB_, int U, int KB, int SB> struct QsRows {
+    static constexpr int RB = RB_;
+    using G = QsGroups<RB_, U, KB>;
+    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
+                                                  int row, int e, uint32_t bar, int lg, int mq, int a0, int sn) {
+        G::load(dst, tm, kb / SB, row, e, bar, lg, mq, a0, sn);
+    }
+    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) { return G::rk(r, lg, mq, a0); }
+};
+
 /* Q8_0: a k-block's two blocks are the 68 bytes at 68 kb of the row. TMA boxes
  * start at multiples of 16 bytes, so the box of 80 bytes starts at
  * 68 kb - 4 (kb % 4) (68 = 4 mod 16) and the blocks sit (kb % 4) words in. */
-template <> struct Sm90Quant<SM90_QF_Q8_0> {
-    static constexpr int RB = 80; /* bytes of a row's box */
+template <> struct Sm90Quant<SM90_QF_Q8_0> : QsRows<80, 4, 68, 1> {
     static __device__ __forceinline__ int x0(int kb) { return 68 * kb - 4 * (kb & 3); }
     template <int ROWS = 128>
     static __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap *tm, int kb, int row, int e,
@@ -221,14 +232,7 @@ template <> struct Sm90Quant<SM90_QF_Q8_0> {
      * 16-byte boundary at or below byte 4 a0 + j sn + 68 kb. Row r's blocks then
      * sit 4 ((a0 + mq r + kb) % 4) bytes into its 80, its box a multiple of 16
      * bytes into the box set: one word for both (rk: the box's offset plus
-     * (a0 + mq r) % 4). Rows of 16-byte strides from 16-byte boundaries: load<64>. */
-    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
-                                                  int row, int e, uint32_t bar, int lg, int mq, int a0, int sn) {
-        QsGroups<80, 4, 68>::load(dst, tm, kb, row, e, bar, lg, mq, a0, sn);
-    }
-    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
-        return QsGroups<80, 4, 68>::rk(r, lg, mq, a0);
-    }
+     * (a0 + mq r) % 4): QsRows' load_g and rk (RB = 80). */
     /* gemm_sm90_qs: row r's 16 weights of wgmma A fragments, as bf16/f16 pairs:
      * p[2 kk + h] = columns 16 kk + 8 h + 2 q, + 1 (q = lane % 4); rw = rk(r) */
     template <typename T>
@@ -293,15 +297,7 @@ template <> struct Sm90Quant<SM90_QF_Q8_0> {
  * them), a 48-byte box a row from the 16-byte boundary at or below byte
  * 4 a0 + j sn + 36 kb, the blocks 4 ((a0 + mq r + kb) % 4) bytes in (at most
  * 12 + 36 = 48); groups of 4 or 2 rows as mq is odd or 2. */
-template <> struct Sm90Quant<SM90_QF_Q4_0> {
-    static constexpr int RB = 48;
-    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
-                                                  int row, int e, uint32_t bar, int lg, int mq, int a0, int sn) {
-        QsGroups<48, 4, 36>::load(dst, tm, kb, row, e, bar, lg, mq, a0, sn);
-    }
-    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
-        return QsGroups<48, 4, 36>::rk(r, lg, mq, a0);
-    }
+template <> struct Sm90Quant<SM90_QF_Q4_0> : QsRows<48, 4, 36, 1> {
     /* as Q8_0's frag; rw = rk(r). Code bytes 8h + 2q, + 1 of block b give
      * columns 32 b + 8 h + 2 q, + 1 (low nibbles, kk = 2b) and 16 more (high,
      * kk = 2b + 1). A weight is fma(128 + q, d, -136 d) = (q - 8) d exactly
@@ -433,15 +429,7 @@ template <> struct Sm90Quant<SM90_QF_Q4_K> {
  * byte 2 a0 + j sn + 34 kb, the blocks 2 ((a0 + mq r + kb) % 8) bytes in
  * (at most 14 + 34 = 48); groups of 8, 4 or 2 rows (lg 3, 2, 1) as mq is
  * odd, 2 mod 4 or 4 (moe__cuda_sm90_quant). */
-template <> struct Sm90Quant<SM90_QF_MXFP4> {
-    static constexpr int RB = 48;
-    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
-                                                  int row, int e, uint32_t bar, int lg, int mq, int a0, int sn) {
-        QsGroups<48, 2, 34>::load(dst, tm, kb, row, e, bar, lg, mq, a0, sn);
-    }
-    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) {
-        return QsGroups<48, 2, 34>::rk(r, lg, mq, a0);
-    }
+template <> struct Sm90Quant<SM90_QF_MXFP4> : QsRows<48, 2, 34, 1> {
     /* Four codes (the low and high nibbles of code bytes x & 0xff and x >> 8:
      * the nibbles as prmt's four selectors) to bytes 12 + kvalue: positive
      * codes (selector bit 3 clear) from the table {12 .. 24} on the low 3
@@ -595,14 +583,7 @@ template <> struct Sm90Quant<SM90_QF_Q6_K> {
  * a 16-byte boundary, rows in groups as Q8_0's (4-byte units, the shift moving
  * a unit a super-block): one box of 96 bytes a row and k-block, the whole
  * super-block. */
-template <> struct Sm90Quant<SM90_QF_Q2_K> {
-    static constexpr int RB = 96;
-    using G = QsGroups<96, 4, 84>;
-    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
-                                                  int row, int e, uint32_t bar, int lg, int mq, int a0, int sn) {
-        G::load(dst, tm, kb >> 2, row, e, bar, lg, mq, a0, sn);
-    }
-    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) { return G::rk(r, lg, mq, a0); }
+template <> struct Sm90Quant<SM90_QF_Q2_K> : QsRows<96, 4, 84, 4> {
     /* as Q8_0's frag. A weight is fma(128 + q, dl, -(128 dl + ml)) = dl q - ml
      * with one more rounding than FmtQ2_K::dq (of 128 dl + ml), as Q4_K's */
     template <typename T>
@@ -642,14 +623,7 @@ template <> struct Sm90Quant<SM90_QF_Q2_K> {
  * sb) % 8) bytes past a 16-byte boundary (2-byte units, the shift moving a
  * unit back a super-block), rows in groups as MXFP4's: one box of 128 bytes a
  * row and k-block, the whole super-block. */
-template <> struct Sm90Quant<SM90_QF_Q3_K> {
-    static constexpr int RB = 128;
-    using G = QsGroups<128, 2, 110>;
-    static __device__ __forceinline__ void load_g(uint32_t dst, const CUtensorMap *tm, const CUtensorMap *, int kb,
-                                                  int row, int e, uint32_t bar, int lg, int mq, int a0, int sn) {
-        G::load(dst, tm, kb >> 2, row, e, bar, lg, mq, a0, sn);
-    }
-    static __device__ __forceinline__ uint32_t rk(int r, int lg, int mq, int a0) { return G::rk(r, lg, mq, a0); }
+template <> struct Sm90Quant<SM90_QF_Q3_K> : QsRows<128, 2, 110, 4> {
     /* as Q8_0's frag. The four scales of the k-block (bytes 4 (t % 2)..+3
      * of the low nibbles or, in half 1, the high ones, with 2 bits each of
      * bytes 8-11 at 2t on top) as signed bytes s - 32; a weight is fma(128 + u,
