@@ -55,6 +55,10 @@ static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90
                   SM90_QF_Q5_K == MOE_DF_Q5_K && SM90_QF_Q6_K == MOE_DF_Q6_K && SM90_QF_Q4_0 == MOE_DF_Q4_0 &&
                   SM90_QF_Q2_K == MOE_DF_Q2_K && SM90_QF_Q3_K == MOE_DF_Q3_K,
               "gemm_sm90.cuh's format numbers");
+/* the K-quants: 256-element super-blocks of four k-blocks */
+#define QS_KQUANT(qf)                                                                                                  \
+    ((qf) == SM90_QF_Q2_K || (qf) == SM90_QF_Q3_K || (qf) == SM90_QF_Q4_K || (qf) == SM90_QF_Q5_K ||                  \
+     (qf) == SM90_QF_Q6_K)
 /* formats with the B-decoding kernel (gemm_sm90_q) too; the others run gemm_sm90_qs only */
 #define QS_HAS_BDEC(qf) ((qf) == SM90_QF_Q8_0 || (qf) == SM90_QF_Q4_K)
 
@@ -792,7 +796,8 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
 #pragma unroll
         for (int j = 0; j < NW; j++) wrt[j] = pidx[j] >= 0 ? g.w[pidx[j]] : 0.f;
     }
-    for (int kb = 0; kb < kblocks; kb += 2) {
+    /* k-blocks kb (decoded into fa) and kb + 1, then kb + 2 decoded into fa */
+    auto step = [&](int kb) {
         mma(fa, sa_a);
         const bool two = kb + 1 < kblocks;
         if (two) {
@@ -810,6 +815,18 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
         }
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         if (two) release(st_b);
+    };
+    if constexpr (QS_KQUANT(QF)) {
+        /* K-quants: rows of whole 256-element super-blocks, so kblocks is a
+         * multiple of 4 and, four k-blocks an iteration, each decode's place
+         * in its super-block (kb % 4) is a constant: its scale selects and
+         * shifts fold */
+        for (int kb = 0; kb < kblocks; kb += 4) {
+            step(kb);
+            step(kb + 2);
+        }
+    } else {
+        for (int kb = 0; kb < kblocks; kb += 2) step(kb);
     }
 #pragma unroll
     for (int i = 0; i < NTT / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
