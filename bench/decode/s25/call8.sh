@@ -7,13 +7,14 @@ W=/tmp/w8; mkdir -p $W /tmp/b
 for f in $CARRY/*.tar.xz; do xz -dc $f | tar xf - -C /tmp/b; done
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $W/gpu.txt
 export MOE_TEST_SEED=2529
-( MOE_TEST_VERBOSE=1 timeout 380 stdbuf -oL -eL /tmp/b/moe-tests cuda_quant_prefill_gguf_gemm ) > $W/tests_gguf.log 2>&1
+( MOE_TEST_VERBOSE=1 timeout 350 stdbuf -oL -eL /tmp/b/moe-tests cuda_quant_prefill_gguf_gemm ) > $W/tests_gguf.log 2>&1
 echo "== tests: $(tail -n1 $W/tests_gguf.log)"; grep -hE "^FAIL|FAILED" $W/tests_gguf.log | head; grep -h "GGUF GEMMs against" $W/tests_gguf.log
+tar cJf $OUT/call8_tests.tar.xz -C $W .
 A="--prefill --prefill-nodeq --only qwen3-30b-a3b --prefill-tokens 512,4096 --qtypes q4_K,q5_K,q6_K,q2_K,q3_K --reps 8"
 for r in 1 2; do
   for v in base new; do
     B=/tmp/b/bench_decode; [ $v = base ] && B=/tmp/b/bench_decode_base
-    timeout 40 $B $A --json $W/ab_${v}_$r.jsonl > $W/ab_${v}_$r.log 2>&1
+    timeout 30 $B $A --json $W/ab_${v}_$r.jsonl > $W/ab_${v}_$r.log 2>&1
   done
 done
 python3 - "$W" <<'PY'
