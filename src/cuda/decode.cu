@@ -463,8 +463,9 @@ static int64_t qp_pairs_fused(int fmt1, int fmt2, double eb, int qg) {
  * 1.34 / 1.56, 16384 (1024) 1.35 / 1.29; mixtral 4096 (1024) 1.19 / 1.35, 8192
  * 1.16 / 1.12; gpt-oss-20b (26 MB) 8192 (1024) 1.21 / 1.34, 16384 1.23 /
  * 1.20; MXFP4 gpt-oss-20b (13 MB) 8192 1.27 / 1.32, 16384 (2048) 1.30 / 1.15;
- * gpt-oss-120b ahead to 512 pairs for both. Q6_K decodes in 299 SASS
- * instructions a k-block against Q4_K's 224 and Q8_0's 205 (gemm_sm90_q.cu).
+ * gpt-oss-120b ahead to 512 pairs for both. Q6_K decoded in 299 SASS
+ * instructions a k-block against Q4_K's 224 and Q8_0's 205 (gemm_sm90_q.cu;
+ * since session 25's k-loop by four, 285 and 203).
  * Q4_0 (s25 run 2; GGUF GEMMs / dequantising, x bf16): qwen3 (2.6 MB) T =
  * 8192 (512) 1.27 / 1.40, 16384 (1024) 1.28 / 1.21; gpt-oss-20b (14 MB) 8192
  * (1024) 1.18 / 1.27, 16384 (2048) 1.24 / 1.16; mixtral (99 MB) 4096 (1024)

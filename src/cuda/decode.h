@@ -106,8 +106,9 @@ static inline int moe__qg_row_stride_ok(int64_t row_bytes) { return row_bytes >=
 /* How cuda-sm90's GEMMs on GGUF blocks (gemm_sm90_q.cu) have TMA read one
  * weight's rows: data at `data`, expert stride se, row stride sn, rows of
  * row_bytes, `rows` of them an expert. TMA needs 16-byte aligned starts and
- * strides; Q8_0, Q4_0, Q2_K, MXFP4, Q3_K and Q6_K rows with neither but starts and strides of
- * whole units (4 bytes for Q8_0, Q4_0 and Q2_K, 2 for the others) are read through a map from the
+ * strides; rows of Q8_0, Q4_0, Q2_K, MXFP4, Q3_K and Q6_K with neither but
+ * starts and strides of whole units (4 bytes for Q8_0, Q4_0 and Q2_K, 2 for
+ * the others) are read through a map from the
  * 16-byte boundary *a0 units below the data over groups of 2^*lg rows (a
  * multiple of 16 bytes), which stays within the tensor when a group's last
  * row ends before the next group starts. Returns MOE_QROWS_OK, or why not. */

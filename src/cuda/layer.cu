@@ -990,11 +990,16 @@ out:
 static moe_status forward_cuda(moe_layer *L, const moe__fwd *a) { return forward_impl(L, a, L->desc.E, NULL, NULL); }
 
 static const char *qfmt_name(int f) {
-    return f == MOE_DF_Q8_0 ? "Q8_0" : f == MOE_DF_MXFP4 ? "MXFP4" : f == MOE_DF_Q5_K ? "Q5_K" : f == MOE_DF_Q6_K ? "Q6_K"
-           : f == MOE_DF_Q4_0 ? "Q4_0"
-           : f == MOE_DF_Q2_K ? "Q2_K"
-           : f == MOE_DF_Q3_K ? "Q3_K"
-                              : "Q4_K";
+    switch (f) {
+    case MOE_DF_Q4_0: return "Q4_0";
+    case MOE_DF_Q8_0: return "Q8_0";
+    case MOE_DF_MXFP4: return "MXFP4";
+    case MOE_DF_Q2_K: return "Q2_K";
+    case MOE_DF_Q3_K: return "Q3_K";
+    case MOE_DF_Q5_K: return "Q5_K";
+    case MOE_DF_Q6_K: return "Q6_K";
+    default: return "Q4_K";
+    }
 }
 
 static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
