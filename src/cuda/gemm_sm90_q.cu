@@ -241,7 +241,7 @@ template <> struct Sm90Quant<SM90_QF_Q8_0> : QsRows<80, 4, 68, 1> {
      * p[2 kk + h] = columns 16 kk + 8 h + 2 q, + 1 (q = lane % 4); rw = rk(r) */
     template <typename T>
     static __device__ __forceinline__ void frag(uint32_t raw, uint32_t rw, int kb, int q, uint32_t p[8]) {
-        const uint32_t base = raw + (rw & ~3u) + 4 * ((kb + rw) & 3);
+        const uint32_t base = G::at(raw, rw, kb);
         const float d[2] = {dq_h2f(lds16(base)), dq_h2f(lds16(base + 34))};
         const float c[2] = {-32896.0f * d[0], -32896.0f * d[1]};
 #pragma unroll
@@ -310,7 +310,7 @@ template <> struct Sm90Quant<SM90_QF_Q4_0> : QsRows<48, 4, 36, 1> {
      * scales and code pairs are 2-byte loads. */
     template <typename T>
     static __device__ __forceinline__ void frag(uint32_t raw, uint32_t rw, int kb, int q, uint32_t p[8]) {
-        const uint32_t base = raw + (rw & ~3u) + 4 * ((kb + rw) & 3);
+        const uint32_t base = G::at(raw, rw, kb);
 #pragma unroll
         for (int b = 0; b < 2; b++) {
             const uint32_t blk = base + 18 * b;
@@ -451,7 +451,7 @@ template <> struct Sm90Quant<SM90_QF_MXFP4> : QsRows<48, 2, 34, 1> {
      * under 2^113: 32780 d must not overflow; real weights are far below) */
     template <typename T>
     static __device__ __forceinline__ void frag(uint32_t raw, uint32_t rw, int kb, int q, uint32_t p[8]) {
-        const uint32_t base = raw + (rw & ~7u) + 2 * ((kb + rw) & 7);
+        const uint32_t base = G::at(raw, rw, kb);
 #pragma unroll
         for (int b = 0; b < 2; b++) {
             const uint32_t blk = base + 17 * b;
