@@ -162,6 +162,8 @@ typedef struct dec_impl {
     int64_t sv_max_t;            /* ... for T up to this, */
     int64_t sv_chunk;            /* ... in chunks of at most this many tokens (<= MOE_SV_MAXP / K) */
     int sv_smem_block, sv_smem_sm; /* dynamic shared memory one block may take; per SM */
+    int sv_smem_fixed;           /* shared memory a block takes besides its dynamic part: the runtime's reserve and the
+                                  * kernels' static variables (the most of any instance), both in 128-byte units */
     int sv_fused;                /* both phases in one cooperative launch where the grid fits (MOE_DECODE_FUSED) */
     int sv_downe;                /* MOE_SV_DOWNE: 1 expert-major down at every T, 0 token-major, -1 by T */
     int sv_dyn;                  /* MOE_SV_DYN: phase 1 split at run time: 1 at T = 3..8 (dense 2..8; default), 0 never, 2 always */
@@ -1064,8 +1066,10 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         int64_t rmax = moe__cdiv(a->N, srs) * srs;
         a->R = (int)(R < rmax ? R : rmax);
         a->NS = 0;
-        /* 1 KB per block is the runtime's, 64 B for the static variables */
-        int per = im->sv_smem_sm / bps - 1024 - 64;
+        /* besides the runtime's reserve and the static variables (was 1024 +
+         * 64 B: the static variables take 128, so a plan within 64 B of the
+         * budget fitted one block an SM where it planned two) */
+        int per = ((im->sv_smem_sm / bps) & ~127) - im->sv_smem_fixed;
         if (per > im->sv_smem_block) per = im->sv_smem_block;
         if (per > smem_cap) per = smem_cap;
         int budget = per - moe__sv_smem_bytes(a);
@@ -1241,7 +1245,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         f1.NS = f2.NS = 0;
         const int fixed = moe__sv_fused_smem_bytes(&f1, &f2);
         const int s1 = a1.SRS * a1.pitch, s2 = a2.SRS * a2.pitch, slot = s1 > s2 ? s1 : s2;
-        int per = im->sv_smem_sm / 2 - 1024 - 64;
+        int per = ((im->sv_smem_sm / 2) & ~127) - im->sv_smem_fixed;
         if (per > im->sv_smem_block) per = im->sv_smem_block;
         int ns = (per - fixed) / slot;
         if (ns > 6) ns = 6;
@@ -1305,9 +1309,12 @@ static void sv_init(moe_layer *L, dec_impl *im) {
                  (long long)d->D, (long long)d->I);
         return;
     }
-    cudaError_t e = moe__sv_prepare(&im->sv_smem_block);
+    int st = 0, rsv = 0;
+    cudaError_t e = moe__sv_prepare(&im->sv_smem_block, &st);
     if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(&im->sv_smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, im->device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&rsv, cudaDevAttrReservedSharedMemoryPerBlock, im->device);
+    im->sv_smem_fixed = ((rsv + 127) & ~127) + ((st + 127) & ~127);
     if (e != cudaSuccess) {
         cudaGetLastError();
         snprintf(im->sv_why, sizeof im->sv_why, "kernels not usable on this device (%s)", cudaGetErrorString(e));
@@ -1665,6 +1672,14 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                          q->R, q->dyn ? "job at most" : "block", q->SRS,
                          q->NC > 1 ? " (in column chunks)" : "", q->NS, q->SRS * q->pitch, q->bps,
                          q->bps == 1 ? "" : "s");
+                /* what the device fits of that instance with this shared memory */
+                moe_cuda_dev_guard g;
+                if (moe_cuda_dev_enter(im->device, &g) == cudaSuccess) {
+                    const int fit = moe__sv_blocks_per_sm(i ? im->fmt2 : im->fmt1, q);
+                    if (fit >= 0 && fit < q->bps)
+                        snprintf(buf + strlen(buf), n - strlen(buf), " (but %d fit%s)", fit, fit == 1 ? "s" : "");
+                    moe_cuda_dev_leave(&g);
+                }
                 if (i && q->phase == MOE_SV_DOWN_E)
                     snprintf(buf + strlen(buf), n - strlen(buf), ", pairs in groups of %d", q->NT);
             }

@@ -10,31 +10,25 @@ int moe__sv_smem_bytes(const moe_sv_args *a) {
     return total;
 }
 
-template <int F, int PH, int NT, bool QM = false>
-static cudaError_t sv_one(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
-    cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute at;
-    dk_launch_config(&cfg, &at, grid, MOE_SV_THREADS, (size_t)moe__sv_smem_bytes(a), s, a->pdl);
-    return cudaLaunchKernelEx(&cfg, k_sv<F, PH, NT, QM>, *a);
-}
+template <int F, int PH, int NT, bool QM = false> static const void *sv_one(void) { return (const void *)k_sv<F, PH, NT, QM>; }
 
-/* pairs per block (a->NT, at most 8) -> the kernel's capacity 1, 4 or 8 */
-template <int F, int PH> static cudaError_t sv_nt(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
-    if (PH == MOE_DEC_DOWN || a->NT <= 1) return sv_one<F, PH, 1>(a, grid, s);
-    if (a->NT <= 4) return sv_one<F, PH, 4>(a, grid, s);
+/* pairs per block (a->NT, at most 8) -> the instance of capacity 1, 4 or 8 */
+template <int F, int PH> static const void *sv_nt(const moe_sv_args *a) {
+    if (PH == MOE_DEC_DOWN || a->NT <= 1) return sv_one<F, PH, 1>();
+    if (a->NT <= 4) return sv_one<F, PH, 4>();
     if (a->NT <= 8) {
         if constexpr (sv_fmt_has_qmma(F) && PH != MOE_DEC_DOWN)
-            if (a->qmma) return sv_one<F, PH, 8, true>(a, grid, s);
-        return sv_one<F, PH, 8>(a, grid, s);
+            if (a->qmma) return sv_one<F, PH, 8, true>();
+        return sv_one<F, PH, 8>();
     }
-    return cudaErrorInvalidValue;
+    return NULL;
 }
 
-template <int F> static cudaError_t sv_fmt(const moe_sv_args *a, dim3 grid, cudaStream_t s) {
-    if (a->phase == MOE_DEC_GATE_UP) return sv_nt<F, MOE_DEC_GATE_UP>(a, grid, s);
-    if (a->phase == MOE_DEC_UP) return sv_nt<F, MOE_DEC_UP>(a, grid, s);
-    if (a->phase == MOE_SV_DOWN_E) return sv_nt<F, MOE_SV_DOWN_E>(a, grid, s);
-    return sv_nt<F, MOE_DEC_DOWN>(a, grid, s);
+template <int F> static const void *sv_fmt(const moe_sv_args *a) {
+    if (a->phase == MOE_DEC_GATE_UP) return sv_nt<F, MOE_DEC_GATE_UP>(a);
+    if (a->phase == MOE_DEC_UP) return sv_nt<F, MOE_DEC_UP>(a);
+    if (a->phase == MOE_SV_DOWN_E) return sv_nt<F, MOE_SV_DOWN_E>(a);
+    return sv_nt<F, MOE_DEC_DOWN>(a);
 }
 
 template <int F, int PH1, int NT> static void *sv_fused_fn(void) { return (void *)k_svf<F, PH1, NT>; }
@@ -54,16 +48,38 @@ SV_RB_AGREES(MOE_DF_Q3_K) SV_RB_AGREES(MOE_DF_Q4_K) SV_RB_AGREES(MOE_DF_Q5_K) SV
 #define SV_FORMATS(X) X(MOE_DF_BF16) X(MOE_DF_F16) X(MOE_DF_Q4_0) X(MOE_DF_Q8_0) X(MOE_DF_MXFP4) \
     X(MOE_DF_Q2_K) X(MOE_DF_Q3_K) X(MOE_DF_Q4_K) X(MOE_DF_Q5_K) X(MOE_DF_Q6_K)
 
-cudaError_t moe__sv_launch(int fmt, const moe_sv_args *a, dim3 grid, cudaStream_t s) {
+/* the instance a launch of format fmt with arguments a runs, or NULL */
+static const void *sv_pick(int fmt, const moe_sv_args *a) {
     switch (fmt) {
-#define X(f) case f: return sv_fmt<f>(a, grid, s);
+#define X(f) case f: return sv_fmt<f>(a);
         SV_FORMATS(X)
 #undef X
     }
-    return cudaErrorInvalidValue;
+    return NULL;
 }
 
-template <int F> static cudaError_t sv_prep_fmt(int optin, int *max_dyn) {
+cudaError_t moe__sv_launch(int fmt, const moe_sv_args *a, dim3 grid, cudaStream_t s) {
+    const void *fn = sv_pick(fmt, a);
+    if (!fn) return cudaErrorInvalidValue;
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at;
+    dk_launch_config(&cfg, &at, grid, MOE_SV_THREADS, (size_t)moe__sv_smem_bytes(a), s, a->pdl);
+    void *args[] = {(void *)a};
+    return cudaLaunchKernelExC(&cfg, fn, args);
+}
+
+int moe__sv_blocks_per_sm(int fmt, const moe_sv_args *a) {
+    const void *fn = sv_pick(fmt, a);
+    int n = 0;
+    if (!fn || cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, MOE_SV_THREADS, (size_t)moe__sv_smem_bytes(a)) !=
+                   cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    return n;
+}
+
+template <int F> static cudaError_t sv_prep_fmt(int optin, int *max_dyn, int *max_static) {
     cudaError_t e = cudaSuccess;
     constexpr bool Q = sv_fmt_has_qmma(F);
     void *fns[] = {(void *)k_sv<F, MOE_DEC_GATE_UP, 1, false>, (void *)k_sv<F, MOE_DEC_GATE_UP, 4, false>,
@@ -82,17 +98,19 @@ template <int F> static cudaError_t sv_prep_fmt(int optin, int *max_dyn) {
         if (e != cudaSuccess) break;
         int dyn = optin - (int)fa.sharedSizeBytes;
         if (dyn < *max_dyn) *max_dyn = dyn;
+        if ((int)fa.sharedSizeBytes > *max_static) *max_static = (int)fa.sharedSizeBytes;
         e = cudaFuncSetAttribute(fns[i], cudaFuncAttributeMaxDynamicSharedMemorySize, dyn);
     }
     return e;
 }
 
-cudaError_t moe__sv_prepare(int *max_dyn) {
+cudaError_t moe__sv_prepare(int *max_dyn, int *max_static) {
     int dev = 0, optin = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     *max_dyn = optin;
-#define X(f) if (e == cudaSuccess) e = sv_prep_fmt<f>(optin, max_dyn);
+    *max_static = 0;
+#define X(f) if (e == cudaSuccess) e = sv_prep_fmt<f>(optin, max_dyn, max_static);
     SV_FORMATS(X)
 #undef X
     return e;

@@ -76,6 +76,8 @@ extern "C" {
 int moe__sv_smem_bytes(const moe_sv_args *a);
 /* Launches phase a->phase of format fmt on grid (pairs or tokens, row tiles). */
 cudaError_t moe__sv_launch(int fmt, const moe_sv_args *a, dim3 grid, cudaStream_t s);
+/* Blocks of that launch that fit on an SM at once (current device; -1 on error). */
+int moe__sv_blocks_per_sm(int fmt, const moe_sv_args *a);
 /* Both phases in one cooperative launch (k_svf) of `grid` blocks: a1 phase 1,
  * a2 phase 2 (their R, SRS, pitch planned as for two launches; a1->NS is the
  * ring depth of the fused layout); gb: two zeroed counters owned by the layer
@@ -85,8 +87,9 @@ int moe__sv_fused_smem_bytes(const moe_sv_args *a1, const moe_sv_args *a2);
 cudaError_t moe__sv_fused_launch(int fmt, const moe_sv_args *a1, const moe_sv_args *a2, unsigned *gb, int grid,
                                  cudaStream_t s, int *resident);
 /* Raises the dynamic shared-memory limit of every instance to the device's
- * opt-in maximum (current device); max_dyn gets the smallest such limit. */
-cudaError_t moe__sv_prepare(int *max_dyn);
+ * opt-in maximum (current device); max_dyn gets the smallest such limit,
+ * max_static the most static shared memory of an instance. */
+cudaError_t moe__sv_prepare(int *max_dyn, int *max_static);
 #ifdef __cplusplus
 }
 #endif
