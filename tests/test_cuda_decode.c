@@ -196,7 +196,7 @@ TEST(cuda_quant_cases_stream_2launch) {
 }
 TEST(cuda_quant_cases_mma) { run_table_with("cuda-quant", "0"); }
 /* the streaming kernels' two down phases, each forced at every T: token-major
- * (one block per token, the default at T = 1) and expert-major (pair groups,
+ * (one block per token, the default at T = 1 on dense rows of I <= 1024) and expert-major (pair groups,
  * y rows and the per-row-tile combine, the default at T >= 2) */
 static void run_table_down(const char *backend, const char *downe) {
     setenv("MOE_SV_DOWNE", downe, 1);

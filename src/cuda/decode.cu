@@ -902,6 +902,12 @@ static int use_sv(const dec_impl *im, int64_t T) { return im->sv && T <= im->sv_
  * T = 2: 56 vs 73 us). */
 static int sv_down_expert(const moe_layer *L, const dec_impl *im, int64_t Tn) {
     if (im->sv_downe >= 0) return im->sv_downe;
+    /* T = 1 on dense rows of I <= 1024: token-major, whose block sums the
+     * token's slots itself (no y rows, no counter, no second pass through L2):
+     * qwen3 (I = 768) 30.3 against 31.2 us, as session 4 had it (-2%); from
+     * I = 2048 (deepseek-v3, gpt-oss, mixtral) expert-major stays 0-1.6%
+     * ahead (bench/decode/s26 run 3; the limit lies between those) */
+    if (Tn == 1 && !im->quant) return L->desc.I > 1024;
     return Tn == 1 || !im->quant || (Tn >= 8 && Tn * L->desc.K >= L->desc.E);
 }
 
