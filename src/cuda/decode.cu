@@ -163,7 +163,7 @@ typedef struct dec_impl {
     int64_t sv_chunk;            /* ... in chunks of at most this many tokens (<= MOE_SV_MAXP / K) */
     int sv_smem_block, sv_smem_sm; /* dynamic shared memory one block may take; per SM */
     int sv_smem_fixed;           /* shared memory a block takes besides its dynamic part: the runtime's reserve and the
-                                  * kernels' static variables (the most of any instance), both in 128-byte units */
+                                  * kernels' static variables (the most of any instance), each rounded up to 128 B */
     int sv_fused;                /* both phases in one cooperative launch where the grid fits (MOE_DECODE_FUSED) */
     int sv_downe;                /* MOE_SV_DOWNE: 1 expert-major down at every T, 0 token-major, -1 by T */
     int sv_dyn;                  /* MOE_SV_DYN: phase 1 split at run time: 1 at T = 3..8 (dense 2..8; default), 0 never, 2 always */

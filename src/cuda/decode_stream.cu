@@ -10,7 +10,9 @@ int moe__sv_smem_bytes(const moe_sv_args *a) {
     return total;
 }
 
-template <int F, int PH, int NT, bool QM = false> static const void *sv_one(void) { return (const void *)k_sv<F, PH, NT, QM>; }
+template <int F, int PH, int NT, bool QM = false> static const void *sv_one(void) {
+    return (const void *)k_sv<F, PH, NT, QM>;
+}
 
 /* pairs per block (a->NT, at most 8) -> the instance of capacity 1, 4 or 8 */
 template <int F, int PH> static const void *sv_nt(const moe_sv_args *a) {
