@@ -21,11 +21,12 @@
 
 /* cuda-decode's early hand-over to the grouped GEMM (host arithmetic, no GPU):
  * the five presets' bf16 shapes get the T measured on the H200 and the H100
- * (bench/decode/s10 runs 25-26): deepseek-v3 and mixtral from T = 2, gpt-oss
- * from T = 4 (not 3, where the streaming kernels win), qwen3 not below max_t. */
+ * (bench/decode/s10 runs 25-26, s27 run 4): deepseek-v3 from T = 2, gpt-oss
+ * from T = 4 (not 3, where the streaming kernels win), mixtral (E <= 4K) not
+ * at T = 2 (the streaming kernels win; from 3 by max_t), qwen3 not below max_t. */
 TEST(decode_gemm_min_t_presets) {
     static const struct { const char *name; int64_t E, K, D, I, want; } p[] = {
-        {"qwen3-30b-a3b", 128, 8, 2048, 768, INT64_MAX}, {"mixtral-8x7b", 8, 2, 4096, 14336, 2},
+        {"qwen3-30b-a3b", 128, 8, 2048, 768, INT64_MAX}, {"mixtral-8x7b", 8, 2, 4096, 14336, INT64_MAX},
         {"deepseek-v3", 256, 8, 7168, 2048, 2},          {"gpt-oss-20b", 32, 4, 2880, 2880, 4},
         {"gpt-oss-120b", 128, 4, 2880, 2880, 4},
     };
@@ -1060,16 +1061,27 @@ TEST(decode_quant_rows_plan) {
 
 TEST(decode_stream_pairs_presets) {
     /* want_qg: with the int8 kernels: on experts of 10 MB or more the K-quants 1
-     * (session 18), MXFP4 2 (session 19), the others 3; below, the K-quants, Q8_0
-     * and MXFP4 3 (sessions 17-19), the others unchanged (moe__dec_stream_pairs_qg) */
-    static const struct { const char *name; int64_t D, I; int fmt; int64_t want, want_qg; } p[] = {
-        {"gpt-oss-20b MXFP4", 2880, 2880, MOE_DF_MXFP4, 16, 2}, {"qwen3 MXFP4", 2048, 768, MOE_DF_MXFP4, 16, 3},
-        {"mixtral MXFP4", 4096, 14336, MOE_DF_MXFP4, 8, 2},     {"deepseek-v3 MXFP4", 7168, 2048, MOE_DF_MXFP4, 8, 2},
-        {"qwen3 Q4_K", 2048, 768, MOE_DF_Q4_K, 4, 3},           {"gpt-oss-20b Q8_0", 2880, 2880, MOE_DF_Q8_0, 8, 3},
-        {"qwen3 Q5_K", 2048, 768, MOE_DF_Q5_K, 8, 3},           {"mixtral Q5_K", 4096, 14336, MOE_DF_Q5_K, 8, 1},
-        {"mixtral Q8_0", 4096, 14336, MOE_DF_Q8_0, 8, 3},       {"qwen3 Q8_0", 2048, 768, MOE_DF_Q8_0, 8, 3},
-        {"mixtral Q4_K", 4096, 14336, MOE_DF_Q4_K, 4, 1},       {"qwen3 Q6_K", 2048, 768, MOE_DF_Q6_K, 8, 3},
-        {"deepseek-v3 Q6_K", 7168, 2048, MOE_DF_Q6_K, 8, 1},
+     * (session 18), MXFP4 2 (session 19), Q8_0 2, 1 from 100 MB (session 27),
+     * the others 3; below, the K-quants, Q8_0 and MXFP4 3 (sessions 17-19), the
+     * others unchanged (moe__dec_stream_pairs_qg). want_t: the streaming kernels'
+     * last T (moe__dec_stream_max_t; Q4_K on large experts to T = 6, session 27) */
+    static const struct { const char *name; int64_t D, I, E, K; int fmt; int64_t want, want_qg, want_t; } p[] = {
+        {"gpt-oss-20b MXFP4", 2880, 2880, 32, 4, MOE_DF_MXFP4, 16, 2, 16},
+        {"qwen3 MXFP4", 2048, 768, 128, 8, MOE_DF_MXFP4, 16, 3, 48},
+        {"mixtral MXFP4", 4096, 14336, 8, 2, MOE_DF_MXFP4, 8, 2, 8},
+        {"deepseek-v3 MXFP4", 7168, 2048, 256, 8, MOE_DF_MXFP4, 8, 2, 64},
+        {"qwen3 Q4_K", 2048, 768, 128, 8, MOE_DF_Q4_K, 4, 3, 48},
+        {"gpt-oss-20b Q8_0", 2880, 2880, 32, 4, MOE_DF_Q8_0, 8, 2, 16},
+        {"gpt-oss-120b Q8_0", 2880, 2880, 128, 4, MOE_DF_Q8_0, 8, 2, 64},
+        {"qwen3 Q5_K", 2048, 768, 128, 8, MOE_DF_Q5_K, 8, 3, 48},
+        {"mixtral Q5_K", 4096, 14336, 8, 2, MOE_DF_Q5_K, 8, 1, 4},
+        {"mixtral Q8_0", 4096, 14336, 8, 2, MOE_DF_Q8_0, 8, 1, 4},
+        {"deepseek-v3 Q8_0", 7168, 2048, 256, 8, MOE_DF_Q8_0, 8, 2, 64},
+        {"qwen3 Q8_0", 2048, 768, 128, 8, MOE_DF_Q8_0, 8, 3, 48},
+        {"mixtral Q4_K", 4096, 14336, 8, 2, MOE_DF_Q4_K, 4, 1, 6},
+        {"deepseek-v3 Q4_K", 7168, 2048, 256, 8, MOE_DF_Q4_K, 4, 1, 6},
+        {"qwen3 Q6_K", 2048, 768, 128, 8, MOE_DF_Q6_K, 8, 3, 48},
+        {"deepseek-v3 Q6_K", 7168, 2048, 256, 8, MOE_DF_Q6_K, 8, 1, 32},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         const moe_type t = p[i].fmt == MOE_DF_MXFP4  ? MOE_TYPE_MXFP4
@@ -1087,6 +1099,9 @@ TEST(decode_stream_pairs_presets) {
         const int64_t got_qg = moe__dec_stream_pairs_qg(p[i].fmt, eb, 1);
         CHECK_MSG(got_qg == want_qg, "%s with the int8 kernels: streams to %lld pairs, expected %lld", p[i].name,
                   (long long)got_qg, (long long)want_qg);
+        const int64_t got_t = moe__dec_stream_max_t(p[i].fmt, eb, 1, p[i].E, p[i].K);
+        CHECK_MSG(got_t == p[i].want_t, "%s with the int8 kernels: streams to T = %lld, expected %lld", p[i].name,
+                  (long long)got_t, (long long)p[i].want_t);
     }
 }
 

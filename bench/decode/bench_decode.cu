@@ -11,6 +11,7 @@
  *        build-gpu/libmoe_internal.a -lcuda -o build-gpu/bench_decode
  *   build-gpu/bench_decode [--json FILE] [--dense [--default]] [--quant] [--cross] [--only PRESET[,PRESET]] [--tokens T]
  *                          [--qtypes q4_K,q8_0,...] [--qtokens 1,2,4,8,16] [--dtokens 1,2,...] [--ctokens 4,8,...] [--no-kdec] [--no-i8]
+ *                          [--reps N] [--routings N] [--probe] [--warm-code]
  * --quant runs qwen3-30b-a3b and gpt-oss-20b, or with --only any preset (the K-quants
  * where D and I are multiples of 256), the types of --qtypes (default Q4_K, Q6_K, Q8_0, MXFP4;
  * Q4_0, Q5_K, Q3_K, Q2_K where named), at the
@@ -24,6 +25,8 @@
  * of --ctokens).
  * --default adds, for --dense and --quant, the layer a user gets without variables ("default":
  * streaming or mma kernels by T, the grouped GEMM above the hand-over).
+ * --warm-code runs, between the L2 flush and each timed forward, a forward routed to the experts the
+ * timed one does not touch (where 2 T K <= E): code, x, ids and workspace in L2, the weights not.
  * --prefill [--prefill-tokens 512,4096] [--prefill-decode] [--prefill-nodeq] times GGUF layers at
  * prefill sizes against bf16 weights: cuda-quant's prefill path forced, on the GGUF blocks
  * ("prefill-gguf") and dequantising ("prefill-dequant"; --prefill-rule adds the layer's own choice
@@ -119,6 +122,10 @@ static double read_bw;
 static int g_reps = 0;
 static char gpu[256];
 static int g_probe;
+/* --warm-code: a forward routed to other experts between the L2 flush and the timed forward (where
+ * 2 T K <= E), so that the kernels' code, x, the ids and the workspace are in L2 but the timed
+ * experts' weights are not: how much of a forward is its code and small data coming from HBM */
+static int g_warm_code;
 static void *flush_buf;
 static size_t flush_bytes;
 static unsigned *flush_sink;
@@ -191,7 +198,14 @@ static timing time_fwd1(moe_layer *L, const preset &P, int64_t T, int reps, int6
     }
     *touched = 0;
     for (int64_t e = 0; e < E; e++) *touched += hit[e];
-    void *dx, *dout, *dids, *dw, *ws = NULL;
+    std::vector<int32_t> wids;
+    if (g_warm_code && 2 * T * K <= E) { /* the experts the timed forward does not touch, each token K distinct */
+        std::vector<int32_t> cold;
+        for (int64_t e = 0; e < E; e++)
+            if (!hit[e]) cold.push_back((int32_t)e);
+        for (int64_t i = 0; i < T * K; i++) wids.push_back(cold[(size_t)i % cold.size()]);
+    }
+    void *dx, *dout, *dids, *dw, *ws = NULL, *dwids = NULL;
     size_t wsb = 0;
     if (moe_layer_workspace_size(L, T, &wsb)) { fprintf(stderr, "ws: %s\n", moe_layer_last_error(L)); exit(1); }
     CK(cudaMalloc(&dx, x.size() * 2)); CK(cudaMalloc(&dout, x.size() * 2));
@@ -200,6 +214,10 @@ static timing time_fwd1(moe_layer *L, const preset &P, int64_t T, int reps, int6
     CK(cudaMemcpy(dx, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dw, w.data(), w.size() * 4, cudaMemcpyHostToDevice));
+    if (!wids.empty()) {
+        CK(cudaMalloc(&dwids, wids.size() * 4));
+        CK(cudaMemcpy(dwids, wids.data(), wids.size() * 4, cudaMemcpyHostToDevice));
+    }
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
     std::vector<double> ts;
@@ -207,6 +225,10 @@ static timing time_fwd1(moe_layer *L, const preset &P, int64_t T, int reps, int6
     for (int r = 0; r < reps + 3; r++) {
         /* flush L2 by reading (a memset would leave dirty lines whose write-back lands in the timed forward) */
         k_sum<<<264, 512, 0, 0>>>((const uint4 *)flush_buf, (int64_t)(flush_bytes / 16), flush_sink);
+        if (dwids && moe_layer_forward(L, T, dx, (int32_t *)dwids, (float *)dw, dout, ws, wsb)) {
+            fprintf(stderr, "forward: %s\n", moe_layer_last_error(L));
+            exit(1);
+        }
         CK(cudaEventRecord(a, 0));
         moe_status s = moe_layer_forward(L, T, dx, (int32_t *)dids, (float *)dw, dout, ws, wsb);
         CK(cudaEventRecord(b, 0));
@@ -218,6 +240,7 @@ static timing time_fwd1(moe_layer *L, const preset &P, int64_t T, int reps, int6
     }
     std::sort(ts.begin(), ts.end());
     cudaFree(dx); cudaFree(dout); cudaFree(dids); cudaFree(dw); cudaFree(ws);
+    if (dwids) cudaFree(dwids);
     cudaEventDestroy(a); cudaEventDestroy(b);
     return {ts[ts.size() / 2], ts[0]};
 }
@@ -330,6 +353,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--routings") && i + 1 < argc) g_routings = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
         else if (!strcmp(argv[i], "--probe")) g_probe = 1;
+        else if (!strcmp(argv[i], "--warm-code")) g_warm_code = 1;
         else if (!strcmp(argv[i], "--prefill")) prefill = 1;
         else if (!strcmp(argv[i], "--prefill-decode")) prefill_decode = 1;
         else if (!strcmp(argv[i], "--prefill-nodeq")) prefill_nodeq = 1;

@@ -1355,14 +1355,16 @@ static void sv_init(moe_layer *L, dec_impl *im) {
      * deepseek-v3 Q8_0 2.37x / 1.68x, Q4_K T = 64 1.42x but T = 128 (4 pairs an
      * expert) 1.18x slower; qwen3 Q4_K T = 64 1.08x slower (bench/decode/s7).
      * Session 12's decoders moved Q4_K to 4, session 13's measurement Q5_K to 8
-     * (moe__dec_stream_pairs). */
-    const int64_t ppe = moe__dec_stream_pairs_qg(im->fmt1, expert_bytes(L), im->qg);
-    /* dense: T = 1, and T = 2-3 where rows of I are long (I >= 2048): on gpt-oss
+     * (moe__dec_stream_pairs); with the int8 kernels, moe__dec_stream_pairs_qg and
+     * moe__dec_stream_max_t (session 27: Q8_0 and Q4_K on large experts). */
+    /* dense: T = 1-2, and T = 3 where rows of I are long (I >= 2048): on gpt-oss
      * (I = 2880) the streaming kernels beat the mma kernels by 2-6% at T = 2-3 on an
-     * H200 and 2-10% on an H100, while on qwen3 (I = 768) the mma kernels win by
-     * 7-11% (bench/decode/s10 runs 25-26; deepseek-v3 and mixtral, the other long
-     * rows, are handed to the grouped GEMM there, moe__dec_gemm_min_t) */
-    int64_t def = dense ? (d->I >= 2048 ? 3 : 1) : ppe * d->E / d->K;
+     * H200 and 2-10% on an H100 (bench/decode/s10 runs 25-26; deepseek-v3 and
+     * mixtral, the other long rows, are handed to the grouped GEMM there,
+     * moe__dec_gemm_min_t). On qwen3 (I = 768) the mma kernels won at T = 2-3 by
+     * 7-11% then; since sessions 11-26 the streaming kernels take T = 2 (53.0
+     * against 55.6 us) but not 3 (80.8 against 76.8; bench/decode/s27 run 4) */
+    int64_t def = dense ? (d->I >= 2048 ? 3 : 2) : moe__dec_stream_max_t(im->fmt1, expert_bytes(L), im->qg, d->E, d->K);
     if (def < 1) def = 1;
     /* both launches must fit in shared memory: chunks of the largest T that does */
     if (sv_chunk(L, im, 1, NULL, NULL, NULL, NULL, NULL, 0, 1, NULL, NULL) != cudaSuccess) {

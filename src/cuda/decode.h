@@ -186,7 +186,11 @@ static inline double moe__dec_untouched(int64_t T, int64_t K, int64_t E) {
 }
 
 static inline int64_t moe__dec_gemm_min_t(int64_t E, int64_t K, double expert_bytes, int64_t max_t) {
-    for (int64_t t = 2; t <= max_t && t < 64; t++)
+    /* Not at T = 2 where experts are few (E <= 4K): session 27 (H200,
+     * bench/decode/s27 run 4, three rounds of 4 routings) found mixtral T = 2
+     * streamed in 332 us against 354 on the grouped GEMM (deepseek-v3 T = 2:
+     * 354 against 350, so it keeps T = 2); session 10 had the GEMM 1-4% ahead there */
+    for (int64_t t = E <= 4 * K ? 3 : 2; t <= max_t && t < 64; t++)
         if ((double)E * (1.0 - moe__dec_untouched(t, K, E)) * expert_bytes >= MOE_DEC_GEMM_MIN_BYTES) return t;
     return INT64_MAX;
 }
@@ -246,8 +250,32 @@ static inline int64_t moe__dec_stream_pairs_qg(int fmt, double expert_bytes, int
     const int64_t p = moe__dec_stream_pairs(fmt, expert_bytes);
     if (!qg) return p;
     const int kq = fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K || fmt == MOE_DF_Q6_K;
-    if (expert_bytes >= 10e6) return kq ? 1 : fmt == MOE_DF_MXFP4 ? 2 : p < 3 ? p : 3;
+    /* Q8_0 on experts of 10 MB or more: 2 pairs, 1 from 100 MB (session 27,
+     * H200, bench/decode/s27 runs 5-6, int8 / streaming time: mixtral's 187 MB
+     * experts 0.98 at T = 6 (1.5 pairs), 0.86 at 8, 0.67 at 10-12, 1.04 at 5;
+     * gpt-oss-20b's 26 MB 1.05 at 2 pairs (T = 16), 0.81 at 2.5; deepseek-v3's
+     * 47 MB 1.03 at 2 pairs (T = 64), 0.77 at 3; gpt-oss-120b 0.99 at 3). It was 3. */
+    if (expert_bytes >= 10e6)
+        return kq ? 1 : fmt == MOE_DF_MXFP4 ? 2 : fmt == MOE_DF_Q8_0 ? (expert_bytes >= 100e6 ? 1 : 2) : p < 3 ? p : 3;
     return kq || fmt == MOE_DF_Q8_0 || fmt == MOE_DF_MXFP4 ? 3 : p;
+}
+
+/* cuda-quant's streaming kernels take T up to this (above, the int8 kernels
+ * where qg, else the mma kernels): moe__dec_stream_pairs_qg pairs an expert,
+ * and Q4_K on experts of 10 MB or more (with the int8 kernels) to T = 6 at most
+ * (1.5 pairs an expert where that is less). Session 27 (H200, bench/decode/s27
+ * runs 5-6, int8 / streaming time): deepseek-v3's 25 MB Q4_K experts 1.19 at T
+ * = 4, 0.99 / 0.97 at T = 5 / 6, 0.83-0.91 at T = 12-32 (the rule of 1 pair
+ * streamed to T = 32); mixtral's 99 MB 1.14 at T = 5, 1.02 at 6, 0.96 at 7,
+ * 0.77 at 8 (1 pair: T = 4). Deepseek-v3's Q6_K streams ahead to T = 16
+ * (int8 1.05-1.26x), so the cap is Q4_K's alone. */
+static inline int64_t moe__dec_stream_max_t(int fmt, double expert_bytes, int qg, int64_t E, int64_t K) {
+    int64_t t = moe__dec_stream_pairs_qg(fmt, expert_bytes, qg) * E / K;
+    if (qg && fmt == MOE_DF_Q4_K && expert_bytes >= 10e6) {
+        const int64_t cap = 3 * E / (2 * K) < 6 ? 3 * E / (2 * K) : 6;
+        t = cap;
+    }
+    return t < 1 ? 1 : t;
 }
 
 /* Expert columns a streaming launch plans its grid for (rows a block = the
