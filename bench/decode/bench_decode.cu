@@ -11,7 +11,7 @@
  *        build-gpu/libmoe_internal.a -lcuda -o build-gpu/bench_decode
  *   build-gpu/bench_decode [--json FILE] [--dense [--default]] [--quant] [--cross] [--only PRESET[,PRESET]] [--tokens T]
  *                          [--qtypes q4_K,q8_0,...] [--qtokens 1,2,4,8,16] [--dtokens 1,2,...] [--ctokens 4,8,...] [--no-kdec] [--no-i8]
- *                          [--reps N] [--routings N] [--probe] [--warm-code]
+ *                          [--reps N] [--routings N] [--probe] [--warm-code] [--place N]
  * --quant runs qwen3-30b-a3b and gpt-oss-20b, or with --only any preset (the K-quants
  * where D and I are multiples of 256), the types of --qtypes (default Q4_K, Q6_K, Q8_0, MXFP4;
  * Q4_0, Q5_K, Q3_K, Q2_K where named), at the
@@ -170,7 +170,7 @@ static void bench_log(moe_log_level level, const char *msg, void *user) {
 }
 
 /* median forward time (us) of layer L at T with fresh routing; touched gets the experts used */
-static timing time_fwd1(moe_layer *L, const preset &P, int64_t T, int reps, int64_t *touched) {
+static timing time_fwd1(moe_layer *L, const preset &P, int64_t T, int reps, int64_t *touched, size_t off = 0) {
     int64_t K = P.K, E = P.E, D = P.D;
     std::vector<int32_t> ids((size_t)(T * K));
     std::vector<float> w((size_t)(T * K));
@@ -208,9 +208,12 @@ static timing time_fwd1(moe_layer *L, const preset &P, int64_t T, int reps, int6
     void *dx, *dout, *dids, *dw, *ws = NULL, *dwids = NULL;
     size_t wsb = 0;
     if (moe_layer_workspace_size(L, T, &wsb)) { fprintf(stderr, "ws: %s\n", moe_layer_last_error(L)); exit(1); }
-    CK(cudaMalloc(&dx, x.size() * 2)); CK(cudaMalloc(&dout, x.size() * 2));
-    CK(cudaMalloc(&dids, ids.size() * 4)); CK(cudaMalloc(&dw, w.size() * 4));
-    CK(cudaMalloc(&ws, wsb ? wsb : 1));
+    void *bx, *bout, *bids, *bw, *bws; /* the allocations; the buffers start off bytes in (--place) */
+    CK(cudaMalloc(&bx, x.size() * 2 + off)); CK(cudaMalloc(&bout, x.size() * 2 + off));
+    CK(cudaMalloc(&bids, ids.size() * 4 + off)); CK(cudaMalloc(&bw, w.size() * 4 + off));
+    CK(cudaMalloc(&bws, (wsb ? wsb : 1) + off));
+    dx = (char *)bx + off; dout = (char *)bout + off; dids = (char *)bids + off; dw = (char *)bw + off;
+    ws = (char *)bws + off;
     CK(cudaMemcpy(dx, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dw, w.data(), w.size() * 4, cudaMemcpyHostToDevice));
@@ -239,7 +242,7 @@ static timing time_fwd1(moe_layer *L, const preset &P, int64_t T, int reps, int6
         if (r >= 3) ts.push_back(ms * 1e3);
     }
     std::sort(ts.begin(), ts.end());
-    cudaFree(dx); cudaFree(dout); cudaFree(dids); cudaFree(dw); cudaFree(ws);
+    cudaFree(bx); cudaFree(bout); cudaFree(bids); cudaFree(bw); cudaFree(bws);
     if (dwids) cudaFree(dwids);
     cudaEventDestroy(a); cudaEventDestroy(b);
     return {ts[ts.size() / 2], ts[0]};
@@ -251,9 +254,29 @@ static timing time_fwd1(moe_layer *L, const preset &P, int64_t T, int reps, int6
  * sample of how many experts a forward touches, which decides how well a
  * launch's blocks fill the GPU. */
 static int g_routings = 1;
+/* --place N: each routing timed N times with the buffers (x, out, ids, weights of the routing,
+ * workspace) starting r (1 MB + 4 KB) into their allocations, r = 0 .. N-1, each time printed:
+ * how much a forward depends on where its small buffers fall in L2 and HBM */
+static int g_place = 0;
 static timing time_fwd(moe_layer *L, const preset &P, int64_t T, int reps, int64_t *touched) {
     timing sum = {0.0, 0.0};
     int64_t tsum = 0;
+    if (g_place > 0) {
+        const unsigned seed = (unsigned)rand();
+        std::vector<double> m;
+        for (int r = 0; r < g_place; r++) {
+            srand(seed);
+            int64_t t1 = 0;
+            m.push_back(time_fwd1(L, P, T, reps, &t1, (size_t)r * ((1u << 20) + 4096)).med);
+            tsum = t1;
+        }
+        printf("place %s T=%lld:", P.name, (long long)T);
+        for (double v : m) printf(" %.1f", v);
+        printf("\n");
+        std::sort(m.begin(), m.end());
+        *touched = tsum;
+        return {m[m.size() / 2], m[0]};
+    }
     for (int r = 0; r < g_routings; r++) {
         int64_t t1 = 0;
         const timing t = time_fwd1(L, P, T, reps, &t1);
@@ -354,6 +377,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--routings") && i + 1 < argc) g_routings = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
         else if (!strcmp(argv[i], "--probe")) g_probe = 1;
         else if (!strcmp(argv[i], "--warm-code")) g_warm_code = 1;
+        else if (!strcmp(argv[i], "--place") && i + 1 < argc) g_place = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--prefill")) prefill = 1;
         else if (!strcmp(argv[i], "--prefill-decode")) prefill_decode = 1;
         else if (!strcmp(argv[i], "--prefill-nodeq")) prefill_nodeq = 1;
