@@ -1059,6 +1059,31 @@ TEST(decode_quant_rows_plan) {
     }
 }
 
+/* The GGUF streaming down phase's form (decode.h moe__sv_down_expert_gguf, host
+ * arithmetic): expert-major at T = 1 and from T = 8 where T K >= E or the
+ * rows read again by a token-major down reach 300 MB; the first expert-major
+ * T >= 2 of each preset and format (session 27, bench/decode/s27 run 12). */
+TEST(decode_down_expert_presets) {
+    static const struct { const char *name; int64_t D, I, E, K; moe_type t; int64_t want; } p[] = {
+        {"deepseek-v3 Q8_0", 7168, 2048, 256, 8, MOE_TYPE_Q8_0, 14},
+        {"deepseek-v3 Q6_K", 7168, 2048, 256, 8, MOE_TYPE_Q6_K, 16},
+        {"deepseek-v3 MXFP4", 7168, 2048, 256, 8, MOE_TYPE_MXFP4, 20},
+        {"gpt-oss-120b Q8_0", 2880, 2880, 128, 4, MOE_TYPE_Q8_0, 27},
+        {"gpt-oss-120b MXFP4", 2880, 2880, 128, 4, MOE_TYPE_MXFP4, 32},
+        {"qwen3 Q4_K", 2048, 768, 128, 8, MOE_TYPE_Q4_K, 16},
+        {"mixtral Q4_K", 4096, 14336, 8, 2, MOE_TYPE_Q4_K, 8},
+    };
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
+        const double down = (double)p[i].D * (double)moe_type_row_bytes(p[i].t, p[i].I);
+        CHECK_MSG(moe__sv_down_expert_gguf(1, p[i].K, p[i].E, down), "%s: T = 1 is expert-major", p[i].name);
+        int64_t first = 0;
+        for (int64_t T = 2; T <= 64 && !first; T++)
+            if (moe__sv_down_expert_gguf(T, p[i].K, p[i].E, down)) first = T;
+        CHECK_MSG(first == p[i].want, "%s: expert-major from T = %lld, expected %lld", p[i].name, (long long)first,
+                  (long long)p[i].want);
+    }
+}
+
 TEST(decode_stream_pairs_presets) {
     /* want_qg: with the int8 kernels: on experts of 10 MB or more the K-quants 1
      * (session 18), MXFP4 2 (session 19), Q8_0 2, 1 from 100 MB (session 27),

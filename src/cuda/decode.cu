@@ -897,9 +897,10 @@ static int use_sv(const dec_impl *im, int64_t T) { return im->sv && T <= im->sv_
 /* Expert-major down (MOE_SV_DOWN_E) or token-major; MOE_SV_DOWNE=0/1 forces
  * one. Measured on an H200 (bench/decode/README.md, session 4): expert-major
  * is faster at T = 1 (GGUF 5-15%, dense 1-8% except qwen3, -2%), for dense
- * rows at T >= 8, and for GGUF blocks from T = 8 once T*K >= E; between,
- * the token-major down with its single cooperative launch wins (GGUF Q8_0
- * T = 2: 56 vs 73 us). */
+ * rows at T >= 8, and for GGUF blocks from T = 8 once T*K >= E or the rows a
+ * token-major down would read again come to 300 MB (session 27,
+ * moe__sv_down_expert_gguf); between, the token-major down with its single
+ * cooperative launch wins (GGUF Q8_0 T = 2: 56 vs 73 us). */
 static int sv_down_expert(const moe_layer *L, const dec_impl *im, int64_t Tn) {
     if (im->sv_downe >= 0) return im->sv_downe;
     /* T = 1 on dense rows of I <= 1024: token-major, whose block sums the
@@ -908,7 +909,9 @@ static int sv_down_expert(const moe_layer *L, const dec_impl *im, int64_t Tn) {
      * I = 2048 (deepseek-v3, gpt-oss, mixtral) expert-major stays 0-1.6%
      * ahead (bench/decode/s26 run 3; the limit lies between those) */
     if (Tn == 1 && !im->quant) return L->desc.I > 1024;
-    return Tn == 1 || !im->quant || (Tn >= 8 && Tn * L->desc.K >= L->desc.E);
+    if (!im->quant) return 1;
+    const moe_layer_desc *d = &L->desc;
+    return moe__sv_down_expert_gguf(Tn, d->K, d->E, (double)bytes_of(&L->down, d->I) * (double)d->D);
 }
 
 /* Workspace of one streaming chunk of Tn tokens: h [Tn*K, I] (mma type, f32

@@ -195,6 +195,26 @@ static inline int64_t moe__dec_gemm_min_t(int64_t E, int64_t K, double expert_by
     return INT64_MAX;
 }
 
+/* The GGUF streaming kernels' down phase is expert-major (each touched
+ * expert's rows read once, y rows and a combine) at T = 1 and from T = 8 where
+ * T K >= E; below that, token-major (each token reads its K experts' rows and
+ * sums them itself, no y), unless the rows it reads again are many: the
+ * expected pairs beyond the distinct experts, T K - E (1 - (1 - K/E)^T), times
+ * an expert's down bytes, 300 MB or more. Session 27 (H200, bench/decode/s27
+ * run 12, three rounds of 2 routings, expert-major / token-major time):
+ * deepseek-v3 T = 24 (about 660 / 860 / 430 MB read again) Q6_K / Q8_0 /
+ * MXFP4 0.865 / 0.853 / 0.893, T = 16 (340 / 440 / 220 MB) 0.962 / 0.965 /
+ * 0.995, T = 12 (200-260 MB) 1.00, T = 8 (60-115 MB) 1.02-1.08; gpt-oss-120b
+ * Q8_0 / MXFP4 T = 24 (240 / 130 MB) 1.011 / 1.038, T = 16 1.03-1.07. */
+#define MOE_SV_DOWN_AGAIN_BYTES 300e6
+static inline int moe__sv_down_expert_gguf(int64_t T, int64_t K, int64_t E, double down_bytes) {
+    if (T == 1) return 1;
+    if (T < 8) return 0;
+    if (T * K >= E) return 1;
+    const double again = (double)(T * K) - (double)E * (1.0 - moe__dec_untouched(T, K, E));
+    return again * down_bytes >= MOE_SV_DOWN_AGAIN_BYTES;
+}
+
 /* cuda-quant streams its GGUF blocks (decode_stream.cuh) up to this many pairs
  * an expert on average, the mma decode kernels above (up to the prefill path):
  * 4 for Q4_K (session 12, H200 run 9: the streaming kernels at 4 pairs an expert
