@@ -1087,25 +1087,25 @@ TEST(decode_down_expert_presets) {
 TEST(decode_stream_pairs_presets) {
     /* want_qg: with the int8 kernels: on experts of 10 MB or more the K-quants 1
      * (session 18), MXFP4 2 (session 19), Q8_0 2, 1 from 100 MB (session 27),
-     * the others 3; below, the K-quants, Q8_0 and MXFP4 3 (sessions 17-19), the
-     * others unchanged (moe__dec_stream_pairs_qg). want_t: the streaming kernels'
+     * the others 3; below, the K-quants, Q8_0 and MXFP4 2 (3 in sessions 17-26),
+     * the others unchanged (moe__dec_stream_pairs_qg). want_t: the streaming kernels'
      * last T (moe__dec_stream_max_t; Q4_K on large experts to T = 6, session 27) */
     static const struct { const char *name; int64_t D, I, E, K; int fmt; int64_t want, want_qg, want_t; } p[] = {
         {"gpt-oss-20b MXFP4", 2880, 2880, 32, 4, MOE_DF_MXFP4, 16, 2, 16},
-        {"qwen3 MXFP4", 2048, 768, 128, 8, MOE_DF_MXFP4, 16, 3, 48},
+        {"qwen3 MXFP4", 2048, 768, 128, 8, MOE_DF_MXFP4, 16, 2, 32},
         {"mixtral MXFP4", 4096, 14336, 8, 2, MOE_DF_MXFP4, 8, 2, 8},
         {"deepseek-v3 MXFP4", 7168, 2048, 256, 8, MOE_DF_MXFP4, 8, 2, 64},
-        {"qwen3 Q4_K", 2048, 768, 128, 8, MOE_DF_Q4_K, 4, 3, 48},
+        {"qwen3 Q4_K", 2048, 768, 128, 8, MOE_DF_Q4_K, 4, 2, 32},
         {"gpt-oss-20b Q8_0", 2880, 2880, 32, 4, MOE_DF_Q8_0, 8, 2, 16},
         {"gpt-oss-120b Q8_0", 2880, 2880, 128, 4, MOE_DF_Q8_0, 8, 2, 64},
-        {"qwen3 Q5_K", 2048, 768, 128, 8, MOE_DF_Q5_K, 8, 3, 48},
+        {"qwen3 Q5_K", 2048, 768, 128, 8, MOE_DF_Q5_K, 8, 2, 32},
         {"mixtral Q5_K", 4096, 14336, 8, 2, MOE_DF_Q5_K, 8, 1, 4},
         {"mixtral Q8_0", 4096, 14336, 8, 2, MOE_DF_Q8_0, 8, 1, 4},
         {"deepseek-v3 Q8_0", 7168, 2048, 256, 8, MOE_DF_Q8_0, 8, 2, 64},
-        {"qwen3 Q8_0", 2048, 768, 128, 8, MOE_DF_Q8_0, 8, 3, 48},
+        {"qwen3 Q8_0", 2048, 768, 128, 8, MOE_DF_Q8_0, 8, 2, 32},
         {"mixtral Q4_K", 4096, 14336, 8, 2, MOE_DF_Q4_K, 4, 1, 6},
         {"deepseek-v3 Q4_K", 7168, 2048, 256, 8, MOE_DF_Q4_K, 4, 1, 6},
-        {"qwen3 Q6_K", 2048, 768, 128, 8, MOE_DF_Q6_K, 8, 3, 48},
+        {"qwen3 Q6_K", 2048, 768, 128, 8, MOE_DF_Q6_K, 8, 2, 32},
         {"deepseek-v3 Q6_K", 7168, 2048, 256, 8, MOE_DF_Q6_K, 8, 1, 32},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {

@@ -265,7 +265,8 @@ static inline int64_t moe__dec_stream_pairs(int fmt, double expert_bytes) {
  * T = 12 400 vs 502 us, gpt-oss-20b T = 24 253 vs 332), at 2 they do not
  * (mixtral T = 8 361 vs 315, gpt-oss-20b T = 16 226 vs 215, gpt-oss-120b T =
  * 64 739 vs 728); on qwen3's 2.5 MB experts they lead at 4 pairs (T = 64 277
- * vs 315) and trail at 2 (T = 32 207 vs 185). */
+ * vs 315) and trail at 2 (T = 32 207 vs 185). Session 27 moved Q8_0 on large
+ * experts to 2 pairs (1 from 100 MB) and the small experts' formats to 2. */
 static inline int64_t moe__dec_stream_pairs_qg(int fmt, double expert_bytes, int qg) {
     const int64_t p = moe__dec_stream_pairs(fmt, expert_bytes);
     if (!qg) return p;
@@ -277,7 +278,10 @@ static inline int64_t moe__dec_stream_pairs_qg(int fmt, double expert_bytes, int
      * 47 MB 1.03 at 2 pairs (T = 64), 0.77 at 3; gpt-oss-120b 0.99 at 3). It was 3. */
     if (expert_bytes >= 10e6)
         return kq ? 1 : fmt == MOE_DF_MXFP4 ? 2 : fmt == MOE_DF_Q8_0 ? (expert_bytes >= 100e6 ? 1 : 2) : p < 3 ? p : 3;
-    return kq || fmt == MOE_DF_Q8_0 || fmt == MOE_DF_MXFP4 ? 3 : p;
+    /* below 10 MB 2 pairs (was 3): qwen3's 2.5-5 MB experts (session 27, run
+     * 14) int8 / streaming 1.06-1.12 at T = 24-32 (1.5-2 pairs; Q6_K 0.99 /
+     * 0.95), 0.84-0.94 at T = 40-48 (2.5-3 pairs), Q4_K, Q6_K, Q8_0, MXFP4 alike */
+    return kq || fmt == MOE_DF_Q8_0 || fmt == MOE_DF_MXFP4 ? 2 : p;
 }
 
 /* cuda-quant's streaming kernels take T up to this (above, the int8 kernels
