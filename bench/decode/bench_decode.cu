@@ -11,7 +11,7 @@
  *        build-gpu/libmoe_internal.a -lcuda -o build-gpu/bench_decode
  *   build-gpu/bench_decode [--json FILE] [--dense [--default]] [--quant] [--cross] [--only PRESET[,PRESET]] [--tokens T]
  *                          [--qtypes q4_K,q8_0,...] [--qtokens 1,2,4,8,16] [--dtokens 1,2,...] [--ctokens 4,8,...] [--no-kdec] [--no-i8]
- *                          [--reps N] [--routings N] [--probe] [--warm-code] [--place N]
+ *                          [--reps N] [--routings N] [--probe] [--warm-code] [--place N] [--describe]
  * --quant runs qwen3-30b-a3b and gpt-oss-20b, or with --only any preset (the K-quants
  * where D and I are multiples of 256), the types of --qtypes (default Q4_K, Q6_K, Q8_0, MXFP4;
  * Q4_0, Q5_K, Q3_K, Q2_K where named), at the
@@ -126,6 +126,8 @@ static int g_probe;
  * 2 T K <= E), so that the kernels' code, x, the ids and the workspace are in L2 but the timed
  * experts' weights are not: how much of a forward is its code and small data coming from HBM */
 static int g_warm_code;
+/* --describe: the layer's describe line at every T timed (else at T = 1) */
+static int g_describe;
 static void *flush_buf;
 static size_t flush_bytes;
 static unsigned *flush_sink;
@@ -344,7 +346,7 @@ static void report(const preset &P, moe_type wt, const char *variant, moe_layer 
     printf("%-14s %-6s %-14s T=%4lld  %9.1f us  %7.1f GB/s  %5.1f%% of read  (%lld experts, %.1f MB)\n", P.name,
            moe_type_name(wt), variant, (long long)T, tm.med, gbps, 100.0 * gbps / read_bw, (long long)touched,
            bytes / 1e6);
-    if (T == 1) printf("    %s\n", desc);
+    if (T == 1 || g_describe) printf("    %s\n", desc);
     else if (strstr(desc, "; at this T")) printf("    %s\n", strstr(desc, "; at this T") + 2); /* the plan at this T */
     if (jf)
         fprintf(jf,
@@ -377,6 +379,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--routings") && i + 1 < argc) g_routings = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
         else if (!strcmp(argv[i], "--probe")) g_probe = 1;
         else if (!strcmp(argv[i], "--warm-code")) g_warm_code = 1;
+        else if (!strcmp(argv[i], "--describe")) g_describe = 1;
         else if (!strcmp(argv[i], "--place") && i + 1 < argc) g_place = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--prefill")) prefill = 1;
         else if (!strcmp(argv[i], "--prefill-decode")) prefill_decode = 1;
