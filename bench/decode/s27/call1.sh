@@ -26,8 +26,8 @@ for r in 1 2; do
   done
 done
 D=$(dirname $0)
-python3 $D/ab_table.py $W/f*_two.jsonl $W/f*_one.jsonl > $W/fused_table.txt 2>&1
-python3 $D/ab_table.py $W/w*_w1.jsonl $W/w*_w2.jsonl $W/w*_w3.jsonl > $W/waves_table.txt 2>&1
+python3 $D/../s26/ab_table.py $W/f*_two.jsonl $W/f*_one.jsonl > $W/fused_table.txt 2>&1
+python3 $D/../s26/ab_table.py $W/w*_w1.jsonl $W/w*_w2.jsonl $W/w*_w3.jsonl > $W/waves_table.txt 2>&1
 grep -h "two launches\|single" $W/out_f1_one.log | head -3 > $W/fused_log.txt
 tar cJf $OUT/call1.tar.xz -C $W .
 cat $W/probe.log; cat $W/fused_log.txt; cat $W/fused_table.txt; cat $W/waves_table.txt; tail -3 $W/err.log

@@ -24,6 +24,6 @@ for r in 1 2 3; do
       --json $W/r${r}b_$v.jsonl > $W/out_r${r}b_$v.log 2>>$W/err.log
   done
 done
-python3 $(dirname $0)/ab_table.py $W/r*_old.jsonl $W/r*_new.jsonl > $W/ab_table.txt 2>&1
+python3 $(dirname $0)/../s26/ab_table.py $W/r*_old.jsonl $W/r*_new.jsonl > $W/ab_table.txt 2>&1
 tar cJf $OUT/call13.tar.xz -C $W .
 grep default $W/ab_table.txt; tail -3 $W/err.log

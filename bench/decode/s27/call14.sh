@@ -15,25 +15,6 @@ for r in 1 2; do
   timeout 150 $B $A --only deepseek-v3 --qtypes mxfp4 --qtokens 32,48,64,80,96 --json $W/r${r}_d.jsonl > $W/out_r${r}_d.log 2>>$W/err.log
   timeout 150 $B $A --only deepseek-v3 --qtypes q6_K --qtokens 24,32,40,48 --json $W/r${r}_e.jsonl > $W/out_r${r}_e.log 2>>$W/err.log
 done
-python3 - $W/r*.jsonl > $W/paths.txt <<'PY'
-import json, sys, collections
-t = collections.defaultdict(lambda: collections.defaultdict(list))
-for p in sys.argv[1:]:
-    for l in open(p):
-        if l.strip():
-            r = json.loads(l)
-            t[(r["preset"], r["wtype"], r["T"])][r["variant"]].append(r["median_us"])
-vs = ["stream", "i8", "default"]
-print("| preset | type | T | " + " | ".join(vs) + " | i8/stream | default/best |")
-print("|---|---|---|" + "---|" * (len(vs) + 2))
-for k in sorted(t):
-    m = {v: sum(x) / len(x) for v, x in t[k].items()}
-    cand = {v: m[v] for v in vs[:2] if v in m}
-    b = min(cand, key=cand.get)
-    r = m["default"] / cand[b] if "default" in m else 0
-    q = m["i8"] / m["stream"] if "i8" in m and "stream" in m else 0
-    print(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(f"{m[v]:.1f}" if v in m else "-" for v in vs) +
-          f" | {q:.3f} | {r:.3f}{' <' if r > 1.03 else ''} |")
-PY
+python3 $(dirname $0)/paths_table.py --variants stream,i8,default --ratio i8/stream $W/r*.jsonl > $W/paths.txt
 tar cJf $OUT/call14.tar.xz -C $W .
 cat $W/paths.txt; tail -3 $W/err.log

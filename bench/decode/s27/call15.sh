@@ -30,7 +30,7 @@ for r in 1 2 3; do
   done
 done
 D=$(dirname $0)
-python3 $D/ab_table.py $W/r*a_old.jsonl $W/r*a_new.jsonl > $W/ab_rule.txt 2>&1
-python3 $D/ab_table.py $W/r*_nt8.jsonl $W/r*_nt4.jsonl > $W/ab_nt4.txt 2>&1
+python3 $D/../s26/ab_table.py $W/r*a_old.jsonl $W/r*a_new.jsonl > $W/ab_rule.txt 2>&1
+python3 $D/../s26/ab_table.py $W/r*_nt8.jsonl $W/r*_nt4.jsonl > $W/ab_nt4.txt 2>&1
 tar cJf $OUT/call15.tar.xz -C $W .
 grep default $W/ab_rule.txt; cat $W/ab_nt4.txt; tail -3 $W/err.log

@@ -22,6 +22,6 @@ for r in 1 2 3; do
 done
 timeout 60 env MOE_SV_PSUM=32768 $B --quant --no-kdec --no-i8 --describe --reps 3 --only qwen3-30b-a3b --qtypes q4_K \
   --qtokens 40 > $W/desc32.log 2>&1
-python3 $(dirname $0)/ab_table.py $W/r*_p16.jsonl $W/r*_p32.jsonl $W/r*_p64.jsonl > $W/ab_table.txt 2>&1
+python3 $(dirname $0)/../s26/ab_table.py $W/r*_p16.jsonl $W/r*_p32.jsonl $W/r*_p64.jsonl > $W/ab_table.txt 2>&1
 tar cJf $OUT/call18.tar.xz -C $W .
 grep -oE "gate/up plan: [^;]*|down plan: [^;]*" $W/desc32.log; cat $W/ab_table.txt; tail -3 $W/err.log

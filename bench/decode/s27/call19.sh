@@ -21,25 +21,7 @@ for r in 1 2; do
       --qtokens 12,16,24 --json $W/r${r}e_$v.jsonl > $W/out_r${r}e_$v.log 2>>$W/err.log
   done
 done
-python3 - $W/r?_[dabc].jsonl > $W/paths.txt <<'PY'
-import json, sys, collections
-t = collections.defaultdict(lambda: collections.defaultdict(list))
-for p in sys.argv[1:]:
-    for l in open(p):
-        if l.strip():
-            r = json.loads(l)
-            t[(r["preset"], r["wtype"], r["T"])][r["variant"]].append(r["median_us"])
-vs = ["stream", "kdec", "i8", "gemm-sm90", "gemm-jit", "default"]
-print("| preset | type | T | " + " | ".join(vs) + " | default/best |")
-print("|---|---|---|" + "---|" * (len(vs) + 1))
-for k in sorted(t):
-    m = {v: sum(x) / len(x) for v, x in t[k].items()}
-    cand = {v: m[v] for v in vs[:5] if v in m}
-    b = min(cand, key=cand.get)
-    r = m["default"] / cand[b] if "default" in m else 0
-    print(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(f"{m[v]:.1f}" if v in m else "-" for v in vs) +
-          f" | {r:.3f}{' <' if r > 1.03 else ''} |")
-PY
-python3 $(dirname $0)/ab_table.py $W/r*e_old.jsonl $W/r*e_new.jsonl > $W/ab_down.txt 2>&1
+python3 $(dirname $0)/paths_table.py --variants stream,kdec,i8,gemm-sm90,gemm-jit,default $W/r?_[dabc].jsonl > $W/paths.txt
+python3 $(dirname $0)/../s26/ab_table.py $W/r*e_old.jsonl $W/r*e_new.jsonl > $W/ab_down.txt 2>&1
 tar cJf $OUT/call19.tar.xz -C $W .
 cat $W/gpu.txt; cat $W/paths.txt; grep default $W/ab_down.txt; tail -3 $W/err.log

@@ -16,6 +16,6 @@ for r in 1 2; do
       --reps 20 --routings 2 --json $W/r${r}q_$v.jsonl > $W/out_r${r}q_$v.log 2>>$W/err.log
   done
 done
-python3 $(dirname $0)/ab_table.py $W/r*_cold.jsonl $W/r*_warm.jsonl > $W/warm_table.txt 2>&1
+python3 $(dirname $0)/../s26/ab_table.py $W/r*_cold.jsonl $W/r*_warm.jsonl > $W/warm_table.txt 2>&1
 tar cJf $OUT/call2.tar.xz -C $W .
 cat $W/warm_table.txt; tail -3 $W/err.log

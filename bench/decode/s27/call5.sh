@@ -12,24 +12,6 @@ for r in 1 2; do
   timeout 280 $B --quant --default --only $P --qtypes q4_K,q6_K,q8_0,mxfp4 --qtokens 1,2,3,4,6,8,12,16 --reps 12 \
     --routings 2 --json $W/r$r.jsonl > $W/out_r$r.log 2>>$W/err.log
 done
-python3 - $W/r*.jsonl > $W/paths.txt <<'PY'
-import json, sys, collections
-t = collections.defaultdict(lambda: collections.defaultdict(list))
-for p in sys.argv[1:]:
-    for l in open(p):
-        if l.strip():
-            r = json.loads(l)
-            t[(r["preset"], r["wtype"], r["T"])][r["variant"]].append(r["median_us"])
-vs = ["stream", "kdec", "i8", "default"]
-print("| preset | type | T | " + " | ".join(vs) + " | best | default/best |")
-print("|---|---|---|" + "---|" * (len(vs) + 2))
-for k in sorted(t):
-    m = {v: sum(x) / len(x) for v, x in t[k].items()}
-    cand = {v: m[v] for v in vs[:3] if v in m}
-    b = min(cand, key=cand.get)
-    r = m["default"] / cand[b] if "default" in m else 0
-    print(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(f"{m[v]:.1f}" if v in m else "-" for v in vs) +
-          f" | {b} | {r:.3f}{' <' if r > 1.03 else ''} |")
-PY
+python3 $(dirname $0)/paths_table.py --variants stream,kdec,i8,default --best $W/r*.jsonl > $W/paths.txt
 tar cJf $OUT/call5.tar.xz -C $W .
 grep " <" $W/paths.txt; echo; tail -3 $W/err.log
