@@ -12,7 +12,6 @@ timeout 60 $B $A --only qwen3-30b-a3b --qtypes q4_K --qtokens 32,40 > $W/desc.lo
 timeout 60 $B $A --only gpt-oss-20b --qtypes q8_0 --qtokens 16,20 >> $W/desc.log 2>&1
 timeout 60 $B $A --only mixtral-8x7b --qtypes q8_0 --qtokens 8,10 >> $W/desc.log 2>&1
 grep -E "^ +cuda-quant: T = (32|40|16|20|8|10)," $W/desc.log | grep -oE "T = [0-9]+( \(in chunks of tokens\))?|gate/up plan: [^;]*|down plan: [^;]*|pairs in groups of [0-9]+" | paste - - - - - > $W/plans.txt
-sed "s#W=/tmp/w9#W=$W#; s#\$OUT/call9.tar.xz#/tmp/state17.tar.xz#" $(dirname $0)/call9.sh > $W/state.sh
-CARRY=$CARRY OUT=$W bash $W/state.sh > /dev/null 2>&1
+W=$W OUT=/tmp CARRY=$CARRY bash $(dirname $0)/call9.sh > /dev/null 2>&1   # state.txt into $W
 tar cJf $OUT/call17.tar.xz -C $W .
 cat $W/plans.txt; cat $W/state.txt

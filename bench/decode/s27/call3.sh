@@ -8,23 +8,6 @@ B=/tmp/b/bench_decode
 P=qwen3-30b-a3b,gpt-oss-20b,mixtral-8x7b,deepseek-v3,gpt-oss-120b
 timeout 250 $B --dense --default --no-kdec --only $P --reps 15 --routings 2 --json $W/dense.jsonl > $W/dense.log 2>>$W/err.log
 timeout 300 $B --quant --default --no-kdec --no-i8 --only $P --reps 15 --routings 2 --json $W/quant.jsonl > $W/quant.log 2>>$W/err.log
-python3 - $W/dense.jsonl $W/quant.jsonl > $W/state.txt <<'PY'
-import json, sys, collections
-for p in sys.argv[1:]:
-    t = collections.defaultdict(dict)
-    Ts = set()
-    for l in open(p):
-        if not l.strip(): continue
-        r = json.loads(l)
-        if r.get("variant") != "default": continue
-        t[(r["preset"], r["wtype"])][r["T"]] = r["pct_read_bw"]
-        Ts.add(r["T"])
-    Ts = sorted(Ts)
-    print("| preset | type | " + " | ".join(f"T={x}" for x in Ts) + " |")
-    print("|---|---|" + "---|" * len(Ts))
-    for k in sorted(t):
-        print(f"| {k[0]} | {k[1]} | " + " | ".join(f"{t[k][x]:.0f}%" if x in t[k] else "-" for x in Ts) + " |")
-    print()
-PY
+python3 $(dirname $0)/state_table.py $W/dense.jsonl $W/quant.jsonl > $W/state.txt
 tar cJf $OUT/call3.tar.xz -C $W .
 cat $W/state.txt; tail -3 $W/err.log

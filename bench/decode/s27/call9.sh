@@ -2,29 +2,12 @@
 # Session 27, device call 9: call 3 again on the new hand-overs (464f801): dense
 # T = 1..64 and GGUF Q4_K / Q6_K / Q8_0 / MXFP4 T = 1, 2, 4, 6, 8, 12, 16 on every preset, one round, 2 routings a point.
 #   OUT=out CARRY=build-devbin/carryNNN bash bench/decode/s27/call3.sh
-W=/tmp/w9; mkdir -p $W /tmp/b
+W=${W:-/tmp/w9}; mkdir -p $W /tmp/b
 for f in $CARRY/*.tar.xz; do xz -dc $f | tar xf - -C /tmp/b; done
 B=/tmp/b/bench_decode
 P=qwen3-30b-a3b,gpt-oss-20b,mixtral-8x7b,deepseek-v3,gpt-oss-120b
 timeout 250 $B --dense --default --no-kdec --only $P --reps 15 --routings 2 --json $W/dense.jsonl > $W/dense.log 2>>$W/err.log
 timeout 300 $B --quant --default --no-kdec --no-i8 --only $P --qtokens 1,2,4,6,8,12,16 --reps 15 --routings 2 --json $W/quant.jsonl > $W/quant.log 2>>$W/err.log
-python3 - $W/dense.jsonl $W/quant.jsonl > $W/state.txt <<'PY'
-import json, sys, collections
-for p in sys.argv[1:]:
-    t = collections.defaultdict(dict)
-    Ts = set()
-    for l in open(p):
-        if not l.strip(): continue
-        r = json.loads(l)
-        if r.get("variant") != "default": continue
-        t[(r["preset"], r["wtype"])][r["T"]] = r["pct_read_bw"]
-        Ts.add(r["T"])
-    Ts = sorted(Ts)
-    print("| preset | type | " + " | ".join(f"T={x}" for x in Ts) + " |")
-    print("|---|---|" + "---|" * len(Ts))
-    for k in sorted(t):
-        print(f"| {k[0]} | {k[1]} | " + " | ".join(f"{t[k][x]:.0f}%" if x in t[k] else "-" for x in Ts) + " |")
-    print()
-PY
+python3 $(dirname $0)/state_table.py $W/dense.jsonl $W/quant.jsonl > $W/state.txt
 tar cJf $OUT/call9.tar.xz -C $W .
 cat $W/state.txt; tail -3 $W/err.log
