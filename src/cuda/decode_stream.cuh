@@ -221,21 +221,35 @@ static __device__ __forceinline__ void sv_unit_tokens(const moe_qunit &w, const 
     }
 }
 
+/* Bytes of one 256-element block of a K-quant format. */
+template <int F> static __host__ __device__ constexpr int sv_kq_block_bytes() {
+    return F == MOE_DF_Q2_K ? 84 : F == MOE_DF_Q3_K ? 110 : F == MOE_DF_Q4_K ? 144 : F == MOE_DF_Q5_K ? 176 : 210;
+}
+
+/* Piece k of the K-quant block at bp against the staged activation rows:
+ * token j's piece at xq + 32 j, its record at xm + RB j (sv_qact_sq). */
+template <int F, int NT, int NTC>
+static __device__ __forceinline__ void sv_unit_dot_at(const uint8_t *bp, int k, const uint8_t *xq, const uint8_t *xm,
+                                                      int nt, float acc[NT]) {
+    moe_qunit w;
+    if (F == MOE_DF_Q2_K) moe_qunit_q2_k_bk(bp, 0, k, &w);
+    else if (F == MOE_DF_Q3_K) moe_qunit_q3_k_bk(bp, 0, k, &w);
+    else if (F == MOE_DF_Q4_K) moe_qunit_q4_k_bk_u(bp, 0, k, &w); /* unsigned bytes: moe_qunit_dot_kind_uq */
+    else if (F == MOE_DF_Q5_K) moe_qunit_q5_k_bk(bp, 0, k, &w);
+    else if (SV_Q6K_Z32(F, NTC)) moe_qunit_q6_k_bk_u(bp, 0, k, &w); /* zero point 32: moe_qunit_dot_z32 */
+    else moe_qunit_q6_k_bk(bp, 0, k, &w);
+    sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc);
+}
+
 /* Unit u of a GGUF row of a 256-element format (u is piece k of block blk)
  * against the staged activation rows (token j's piece at act + u * SQ + 32 j,
  * its record at meta + u * SM + RB j, sv_qact_sq). */
 template <int F, int NT, int NTC>
 static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, int blk, int k, const uint8_t *act,
                                                    const uint8_t *meta, int nrt, int nt, float acc[NT]) {
-    moe_qunit w;
-    if (F == MOE_DF_Q2_K) moe_qunit_q2_k_bk(row, blk, k, &w);
-    else if (F == MOE_DF_Q3_K) moe_qunit_q3_k_bk(row, blk, k, &w);
-    else if (F == MOE_DF_Q4_K) moe_qunit_q4_k_bk_u(row, blk, k, &w); /* unsigned bytes: moe_qunit_dot_kind_uq */
-    else if (F == MOE_DF_Q5_K) moe_qunit_q5_k_bk(row, blk, k, &w);
-    else if (SV_Q6K_Z32(F, NTC)) moe_qunit_q6_k_bk_u(row, blk, k, &w); /* zero point 32: moe_qunit_dot_z32 */
-    else moe_qunit_q6_k_bk(row, blk, k, &w);
     constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
-    sv_unit_tokens<F, NT, NTC>(w, act + u * sv_qact_sq(nrt), meta + u * (RB * (nrt | 1)), nt, acc);
+    sv_unit_dot_at<F, NT, NTC>(row + sv_kq_block_bytes<F>() * blk, k, act + u * sv_qact_sq(nrt),
+                               meta + u * (RB * (nrt | 1)), nt, acc);
 }
 
 /* Passes of up to this many tokens take MXFP4's positive and negative codes
@@ -308,10 +322,28 @@ static __device__ __forceinline__ void sv_row_dot_n(const uint8_t *row, const ui
     constexpr bool SB = F == MOE_DF_Q2_K || F == MOE_DF_Q3_K || F == MOE_DF_Q4_K || F == MOE_DF_Q5_K || F == MOE_DF_Q6_K;
     if constexpr (SB) {
         if (((ub | L) & 7) == 0) {
-            const int k0 = li & 7;
+            /* the block, activation and record pointers step by constants (the
+             * unit's offsets recomputed from the block number took ~20
+             * instructions a unit: session 28's SASS of Q6_K) */
+            constexpr int BB = sv_kq_block_bytes<F>(), RB = sv_qact_rb<sv_qdot_kind<F>()>();
+            const int k0 = li & 7, u0 = ub + li, SQ = sv_qact_sq(nrt), SM = RB * (nrt | 1);
+            const uint8_t *bp = row + BB * (u0 >> 3), *xq = act + u0 * SQ, *xm = meta + u0 * SM;
+            const int bstep = BB * (L >> 3), qstep = SQ * L, mstep = SM * L;
+            if constexpr (F == MOE_DF_Q6_K) {
+                if ((bstep & 3) == 0) { /* the lane's blocks share their alignment: offsets made once */
+                    const moe__q6k_at at = moe__q6k_at_make(bp, k0);
+                    SV_UNROLL_PRAGMA(UR)
+                    for (int u = u0; u < ue; u += L, bp += bstep, xq += qstep, xm += mstep) {
+                        moe_qunit w;
+                        moe__qunit_q6_k_at(bp, &at, !SV_Q6K_Z32(F, NTC), &w);
+                        sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc);
+                    }
+                    return;
+                }
+            }
             SV_UNROLL_PRAGMA(UR)
-            for (int b = (ub + li) >> 3; (b << 3) + k0 < ue; b += L >> 3)
-                sv_unit_dot<F, NT, NTC>(row, (b << 3) | k0, b, k0, act, meta, nrt, nt, acc);
+            for (int u = u0; u < ue; u += L, bp += bstep, xq += qstep, xm += mstep)
+                sv_unit_dot_at<F, NT, NTC>(bp, k0, xq, xm, nt, acc);
             return;
         }
         /* rows whose units do not fall in whole blocks per lane (parts of a row) */

@@ -484,11 +484,15 @@ MOE__QFN void moe_qunit_q3_k(const uint8_t *row, int u, moe_qunit *w) { moe_quni
  * bytes of the block (h[0] = d | dmin << 16, h[1..3] = scales[0..11]), as
  * moe__q4k_scale_min. */
 MOE__QFN void moe__q4k_unit_scales(const uint32_t h[4], int k, moe_qunit *w) {
-    const int sh = 8 * (k & 3);
-    const uint32_t s0 = h[1] >> sh, s1 = h[2] >> sh, s2 = h[3] >> sh;
-    const uint32_t hi = 0u - (uint32_t)(k >> 2); /* all ones for k >= 4: a select without a branch */
-    const uint32_t sc = ((s0 & 63) & ~hi) | (((s2 & 0xF) | (s0 >> 2 & 0x30)) & hi);
-    const uint32_t m = ((s1 & 63) & ~hi) | ((((s2 >> 4) & 0xF) | (s1 >> 2 & 0x30)) & hi);
+    /* one form for every k, its shifts and masks depending on k alone (made
+     * once where k is a loop constant, as in the streaming kernels): k < 4:
+     * sc = byte k of scales & 63, m = byte 4 + k & 63; k >= 4: the low (sc)
+     * or high (m) nibble of byte 8 + k - 4 and the top two bits of bytes k - 4
+     * (sc) and k (m). 4 shifts and 4 LOP3 (session 28; ~14 before) */
+    const int a = 8 * (k & 3), lo = k < 4, b = lo ? a : a + 2;
+    const uint32_t m1 = lo ? 0u : 0xFu, m2 = lo ? 63u : 0x30u;
+    const uint32_t sc = ((h[3] >> a) & m1) | ((h[1] >> b) & m2);
+    const uint32_t m = ((h[3] >> (a + 4)) & m1) | ((h[2] >> b) & m2);
     const float d = moe__qh2f(h[0] & 0xffffu), dmin = moe__qh2f(h[0] >> 16);
     w->sc[0] = w->sc[1] = d * (float)sc;
     w->mn[0] = w->mn[1] = dmin * (float)m;
@@ -541,27 +545,55 @@ MOE__QFN void moe_qunit_q5_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w
 MOE__QFN void moe_qunit_q5_k(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q5_k_bk(row, u >> 3, u & 7, w); }
 
 /* Q6_K: q = (low nibble | 2 high bits << 4) - 32, sc = d * scale (int8).
- * Per unit: 16-18 word loads (32 bytes of ql and of qh at 2-aligned
- * offsets) and 2 u16 loads, a funnel shift per word where the offset is
- * not 4-aligned. */
-MOE__QFN void moe__qunit_q6_k_bk_z(const uint8_t *row, int blk, int k, int sub, moe_qunit *w) {
-    const uint8_t *p = row + 210 * blk;
+ * Per unit: 18 word loads (32 bytes of ql and of qh at 2-aligned offsets,
+ * each from the aligned words that hold them) and 2 u16 loads, and per word
+ * two funnel shifts and two LOP3: each funnel shift both takes the word out
+ * of its aligned pair and moves the unit's field into place (the nibble
+ * s >> 1 of ql to bits 0-3 of each byte; bits 2s, 2s + 1 of qh to bits 4, 5,
+ * a shift by 2s - 4 taken from the aligned word before qh's first byte), so
+ * no shift or rotate a word remains (session 28: 16 instructions a unit
+ * fewer). */
+/* Where piece k of the Q6_K block at bp lies: the aligned words' offsets
+ * from bp (ol: ql's, oh: qh's, from the word before its first byte where the
+ * shift is to the left) and the funnel shifts. They depend on k and on bp
+ * modulo 4 only, so a loop over blocks 4-byte multiples apart makes them once
+ * (decode_stream.cuh sv_row_dot_n) and each unit loads at bp + constants. */
+typedef struct moe__q6k_at {
+    int ol, oh, offl, offh, os;
+} moe__q6k_at;
+MOE__QFN moe__q6k_at moe__q6k_at_make(const uint8_t *bp, int k) {
     const int h = k >> 2, s = k & 3;
-    const int shl = 4 * (s >> 1), shh = 2 * s - 4;
-    uint32_t ql[8], qh[8];
-    moe__qldu(p + 64 * h + 32 * (s & 1), ql, 8);
-    moe__qldu(p + 128 + 32 * h, qh, 8);
+    const int pl = 64 * h + 32 * (s & 1), ph = 128 + 32 * h;
+    const int ml = (int)(((uintptr_t)bp + pl) & 3), mh = (int)(((uintptr_t)bp + ph) & 3);
+    const int offh = 8 * mh + 2 * s + 28; /* 28 .. 58 bits from the word before ph's */
+    moe__q6k_at a;
+    a.offl = 8 * ml + 4 * (s >> 1); /* 0 .. 28 */
+    a.offh = offh & 31;
+    a.ol = pl - ml;
+    a.oh = ph - mh - 4 + 4 * (offh >> 5);
+    a.os = 192 + 2 * k;
+    return a;
+}
+MOE__QFN void moe__qunit_q6_k_at(const uint8_t *bp, const moe__q6k_at *a, int sub, moe_qunit *w) {
+    uint32_t ql[9], qh[9];
+    MOE__QWORDS_A(bp + a->ol, ql, 9);
+    MOE__QWORDS_A(bp + a->oh, qh, 9);
     MOE__QUNROLL
     for (int i = 0; i < 8; i++) {
-        const uint32_t lo = (ql[i] >> shl) & 0x0F0F0F0Fu;
-        const uint32_t hi = moe__qrotr(qh[i], shh) & 0x30303030u;
+        const uint32_t lo = moe__qshf(ql[i], ql[i + 1], a->offl) & 0x0F0F0F0Fu;
+        const uint32_t hi = moe__qshf(qh[i], qh[i + 1], a->offh) & 0x30303030u;
         w->q[i] = (int32_t)(sub ? moe__qsub32x4(lo | hi) : lo | hi);
     }
-    const uint32_t sc = moe__qld16(p + 192 + 2 * k);
-    const float d = moe__qh2f(moe__qld16(p + 208));
+    const uint32_t sc = moe__qld16(bp + a->os);
+    const float d = moe__qh2f(moe__qld16(bp + 208));
     w->sc[0] = d * (float)((int)((sc & 0xffu) ^ 0x80u) - 0x80);
     w->sc[1] = d * (float)((int)((sc >> 8) ^ 0x80u) - 0x80);
     w->mn[0] = w->mn[1] = 0.f;
+}
+MOE__QFN void moe__qunit_q6_k_bk_z(const uint8_t *row, int blk, int k, int sub, moe_qunit *w) {
+    const uint8_t *p = row + 210 * blk;
+    const moe__q6k_at a = moe__q6k_at_make(p, k);
+    moe__qunit_q6_k_at(p, &a, sub, w);
 }
 MOE__QFN void moe_qunit_q6_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w) { moe__qunit_q6_k_bk_z(row, blk, k, 1, w); }
 MOE__QFN void moe_qunit_q6_k(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q6_k_bk(row, u >> 3, u & 7, w); }
