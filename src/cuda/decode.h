@@ -286,18 +286,23 @@ static inline int64_t moe__dec_stream_pairs_qg(int fmt, double expert_bytes, int
 
 /* cuda-quant's streaming kernels take T up to this (above, the int8 kernels
  * where qg, else the mma kernels): moe__dec_stream_pairs_qg pairs an expert,
- * and Q4_K on experts of 10 MB or more (with the int8 kernels) to T = 6 at most
- * (1.5 pairs an expert where that is less). Session 27 (H200, bench/decode/s27
- * runs 5-6, int8 / streaming time): deepseek-v3's 25 MB Q4_K experts 1.19 at T
- * = 4, 0.99 / 0.97 at T = 5 / 6, 0.83-0.91 at T = 12-32 (the rule of 1 pair
- * streamed to T = 32); mixtral's 99 MB 1.14 at T = 5, 1.02 at 6, 0.96 at 7,
- * 0.77 at 8 (1 pair: T = 4). Deepseek-v3's Q6_K streams ahead to T = 16
- * (int8 1.05-1.26x), so the cap is Q4_K's alone. */
+ * and on experts of 10 MB or more (with the int8 kernels) the K-quants by
+ * fractions of a pair: Q4_K to 1.5 pairs and T = 8 at most, Q5_K to 1.25, Q6_K
+ * to 1.5. Session 27 (H200, bench/decode/s27 runs 5-6, int8 / streaming time):
+ * deepseek-v3's 25 MB Q4_K experts 1.19 at T = 4, 0.99 / 0.97 at T = 5 / 6,
+ * 0.83-0.91 at T = 12-32 (the rule of 1 pair streamed to T = 32); mixtral's 99
+ * MB 1.14 at T = 5, 1.02 at 6, 0.96 at 7, 0.77 at 8 (1 pair: T = 4). Session
+ * 28's streaming loop (s28 run 3, after run 2's 0.87-0.96x for the K-quants):
+ * Q4_K deepseek-v3 T = 8 1.015 (was the int8 kernels'), 10-16 0.93-0.96,
+ * mixtral T = 6 1.06, 7 0.97; Q5_K mixtral T = 5 1.07, 6 0.95, deepseek-v3 T =
+ * 24-40 0.99-1.01; Q6_K mixtral T = 5 / 6 / 7 1.15 / 1.04 / 0.93, deepseek-v3
+ * T = 16-48 1.07-1.20 (run 4 places the end). */
 static inline int64_t moe__dec_stream_max_t(int fmt, double expert_bytes, int qg, int64_t E, int64_t K) {
     int64_t t = moe__dec_stream_pairs_qg(fmt, expert_bytes, qg) * E / K;
-    if (qg && fmt == MOE_DF_Q4_K && expert_bytes >= 10e6) {
-        const int64_t cap = 3 * E / (2 * K) < 6 ? 3 * E / (2 * K) : 6;
-        t = cap;
+    if (qg && expert_bytes >= 10e6) {
+        if (fmt == MOE_DF_Q4_K) t = 3 * E / (2 * K) < 8 ? 3 * E / (2 * K) : 8;
+        else if (fmt == MOE_DF_Q5_K) t = 5 * E / (4 * K);
+        else if (fmt == MOE_DF_Q6_K) t = 3 * E / (2 * K);
     }
     return t < 1 ? 1 : t;
 }
