@@ -221,6 +221,12 @@ static __device__ __forceinline__ void sv_unit_tokens(const moe_qunit &w, const 
     }
 }
 
+/* Q3_K's offsets made once a row where a lane's blocks share their alignment
+ * (as Q6_K's; compile time, a measurement knob: 0 makes them every unit). */
+#ifndef MOE_SV_Q3K_AT
+#define MOE_SV_Q3K_AT 1
+#endif
+
 /* Bytes of one 256-element block of a K-quant format. */
 template <int F> static __host__ __device__ constexpr int sv_kq_block_bytes() {
     return F == MOE_DF_Q2_K ? 84 : F == MOE_DF_Q3_K ? 110 : F == MOE_DF_Q4_K ? 144 : F == MOE_DF_Q5_K ? 176 : 210;
@@ -336,6 +342,18 @@ static __device__ __forceinline__ void sv_row_dot_n(const uint8_t *row, const ui
                     for (int u = u0; u < ue; u += L, bp += bstep, xq += qstep, xm += mstep) {
                         moe_qunit w;
                         moe__qunit_q6_k_at(bp, &at, !SV_Q6K_Z32(F, NTC), &w);
+                        sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc);
+                    }
+                    return;
+                }
+            }
+            if constexpr (F == MOE_DF_Q3_K && MOE_SV_Q3K_AT) {
+                if ((bstep & 3) == 0) { /* as Q6_K */
+                    const moe__q3k_at at = moe__q3k_at_make(bp, k0);
+                    SV_UNROLL_PRAGMA(UR)
+                    for (int u = u0; u < ue; u += L, bp += bstep, xq += qstep, xm += mstep) {
+                        moe_qunit w;
+                        moe__qunit_q3_k_at(bp, k0, &at, &w);
                         sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc);
                     }
                     return;

@@ -453,30 +453,50 @@ MOE__QFN void moe_qunit_q2_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w
 MOE__QFN void moe_qunit_q2_k(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q2_k_bk(row, u >> 3, u & 7, w); }
 
 /* Q3_K: q = low 2 bits - (hmask bit clear ? 4 : 0), in [-4, 3]; sc = d *
- * (6-bit scale - 32). Per unit: 16-18 word loads (hmask and the qs piece,
- * 32 bytes each at a 2-aligned offset) and 3 u16 loads, a funnel shift per
- * word where the offset is not 4-aligned. */
-MOE__QFN void moe_qunit_q3_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w) {
-    const uint8_t *p = row + 110 * blk;
-    const int sh = 2 * (k & 3);
-    uint32_t hm[8], qs[8];
-    moe__qldu(p, hm, 8);
-    moe__qldu(p + 32 + 32 * (k >> 2), qs, 8);
+ * (6-bit scale - 32). Per unit: 18 word loads (hmask and the qs piece, 32
+ * bytes each at a 2-aligned offset, from the aligned words that hold them)
+ * and 3 u16 loads; per word two funnel shifts that also move the fields
+ * into place (qs's two bits of piece k to bits 0-1, hmask's bit k to bit 0),
+ * an AND, a multiply by 0xFF (the bytes whose bit is set to 0xFF) and a
+ * LOP3 (session 28: ~20 instructions a unit fewer). Where the pieces lie
+ * depends on k and bp modulo 4 only (moe__q3k_at, as moe__q6k_at). */
+typedef struct moe__q3k_at {
+    int oq, oh, offq, offh;
+} moe__q3k_at;
+MOE__QFN moe__q3k_at moe__q3k_at_make(const uint8_t *bp, int k) {
+    const int pq = 32 + 32 * (k >> 2);
+    const int mq = (int)(((uintptr_t)bp + pq) & 3), mh = (int)((uintptr_t)bp & 3);
+    moe__q3k_at a;
+    a.offq = 8 * mq + 2 * (k & 3); /* 0 .. 22 */
+    a.offh = 8 * mh + k;           /* 0 .. 23 */
+    a.oq = pq - mq;
+    a.oh = -mh;
+    return a;
+}
+MOE__QFN void moe__qunit_q3_k_at(const uint8_t *bp, int k, const moe__q3k_at *a, moe_qunit *w) {
+    uint32_t hm[9], qs[9];
+    MOE__QWORDS_A(bp + a->oh, hm, 9);
+    MOE__QWORDS_A(bp + a->oq, qs, 9);
     MOE__QUNROLL
     for (int i = 0; i < 8; i++) {
-        /* 0xFF in the bytes whose hmask bit k is set (moved to bit 7) */
-        const uint32_t set = moe__qsignx4(hm[i] << (7 - k));
+        /* 0xFF in the bytes whose hmask bit k is set */
+        const uint32_t set = (moe__qshf(hm[i], hm[i + 1], a->offh) & 0x01010101u) * 0xFFu;
         /* the low two bits, and 0xFC where the bit is clear: lo - 4 as int8 */
-        w->q[i] = (int32_t)moe__qmerge_not(0x03030303u, qs[i] >> sh, set);
+        w->q[i] = (int32_t)moe__qmerge_not(0x03030303u, moe__qshf(qs[i], qs[i + 1], a->offq), set);
     }
     /* Sub-blocks 2k, 2k+1: low nibbles in scales[2k % 8 + {0, 1}] (>> 4 for
      * k >= 4), top two bits in scales[8 + 2(k % 2) + {0, 1}] >> 2(k / 2). */
-    const uint32_t a = moe__qld16(p + 96 + ((2 * k) & 7)) >> (4 * (k >> 2));
-    const uint32_t b = moe__qld16(p + 104 + 2 * (k & 1)) >> (2 * (k >> 1));
-    const float d = moe__qh2f(moe__qld16(p + 108));
-    w->sc[0] = d * (float)((int)((a & 0xF) | (b & 3) << 4) - 32);
-    w->sc[1] = d * (float)((int)(((a >> 8) & 0xF) | ((b >> 8) & 3) << 4) - 32);
+    const uint32_t sa = moe__qld16(bp + 96 + ((2 * k) & 7)) >> (4 * (k >> 2));
+    const uint32_t sb = moe__qld16(bp + 104 + 2 * (k & 1)) >> (2 * (k >> 1));
+    const float d = moe__qh2f(moe__qld16(bp + 108));
+    w->sc[0] = d * (float)((int)((sa & 0xF) | (sb & 3) << 4) - 32);
+    w->sc[1] = d * (float)((int)(((sa >> 8) & 0xF) | ((sb >> 8) & 3) << 4) - 32);
     w->mn[0] = w->mn[1] = 0.f;
+}
+MOE__QFN void moe_qunit_q3_k_bk(const uint8_t *row, int blk, int k, moe_qunit *w) {
+    const uint8_t *p = row + 110 * blk;
+    const moe__q3k_at a = moe__q3k_at_make(p, k);
+    moe__qunit_q3_k_at(p, k, &a, w);
 }
 MOE__QFN void moe_qunit_q3_k(const uint8_t *row, int u, moe_qunit *w) { moe_qunit_q3_k_bk(row, u >> 3, u & 7, w); }
 
