@@ -232,6 +232,30 @@ template <int F> static __host__ __device__ constexpr int sv_kq_block_bytes() {
     return F == MOE_DF_Q2_K ? 84 : F == MOE_DF_Q3_K ? 110 : F == MOE_DF_Q4_K ? 144 : F == MOE_DF_Q5_K ? 176 : 210;
 }
 
+/* The K-quant decoders whose piece's offsets and shifts a lane makes once
+ * where its blocks share their alignment (qdot.cuh moe__q6k_at, moe__q3k_at):
+ * made from the first block bp0 and piece k, unit() decodes the block at bp. */
+template <int F, int NTC> struct sv_kq_at {
+    enum { ON = 0 };
+    __device__ __forceinline__ sv_kq_at(const uint8_t *, int) {}
+    __device__ __forceinline__ void unit(const uint8_t *, moe_qunit *) const {}
+};
+template <int NTC> struct sv_kq_at<MOE_DF_Q6_K, NTC> {
+    enum { ON = 1 };
+    moe__q6k_at a;
+    __device__ __forceinline__ sv_kq_at(const uint8_t *bp0, int k) : a(moe__q6k_at_make(bp0, k)) {}
+    __device__ __forceinline__ void unit(const uint8_t *bp, moe_qunit *w) const {
+        moe__qunit_q6_k_at(bp, &a, !SV_Q6K_Z32(MOE_DF_Q6_K, NTC), w);
+    }
+};
+template <int NTC> struct sv_kq_at<MOE_DF_Q3_K, NTC> {
+    enum { ON = MOE_SV_Q3K_AT };
+    moe__q3k_at a;
+    int k;
+    __device__ __forceinline__ sv_kq_at(const uint8_t *bp0, int k0) : a(moe__q3k_at_make(bp0, k0)), k(k0) {}
+    __device__ __forceinline__ void unit(const uint8_t *bp, moe_qunit *w) const { moe__qunit_q3_k_at(bp, k, &a, w); }
+};
+
 /* Piece k of the K-quant block at bp against the staged activation rows:
  * token j's piece at xq + 32 j, its record at xm + RB j (sv_qact_sq). */
 template <int F, int NT, int NTC>
@@ -335,25 +359,13 @@ static __device__ __forceinline__ void sv_row_dot_n(const uint8_t *row, const ui
             const int k0 = li & 7, u0 = ub + li, SQ = sv_qact_sq(nrt), SM = RB * (nrt | 1);
             const uint8_t *bp = row + BB * (u0 >> 3), *xq = act + u0 * SQ, *xm = meta + u0 * SM;
             const int bstep = BB * (L >> 3), qstep = SQ * L, mstep = SM * L;
-            if constexpr (F == MOE_DF_Q6_K) {
+            if constexpr (sv_kq_at<F, NTC>::ON) {
                 if ((bstep & 3) == 0) { /* the lane's blocks share their alignment: offsets made once */
-                    const moe__q6k_at at = moe__q6k_at_make(bp, k0);
+                    const sv_kq_at<F, NTC> at(bp, k0);
                     SV_UNROLL_PRAGMA(UR)
                     for (int u = u0; u < ue; u += L, bp += bstep, xq += qstep, xm += mstep) {
                         moe_qunit w;
-                        moe__qunit_q6_k_at(bp, &at, !SV_Q6K_Z32(F, NTC), &w);
-                        sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc);
-                    }
-                    return;
-                }
-            }
-            if constexpr (F == MOE_DF_Q3_K && MOE_SV_Q3K_AT) {
-                if ((bstep & 3) == 0) { /* as Q6_K */
-                    const moe__q3k_at at = moe__q3k_at_make(bp, k0);
-                    SV_UNROLL_PRAGMA(UR)
-                    for (int u = u0; u < ue; u += L, bp += bstep, xq += qstep, xm += mstep) {
-                        moe_qunit w;
-                        moe__qunit_q3_k_at(bp, k0, &at, &w);
+                        at.unit(bp, &w);
                         sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc);
                     }
                     return;
