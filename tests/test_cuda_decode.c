@@ -1090,7 +1090,7 @@ TEST(decode_stream_pairs_presets) {
      * the others 3; below, the K-quants, Q8_0 and MXFP4 2 (3 in sessions 17-26),
      * the others unchanged (moe__dec_stream_pairs_qg). want_t: the streaming kernels'
      * last T (moe__dec_stream_max_t; on large experts Q4_K to 1.5 pairs and T = 8,
-     * Q5_K to 1.25 pairs, Q6_K to 1.5: sessions 27-28) */
+     * Q5_K to 1.25 pairs, Q6_K to 2 (1.5 from 100 MB): sessions 27-28) */
     static const struct { const char *name; int64_t D, I, E, K; int fmt; int64_t want, want_qg, want_t; } p[] = {
         {"gpt-oss-20b MXFP4", 2880, 2880, 32, 4, MOE_DF_MXFP4, 16, 2, 16},
         {"qwen3 MXFP4", 2048, 768, 128, 8, MOE_DF_MXFP4, 16, 2, 32},
@@ -1109,7 +1109,7 @@ TEST(decode_stream_pairs_presets) {
         {"mixtral Q4_K", 4096, 14336, 8, 2, MOE_DF_Q4_K, 4, 1, 6},
         {"deepseek-v3 Q4_K", 7168, 2048, 256, 8, MOE_DF_Q4_K, 4, 1, 8},
         {"qwen3 Q6_K", 2048, 768, 128, 8, MOE_DF_Q6_K, 8, 2, 32},
-        {"deepseek-v3 Q6_K", 7168, 2048, 256, 8, MOE_DF_Q6_K, 8, 1, 48},
+        {"deepseek-v3 Q6_K", 7168, 2048, 256, 8, MOE_DF_Q6_K, 8, 1, 64},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         const moe_type t = p[i].fmt == MOE_DF_MXFP4  ? MOE_TYPE_MXFP4

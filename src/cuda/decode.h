@@ -288,7 +288,7 @@ static inline int64_t moe__dec_stream_pairs_qg(int fmt, double expert_bytes, int
  * where qg, else the mma kernels): moe__dec_stream_pairs_qg pairs an expert,
  * and on experts of 10 MB or more (with the int8 kernels) the K-quants by
  * fractions of a pair: Q4_K to 1.5 pairs and T = 8 at most, Q5_K to 1.25, Q6_K
- * to 1.5. Session 27 (H200, bench/decode/s27 runs 5-6, int8 / streaming time):
+ * to 2 (1.5 from 100 MB). Session 27 (H200, bench/decode/s27 runs 5-6, int8 / streaming time):
  * deepseek-v3's 25 MB Q4_K experts 1.19 at T = 4, 0.99 / 0.97 at T = 5 / 6,
  * 0.83-0.91 at T = 12-32 (the rule of 1 pair streamed to T = 32); mixtral's 99
  * MB 1.14 at T = 5, 1.02 at 6, 0.96 at 7, 0.77 at 8 (1 pair: T = 4). Session
@@ -296,13 +296,15 @@ static inline int64_t moe__dec_stream_pairs_qg(int fmt, double expert_bytes, int
  * Q4_K deepseek-v3 T = 8 1.015 (was the int8 kernels'), 10-16 0.93-0.96,
  * mixtral T = 6 1.06, 7 0.97; Q5_K mixtral T = 5 1.07, 6 0.95, deepseek-v3 T =
  * 24-40 0.99-1.01; Q6_K mixtral T = 5 / 6 / 7 1.15 / 1.04 / 0.93, deepseek-v3
- * T = 16-48 1.07-1.20 (run 4 places the end). */
+ * T = 16-48 1.07-1.20; run 4 (H200) and run 6 (H100): deepseek-v3's 36 MB
+ * Q6_K experts still 1.03-1.04 at T = 56 (1.75 pairs), 1.01 at 64, 0.77 at 80;
+ * mixtral's 144 MB 0.93 at T = 7 (1.75 pairs). */
 static inline int64_t moe__dec_stream_max_t(int fmt, double expert_bytes, int qg, int64_t E, int64_t K) {
     int64_t t = moe__dec_stream_pairs_qg(fmt, expert_bytes, qg) * E / K;
     if (qg && expert_bytes >= 10e6) {
         if (fmt == MOE_DF_Q4_K) t = 3 * E / (2 * K) < 8 ? 3 * E / (2 * K) : 8;
         else if (fmt == MOE_DF_Q5_K) t = 5 * E / (4 * K);
-        else if (fmt == MOE_DF_Q6_K) t = 3 * E / (2 * K);
+        else if (fmt == MOE_DF_Q6_K) t = expert_bytes < 100e6 ? 2 * E / K : 3 * E / (2 * K);
     }
     return t < 1 ? 1 : t;
 }
