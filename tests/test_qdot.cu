@@ -13,8 +13,8 @@
  *           the kernel's cheaper dot assumes), and moe_qunit_dot_kind of that
  *           shape agrees with a float64 dot of the dequantised weights and
  *           the dequantised activations: |err| <= 1e-5 * sum of |terms|.
- *   (MXFP4 in nibble order, mxfp4n: also the few-token dot moe__mxfp4_dotn_aw,
- *   bit for bit; Q4_K with unsigned bytes, q4_Ku: the signed decoder's dot.)
+ *   (MXFP4 in nibble order, mxfp4n: also the streaming kernels' dots of few
+ *   tokens, moe__mxfp4_dotn_aw and the biased moe__mxfp4_wb_aw + moe__mxfp4_dotb, bit for bit; Q4_K with unsigned bytes, q4_Ku: the signed decoder's dot.)
  *   qx      moe_qx_quantize32 equal to moe__quantize_row_q8_32 (the CPU's
  *           Q8_1-style activation blocks) bit for bit, and |x/d - q| <= 1/2.
  * With a GPU, the decoders also run in a kernel (rows in shared memory at
@@ -331,9 +331,18 @@ static void check_row(const fmt *f, const uint8_t *row, int C, const float *ref,
             moe_qx_nib_order(xn);
             if (!same_f32(moe_qunit_dot_kind(f->kind, &raw, xn, xd, s16), got) && !st->bad_dots++ && !st->bad_elems)
                 snprintf(st->first, sizeof st->first, "unit %d: the dot in nibble order differs from element order", u);
-            /* the one-token dot of the kernel (positive and negative codes apart) */
-            const moe__mxfp4_tab tab = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
+            /* the streaming kernels' dot (biased values from -64 times the activations' sum) */
+            const moe__mxfp4_tab tab = MOE__MXFP4_TAB_INIT;
             const uint8_t *p = row + 17 * u;
+            uint32_t wb[8];
+            float d;
+            moe__mxfp4_wb_aw(p - ((uintptr_t)p & 3), 8 * (int)((uintptr_t)p & 3), &tab, wb, &d);
+            int32_t xs = 0;
+            for (int k = 0; k < 32; k++) xs += q_byte(xn, k);
+            const float oneb = moe__mxfp4_dotb(wb, d, xn, xd, -MOE__MXFP4_BIAS * xs, 0.f);
+            if (!same_f32(oneb, got) && !st->bad_dots++ && !st->bad_elems)
+                snprintf(st->first, sizeof st->first, "unit %d: the biased dot %.9g differs from %.9g", u, oneb, got);
+            /* the one-token dot of the kernel (positive and negative codes apart) */
             float one = 0.f;
             moe__mxfp4_dotn_aw(p - ((uintptr_t)p & 3), 8 * (int)((uintptr_t)p & 3), &tab, 1, xn, &xd, &one);
             if (!same_f32(one, got) && !st->bad_dots++ && !st->bad_elems)
@@ -512,22 +521,25 @@ static void check_h2f(void) {
 static void check_mxfp4_table(void) {
     /* every code quadruple, through both lookups of the kernels, against
      * blocks.h: the table halves and select (moe__mxfp4_nib8_t, 4 codes in each
-     * half of a word), and the magnitudes of the positive and of the negative
-     * codes (moe__mxfp4_dotn_aw's, prmt's sign mode) */
-    long bad = 0, bad_pn = 0;
-    const moe__mxfp4_tab t = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
+     * half of a word), and the biased values of the streaming kernels
+     * (moe__mxfp4_wb_aw: B with the codes plus R with their complement, prmt's
+     * sign mode); and the scale of every e (moe__e8m0_half_f) */
+    long bad = 0, bad_b = 0, bad_e = 0;
+    const moe__mxfp4_tab t = MOE__MXFP4_TAB_INIT;
     for (uint32_t c = 0; c < 65536; c++) {
         uint32_t a, b;
         moe__mxfp4_nib8_t(c | c << 16, &t, &a, &b);
-        const uint32_t pos = moe__qprmt(t.k0, MOE__MXFP4_K1, c), neg = moe__qprmt(t.k0, MOE__MXFP4_K1, c ^ 0x8888u);
+        const uint32_t wb = moe__qprmt(t.b0, MOE__MXFP4_B1, c) + moe__qprmt(t.r0, MOE__MXFP4_R1, moe__qmad(c, t.m1, t.m1));
         for (int n = 0; n < 4; n++) {
             const int want = moe__mxfp4_kvalue((int)(c >> (4 * n)) & 15);
             bad += (int)(int8_t)(a >> (8 * n)) != want || (int)(int8_t)(b >> (8 * n)) != want;
-            bad_pn += (int)((pos >> (8 * n)) & 0xffu) - (int)((neg >> (8 * n)) & 0xffu) != want;
+            bad_b += (int)((wb >> (8 * n)) & 0xffu) - MOE__MXFP4_BIAS != want;
         }
     }
+    for (uint32_t e = 0; e < 256; e++) bad_e += moe__f32_as_u32(moe__e8m0_half_f(e)) != moe__e8m0_half_bits((uint8_t)e);
     report(!bad, "mxfp4 the lookup of all 65536 code quadruples equals moe__mxfp4_kvalue (%ld differ)", bad);
-    report(!bad_pn, "mxfp4 positive minus negative magnitudes of all 65536 code quadruples equal it (%ld differ)", bad_pn);
+    report(!bad_b, "mxfp4 the biased values of all 65536 code quadruples, less 64, equal it (%ld differ)", bad_b);
+    report(!bad_e, "mxfp4 the scale of all 256 e equals moe__e8m0_half_bits (%ld differ)", bad_e);
 }
 
 /* ---- the same decoders on a GPU ---- */

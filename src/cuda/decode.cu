@@ -996,7 +996,7 @@ static int sv_qmma_fmt(const moe_sv_args *a) {
  * ncols block columns (active experts or tokens): about one wave of blocks at
  * two (else one) per SM. Returns the blocks per SM planned for (2 or 1), 0
  * when its shared memory does not fit. */
-static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
+static int sv_plan_rb(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     a->pitch = ((a->row_bytes + 15) & ~15) + (a->dense ? 0 : 16);
     /* tuning knobs for measurements (bench/decode): stage bytes, blocks per SM, ring depth */
     static int stage_target = -1, gguf_target = SV_STAGE_GGUF, bps_max = 2, ns_max = 6, smem_cap = 1 << 30;
@@ -1090,6 +1090,35 @@ static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         }
     }
     return 0;
+}
+
+/* A positive integer knob from the environment, else def. */
+static int sv_env_int(const char *name, int def) {
+    const char *v = getenv(name);
+    return v && atoi(v) > 0 ? atoi(v) : def;
+}
+
+/* The plan, with the activation records of the format (moe_sv_args.rb).
+ * MXFP4's biased dot (decode_stream.cuh sv_row_dot32, passes of one token)
+ * reads 8-byte records, 4 bytes more an activation block and row than the
+ * scale alone: taken where passes of one token are the rule (the token-major
+ * down; else at most one pair an expert on average: mixtral T = 8, two, ran
+ * 1.009-1.020x with them, s29 runs 3-5) and the plan stays the same (blocks an
+ * SM, rows a block and a stage, ring depth). Where they do not fit, the plan
+ * changes: deepseek-v3 T = 8 and 16 went from two blocks an SM of 2 stages to
+ * one of 5 and ran 1.13-1.15x slower (run 2). */
+static int sv_plan(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
+    static int mx_rb = -1; /* MOE_SV_MXFP4_RB=4: never the larger records (a test and measurement knob) */
+    if (mx_rb < 0) mx_rb = sv_env_int("MOE_SV_MXFP4_RB", 8);
+    a->rb = a->dense ? 0 : moe__sv_rec_bytes(a->fmt);
+    const int bps = sv_plan_rb(im, a, ncols);
+    const int single = a->phase == MOE_DEC_DOWN || a->NT == 1 || (int64_t)a->T * a->K <= a->E;
+    if (bps && !a->dense && a->fmt == MOE_DF_MXFP4 && mx_rb == 8 && single) {
+        moe_sv_args b = *a;
+        b.rb = 8;
+        if (sv_plan_rb(im, &b, ncols) == bps && b.R == a->R && b.SRS == a->SRS && b.NS == a->NS) *a = b;
+    }
+    return bps;
 }
 
 /* Expert columns of one launch's plan (decode.h moe__sv_plan_cols), with
@@ -1252,11 +1281,25 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         const int64_t grid = n1 > n2 ? n1 : n2;
         moe_sv_args f1 = a1, f2 = a2;
         f1.NS = f2.NS = 0;
-        const int fixed = moe__sv_fused_smem_bytes(&f1, &f2);
         const int s1 = a1.SRS * a1.pitch, s2 = a2.SRS * a2.pitch, slot = s1 > s2 ? s1 : s2;
         int per = ((im->sv_smem_sm / 2) & ~127) - im->sv_smem_fixed;
         if (per > im->sv_smem_block) per = im->sv_smem_block;
-        int ns = (per - fixed) / slot;
+        int ns = (per - moe__sv_fused_smem_bytes(&f1, &f2)) / slot;
+        if (f1.rb != moe__sv_rec_bytes(f1.fmt) || f2.rb != moe__sv_rec_bytes(f2.fmt)) {
+            /* MXFP4's biased records (sv_plan) only where they leave the ring as deep */
+            f1.rb = moe__sv_rec_bytes(f1.fmt);
+            f2.rb = moe__sv_rec_bytes(f2.fmt);
+            const int ns4 = (per - moe__sv_fused_smem_bytes(&f1, &f2)) / slot;
+            if ((ns4 > 6 ? 6 : ns4) > (ns > 6 ? 6 : ns)) {
+                a1.rb = f1.rb;
+                a2.rb = f2.rb;
+                ns = ns4;
+            } else {
+                f1.rb = a1.rb;
+                f2.rb = a2.rb;
+            }
+        }
+        const int fixed = moe__sv_fused_smem_bytes(&f1, &f2);
         if (ns > 6) ns = 6;
         cudaError_t e = cudaErrorCooperativeLaunchTooLarge;
         int resident = -1;
@@ -1281,11 +1324,6 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     return e;
 }
 
-/* A positive integer knob from the environment, else def. */
-static int sv_env_int(const char *name, int def) {
-    const char *v = getenv(name);
-    return v && atoi(v) > 0 ? atoi(v) : def;
-}
 
 static void sv_init(moe_layer *L, dec_impl *im) {
     const moe_layer_desc *d = &L->desc;
@@ -1676,13 +1714,14 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
             for (int i = 0; i < 2 && n > strlen(buf) + 120; i++) {
                 const moe_sv_args *q = pp[i];
                 snprintf(buf + strlen(buf), n - strlen(buf),
-                         "; %s plan: %s%d rows a %s, %d a stage%s, ring of %d stages of %d B, %d block%s an SM",
+                         "; %s plan: %s%d rows a %s, %d a stage%s, ring of %d stages of %d B, %d block%s an SM%s",
                          i ? "down" : "gate/up",
                          q->phase == MOE_DEC_DOWN ? "per token, "
                          : q->dyn ? "the groups' rows split at run time over one wave of blocks, " : "",
                          q->R, q->dyn ? "job at most" : "block", q->SRS,
                          q->NC > 1 ? " (in column chunks)" : "", q->NS, q->SRS * q->pitch, q->bps,
-                         q->bps == 1 ? "" : "s");
+                         q->bps == 1 ? "" : "s",
+                         q->fmt == MOE_DF_MXFP4 && q->rb == 8 ? ", MXFP4's biased dot for passes of one token" : "");
                 /* what the device fits of that instance with this shared memory */
                 moe_cuda_dev_guard g;
                 if (moe_cuda_dev_enter(im->device, &g) == cudaSuccess) {

@@ -4,6 +4,8 @@
  */
 #include "decode_stream.cuh"
 
+int moe__sv_rec_bytes(int fmt) { return sv_qact_rb_of(fmt); }
+
 int moe__sv_smem_bytes(const moe_sv_args *a) {
     int r, q, ac, ri, total;
     sv_layout(a, &r, &q, &ac, &ri, &total);
@@ -42,7 +44,7 @@ template <int F> static void *sv_fused_pick(int ph1, int nt) {
     return nt <= 1 ? sv_fused_fn<F, MOE_DEC_UP, 1>() : sv_fused_fn<F, MOE_DEC_UP, 4>();
 }
 
-#define SV_RB_AGREES(f) static_assert(f <= MOE_DF_F16 || sv_qact_rb_of(f) == sv_qact_rb<sv_qdot_kind<f>()>(), "record bytes of " #f);
+#define SV_RB_AGREES(f) static_assert(f <= MOE_DF_F16 || sv_qact_rb_of(f) == sv_qact_rb<f>(), "record bytes of " #f);
 SV_RB_AGREES(MOE_DF_Q4_0) SV_RB_AGREES(MOE_DF_Q8_0) SV_RB_AGREES(MOE_DF_MXFP4) SV_RB_AGREES(MOE_DF_Q2_K)
 SV_RB_AGREES(MOE_DF_Q3_K) SV_RB_AGREES(MOE_DF_Q4_K) SV_RB_AGREES(MOE_DF_Q5_K) SV_RB_AGREES(MOE_DF_Q6_K)
 #undef SV_RB_AGREES

@@ -84,7 +84,10 @@ static __host__ __device__ __forceinline__ int sv_qact_bytes(int nrt, int C, int
 static __host__ __device__ constexpr int sv_qact_rb_kind(int DK) {
     return DK == MOE_QDOT_SSMM ? 16 : DK == MOE_QDOT_SM ? 8 : 4;
 }
-template <int DK> static __host__ __device__ constexpr int sv_qact_rb() { return sv_qact_rb_kind(DK); }
+/* MXFP4's records are {scale} (4) or, where the plan has room (decode.cu
+ * sv_plan: moe_sv_args.rb), {scale, -64 (s0 + s1)} (8), the start of its
+ * biased dot (qdot.cuh moe__mxfp4_dotb). */
+template <int F> static __host__ __device__ constexpr int sv_qact_rb() { return sv_qact_rb_kind(sv_qdot_kind_of(F)); }
 /* The record bytes of format fmt (MOE_DF_*) at run time (host planning,
  * layouts); spelled out rather than through sv_qdot_kind_of, whose extra
  * compares in every kernel's layout code moved the SASS of all instances;
@@ -103,7 +106,7 @@ static __host__ __device__ constexpr int sv_qact_rb_of(int fmt) {
 template <int F>
 static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, int nrt, const void *src, int type,
                                                      const int *list, int first, int nr, int mode, int K, int t, int C,
-                                                     int tid) {
+                                                     int rb, int tid) {
     constexpr bool DENSE = F <= MOE_DF_F16;
     const int per = DENSE ? C / 8 : C / 32;
     for (int idx = tid; idx < nr * per; idx += 256) {
@@ -157,14 +160,14 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
             int ss[2];
             moe_qx_quantize32(f, qq, &dd, ss);
             if (F == MOE_DF_MXFP4) moe_qx_nib_order(qq); /* the order moe_qunit_mxfp4_nib decodes in */
-            constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
+            const int RB = F == MOE_DF_MXFP4 ? rb : sv_qact_rb<F>(); /* rb: moe_sv_args.rb */
             const int sq = sv_qact_sq(nrt);
             int4 *qd = (int4 *)(dst + u * sq + 32 * i);
             qd[0] = make_int4(qq[0], qq[1], qq[2], qq[3]);
             qd[1] = make_int4(qq[4], qq[5], qq[6], qq[7]);
             uint8_t *m = dst + (C / 32) * sq + u * (RB * (nrt | 1)) + RB * i;
             if (RB == 16) *(int4 *)m = make_int4(__float_as_int(dd), ss[0] + ss[1], ss[0], ss[1]);
-            else if (RB == 8) *(int2 *)m = make_int2(__float_as_int(dd), ss[0] + ss[1]);
+            else if (RB == 8) *(int2 *)m = make_int2(__float_as_int(dd), (F == MOE_DF_MXFP4 ? -MOE__MXFP4_BIAS : 1) * (ss[0] + ss[1]));
             else *(float *)m = dd;
         }
     }
@@ -192,9 +195,9 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
  * compile-time constant (sv_row_dot dispatches on it), or 0. */
 template <int F, int NT, int NTC>
 static __device__ __forceinline__ void sv_unit_tokens(const moe_qunit &w, const uint8_t *xqb, const uint8_t *xm,
-                                                      int nt, float acc[NT]) {
+                                                      int nt, float acc[NT], int rb) {
     constexpr int DK = sv_qdot_kind<F>();
-    constexpr int RB = sv_qact_rb<DK>();
+    const int RB = F == MOE_DF_MXFP4 ? rb : sv_qact_rb<F>();
     const int4 *xq = (const int4 *)xqb;
 #pragma unroll
     for (int j = 0; j < NT; j++) {
@@ -268,7 +271,7 @@ static __device__ __forceinline__ void sv_unit_dot_at(const uint8_t *bp, int k, 
     else if (F == MOE_DF_Q5_K) moe_qunit_q5_k_bk(bp, 0, k, &w);
     else if (SV_Q6K_Z32(F, NTC)) moe_qunit_q6_k_bk_u(bp, 0, k, &w); /* zero point 32: moe_qunit_dot_z32 */
     else moe_qunit_q6_k_bk(bp, 0, k, &w);
-    sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc);
+    sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc, sv_qact_rb<F>());
 }
 
 /* Unit u of a GGUF row of a 256-element format (u is piece k of block blk)
@@ -277,15 +280,29 @@ static __device__ __forceinline__ void sv_unit_dot_at(const uint8_t *bp, int k, 
 template <int F, int NT, int NTC>
 static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, int blk, int k, const uint8_t *act,
                                                    const uint8_t *meta, int nrt, int nt, float acc[NT]) {
-    constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
+    constexpr int RB = sv_qact_rb<F>();
     sv_unit_dot_at<F, NT, NTC>(row + sv_kq_block_bytes<F>() * blk, k, act + u * sv_qact_sq(nrt),
                                meta + u * (RB * (nrt | 1)), nt, acc);
 }
 
-/* Passes of up to this many tokens take MXFP4's positive and negative codes
- * apart (moe__mxfp4_dotn_aw; compile time, a measurement knob). */
+/* MXFP4's context in the unit loops: its table words in registers
+ * (moe__mxfp4_tab_make) and its record bytes (moe_sv_args.rb). */
+struct sv_mx {
+    moe__mxfp4_tab tab;
+    int rb;
+};
+
+/* Passes of up to this many tokens take MXFP4's biased dot where the records
+ * hold its start (rb 8; qdot.cuh moe__mxfp4_wb_aw); more tokens, or records of
+ * the scale alone, passes of 1-2 tokens the positive and negative codes apart
+ * (moe__mxfp4_dotn_aw) and the rest the signed values (compile time, a
+ * measurement knob). Against those (s29 runs 3-4, one binary, MOE_SV_MXFP4_RB=4
+ * as the base): single tokens 0.87-0.98 (deepseek-v3 T = 2 / 4 0.866 / 0.959,
+ * mixtral T = 2 0.951, gpt-oss-120b T = 8 / 16 0.970 / 0.960), passes of 2
+ * even (mixtral T = 8 1.009), of 2-4 slower (gpt-oss-20b T = 16 1.029); with 5-8
+ * the 8-token instances spilled. */
 #ifndef MOE_SV_MXFP4_PN
-#define MOE_SV_MXFP4_PN 2
+#define MOE_SV_MXFP4_PN 1
 #endif
 
 /* The units u0, u0 + L, ... below ue of a row of a 32-element format (Q4_0,
@@ -297,19 +314,37 @@ static __device__ __forceinline__ void sv_unit_dot(const uint8_t *row, int u, in
 template <int F, int NT, int UR, int LC, int NTC>
 static __device__ __forceinline__ void sv_row_dot32(const uint8_t *row, const uint8_t *act, const uint8_t *meta,
                                                     int nrt, int nt, int u0, int ue, int L, float acc[NT],
-                                                    const moe__mxfp4_tab &tab) {
+                                                    const sv_mx &mx) {
     const int LS = LC ? LC : L;
     constexpr int UB = F == MOE_DF_Q8_0 ? 34 : F == MOE_DF_Q4_0 ? 18 : 17;
-    constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
+    const int RB = F == MOE_DF_MXFP4 ? mx.rb : sv_qact_rb<F>();
     const int SQ = sv_qact_sq(nrt), SM = RB * (nrt | 1);
     const uint8_t *p = row + UB * u0;
     const int sh = 8 * (int)((uintptr_t)p & 3);
     const uint8_t *a = p - ((uintptr_t)p & 3);
     const uint8_t *xq = act + u0 * SQ, *xm = meta + u0 * SM;
-    SV_UNROLL_PRAGMA(UR)
-    for (int u = u0; u < ue; u += LS, a += UB * LS, xq += SQ * LS, xm += SM * LS) {
-        if constexpr (F == MOE_DF_MXFP4 && NTC >= 1 && NTC <= MOE_SV_MXFP4_PN) {
-            /* few tokens: positive and negative codes apart (qdot.cuh moe__mxfp4_dotn_aw) */
+    if constexpr (F == MOE_DF_MXFP4 && NTC >= 1 && NTC <= MOE_SV_MXFP4_PN) {
+        if (mx.rb == 8) { /* the biased values from the records' start (qdot.cuh moe__mxfp4_wb_aw) */
+            SV_UNROLL_PRAGMA(UR)
+            for (int u = u0; u < ue; u += LS, a += UB * LS, xq += SQ * LS, xm += SM * LS) {
+                uint32_t w[8];
+                float d;
+                moe__mxfp4_wb_aw(a, sh, &mx.tab, w, &d);
+#pragma unroll
+                for (int j = 0; j < NTC; j++) {
+                    const int4 q0 = ((const int4 *)xq)[2 * j], q1 = ((const int4 *)xq)[2 * j + 1];
+                    const int32_t xv[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+                    const int2 r = *(const int2 *)(xm + 8 * j);
+                    acc[j] = moe__mxfp4_dotb(w, d, xv, __int_as_float(r.x), r.y, acc[j]);
+                }
+            }
+            return;
+        }
+    }
+    if constexpr (F == MOE_DF_MXFP4 && NTC >= 1 && NTC <= 2) {
+        /* records of the scale alone: positive and negative codes apart (qdot.cuh moe__mxfp4_dotn_aw) */
+        SV_UNROLL_PRAGMA(UR)
+        for (int u = u0; u < ue; u += LS, a += UB * LS, xq += SQ * LS, xm += SM * LS) {
             int32_t xv[8 * NTC];
             float xd[NTC];
 #pragma unroll
@@ -319,14 +354,17 @@ static __device__ __forceinline__ void sv_row_dot32(const uint8_t *row, const ui
                 xv[8 * j + 4] = q1.x; xv[8 * j + 5] = q1.y; xv[8 * j + 6] = q1.z; xv[8 * j + 7] = q1.w;
                 xd[j] = *(const float *)(xm + RB * j);
             }
-            moe__mxfp4_dotn_aw(a, sh, &tab, NTC, xv, xd, acc);
-            continue;
+            moe__mxfp4_dotn_aw(a, sh, &mx.tab, NTC, xv, xd, acc);
         }
-        moe_qunit w;
-        if (F == MOE_DF_Q4_0) moe__qunit_q4_0_aw(a, sh, &w);
-        else if (F == MOE_DF_Q8_0) moe__qunit_q8_0_aw(a, sh, &w);
-        else moe__qunit_mxfp4_nib_aw(a, sh, &tab, &w); /* activations staged in nibble order */
-        sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc);
+    } else {
+        SV_UNROLL_PRAGMA(UR)
+        for (int u = u0; u < ue; u += LS, a += UB * LS, xq += SQ * LS, xm += SM * LS) {
+            moe_qunit w;
+            if (F == MOE_DF_Q4_0) moe__qunit_q4_0_aw(a, sh, &w);
+            else if (F == MOE_DF_Q8_0) moe__qunit_q8_0_aw(a, sh, &w);
+            else moe__qunit_mxfp4_nib_aw(a, sh, &mx.tab, &w); /* activations staged in nibble order */
+            sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc, RB);
+        }
     }
 }
 
@@ -344,7 +382,7 @@ static __device__ __forceinline__ void sv_row_dot32(const uint8_t *row, const ui
 template <int F, int NT, int UR, int NTC>
 static __device__ __forceinline__ void sv_row_dot_n(const uint8_t *row, const uint8_t *act, const uint8_t *meta,
                                                     int nrt, int nt, int ub, int ue, int li, int L, float acc[NT],
-                                                    const moe__mxfp4_tab &tab) {
+                                                    const sv_mx &mx) {
     /* 256-element blocks (8 units): where the lane's units are L apart with
      * L and ub multiples of 8, each is sub-block k0 of its block, so the
      * decoder's shifts and offsets that depend on the sub-block alone are
@@ -355,7 +393,7 @@ static __device__ __forceinline__ void sv_row_dot_n(const uint8_t *row, const ui
             /* the block, activation and record pointers step by constants (the
              * unit's offsets recomputed from the block number took ~20
              * instructions a unit: session 28's SASS of Q6_K) */
-            constexpr int BB = sv_kq_block_bytes<F>(), RB = sv_qact_rb<sv_qdot_kind<F>()>();
+            constexpr int BB = sv_kq_block_bytes<F>(), RB = sv_qact_rb<F>();
             const int k0 = li & 7, u0 = ub + li, SQ = sv_qact_sq(nrt), SM = RB * (nrt | 1);
             const uint8_t *bp = row + BB * (u0 >> 3), *xq = act + u0 * SQ, *xm = meta + u0 * SM;
             const int bstep = BB * (L >> 3), qstep = SQ * L, mstep = SM * L;
@@ -366,7 +404,7 @@ static __device__ __forceinline__ void sv_row_dot_n(const uint8_t *row, const ui
                     for (int u = u0; u < ue; u += L, bp += bstep, xq += qstep, xm += mstep) {
                         moe_qunit w;
                         at.unit(bp, &w);
-                        sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc);
+                        sv_unit_tokens<F, NT, NTC>(w, xq, xm, nt, acc, sv_qact_rb<F>());
                     }
                     return;
                 }
@@ -381,8 +419,8 @@ static __device__ __forceinline__ void sv_row_dot_n(const uint8_t *row, const ui
         for (int u = ub + li; u < ue; u += L) sv_unit_dot<F, NT, NTC>(row, u, u >> 3, u & 7, act, meta, nrt, nt, acc);
     } else {
         /* a constant stride where a warp takes the row (gpt-oss-20b Q8_0: 6% slower with L, s6 run 3) */
-        if (L == 32) sv_row_dot32<F, NT, UR, 32, NTC>(row, act, meta, nrt, nt, ub + li, ue, L, acc, tab);
-        else sv_row_dot32<F, NT, UR, 0, NTC>(row, act, meta, nrt, nt, ub + li, ue, L, acc, tab);
+        if (L == 32) sv_row_dot32<F, NT, UR, 32, NTC>(row, act, meta, nrt, nt, ub + li, ue, L, acc, mx);
+        else sv_row_dot32<F, NT, UR, 0, NTC>(row, act, meta, nrt, nt, ub + li, ue, L, acc, mx);
     }
 }
 
@@ -394,11 +432,11 @@ static __device__ __forceinline__ void sv_row_dot_n(const uint8_t *row, const ui
 template <int F, int NT, int UR>
 static __device__ __forceinline__ void sv_row_dot(const uint8_t *row, const uint8_t *act, const uint8_t *meta, int nrt,
                                                   int nt, int ub, int ue, int li, int L, float acc[NT],
-                                                  const moe__mxfp4_tab &tab) {
+                                                  const sv_mx &mx) {
     static_assert(NT >= 1 && NT <= 8, "passes of 1 to 8 tokens");
 #define SV_NT_CASE(c)                                                                                           \
     case c:                                                                                                     \
-        if constexpr (c <= NT) sv_row_dot_n<F, NT, UR, c>(row, act, meta, nrt, nt, ub, ue, li, L, acc, tab);   \
+        if constexpr (c <= NT) sv_row_dot_n<F, NT, UR, c>(row, act, meta, nrt, nt, ub, ue, li, L, acc, mx);    \
         break;
     switch (NT == 1 ? 1 : nt) {
         SV_NT_CASE(1)
@@ -556,7 +594,7 @@ static __host__ __device__ __forceinline__ int sv_red_count(const moe_sv_args *a
 }
 static __host__ __device__ __forceinline__ int sv_act_bytes(const moe_sv_args *a) {
     const int nrt = a->phase == MOE_DEC_DOWN ? a->K : a->NT;
-    return a->dense ? nrt * sv_dense_act_stride(a->C) : sv_qact_bytes(nrt, a->C, sv_qact_rb_of(a->fmt));
+    return a->dense ? nrt * sv_dense_act_stride(a->C) : sv_qact_bytes(nrt, a->C, a->rb);
 }
 
 /* Shared-memory layout of one block of k_sv: barriers, the pair / slot list,
@@ -898,15 +936,15 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
         for (int ri = tid; ri < nrows; ri += 256) dk_store_out(a.out, a.out_type, (int64_t)j.t2 * a.N + r0 + ri, 0.f);
         return;
     }
-    if (DOWN) sv_stage_acts<F>(acts, astride, nrt, a.h, HT, j.list, 0, n, 1, K, j.t2, C, tid);
+    if (DOWN) sv_stage_acts<F>(acts, astride, nrt, a.h, HT, j.list, 0, n, 1, K, j.t2, C, a.rb, tid);
     for (int pass = 0; pass < j.npass; pass++) {
         const int nt = DOWN ? 1 : min(NT, n - pass * NT);
         /* an mma takes 8 tokens whatever nt is; below a.qmma tokens dp4a is cheaper */
         const bool qmma = qmma_on && nt >= a.qmma;
         if (!DOWN) {
             if (pass) sv_consumer_sync(); /* the previous pass is done with acts and red */
-            if (DOWNE) sv_stage_acts<F>(acts, astride, nrt, a.h, HT, j.list, pass * NT, nt, 2, K, 0, C, tid);
-            else sv_stage_acts<F>(acts, astride, nrt, a.x, a.x_type, j.list, pass * NT, nt, 0, K, 0, C, tid);
+            if (DOWNE) sv_stage_acts<F>(acts, astride, nrt, a.h, HT, j.list, pass * NT, nt, 2, K, 0, C, a.rb, tid);
+            else sv_stage_acts<F>(acts, astride, nrt, a.x, a.x_type, j.list, pass * NT, nt, 0, K, 0, C, a.rb, tid);
         }
         sv_consumer_sync();
         float macc[4] = {0.f, 0.f, 0.f, 0.f};
@@ -963,15 +1001,15 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
                 for (int q = 0; q < NT; q++) acc[q] = 0.f;
                 /* MXFP4's table words in registers for the unit loop (a shuffle of the
                  * whole warp, before the branch; moe__mxfp4_tab_make) */
-                const moe__mxfp4_tab tab = F == MOE_DF_MXFP4 ? moe__mxfp4_tab_make() : moe__mxfp4_tab{0u, 0u, 0u};
+                const sv_mx mx = {F == MOE_DF_MXFP4 ? moe__mxfp4_tab_make() : moe__mxfp4_tab{0u, 0u, 0u, 0u, 0u, 0u}, a.rb};
                 if (valid) {
                     const uintptr_t ad = (uintptr_t)(wrow0 + (int64_t)ri * sn);
                     const uint8_t *row = st + gi * a.pitch + (ad & 15);
-                    constexpr int RB = sv_qact_rb<sv_qdot_kind<F>()>();
+                    const int RB = F == MOE_DF_MXFP4 ? a.rb : sv_qact_rb<F>();
                     const uint8_t *meta = acts + (C / 32) * sv_qact_sq(nrt);
                     constexpr int UR = NT == 1 && !DOWN && F != MOE_DF_MXFP4 ? MOE_SV_UNROLL1 : 1;
-                    if (DOWN) sv_row_dot<F, NT, UR>(row, acts + 32 * kk, meta + RB * kk, nrt, 1, gub, gue, gli, gL, acc, tab);
-                    else sv_row_dot<F, NT, UR>(row, acts, meta, nrt, nt, gub, gue, gli, gL, acc, tab);
+                    if (DOWN) sv_row_dot<F, NT, UR>(row, acts + 32 * kk, meta + RB * kk, nrt, 1, gub, gue, gli, gL, acc, mx);
+                    else sv_row_dot<F, NT, UR>(row, acts, meta, nrt, nt, gub, gue, gli, gL, acc, mx);
                 }
                 sv_group_sum_n<NT>(acc, DOWN ? 1 : nt, gL); /* every lane: the shuffles take the whole warp */
                 if (valid && gli == 0) {

@@ -54,6 +54,8 @@ typedef struct moe_sv_args {
     int ncnt;
     int pdl;                  /* phase 2 launched with programmatic dependent launch */
     int fmt;                  /* the weights' format (MOE_DF_*) */
+    int rb;                   /* GGUF: bytes of an activation block's record (sv_qact_rb_of; MXFP4 8 where the plan has
+                               * room for its biased dot's start, else 4: decode.cu sv_plan) */
     int qmma;                 /* Q8_0/Q4_0 rows x 8 tokens on int8 tensor cores for passes of at least qmma tokens
                                * (0: never; sv_plan: needs NT 8, SRS >= 8) */
     int bps;                  /* blocks an SM the plan is for (host only: describe) */
@@ -74,6 +76,9 @@ extern "C" {
 #endif
 /* Shared-memory bytes of one block of a launch with these arguments. */
 int moe__sv_smem_bytes(const moe_sv_args *a);
+/* Bytes of a GGUF activation block's record for format fmt (MOE_DF_*) as the
+ * kernels stage it by default (moe_sv_args.rb; MXFP4 may take 8: decode.cu sv_plan). */
+int moe__sv_rec_bytes(int fmt);
 /* Launches phase a->phase of format fmt on grid (pairs or tokens, row tiles). */
 cudaError_t moe__sv_launch(int fmt, const moe_sv_args *a, dim3 grid, cudaStream_t s);
 /* Blocks of that launch that fit on an SM at once (current device; -1 on error). */

@@ -288,6 +288,14 @@ MOE__QFN void moe_qunit_q8_0(const uint8_t *row, int u, moe_qunit *w) {
 #define MOE__MXFP4_K1 0x0C080604u /* codes 4-7:   4  6  8 12 */
 #define MOE__MXFP4_K2 0xFDFEFF00u /* codes 8-11:  0 -1 -2 -3 */
 #define MOE__MXFP4_K3 0xF4F8FAFCu /* codes 12-15: -4 -6 -8 -12 */
+/* The same values plus 64 as uint8 (moe__mxfp4_wb_aw): the positive codes'
+ * by prmt with the code (B), the negative codes' by prmt with its complement
+ * ~c = 15 - c, whose bits 0-2 count the magnitudes down (R). */
+#define MOE__MXFP4_B0 0x43424140u /* codes 0-3:    64 + 0 1 2 3 */
+#define MOE__MXFP4_B1 0x4C484644u /* codes 4-7:    64 + 4 6 8 12 */
+#define MOE__MXFP4_R0 0x3C3A3834u /* codes 15-12:  64 - 12 8 6 4 */
+#define MOE__MXFP4_R1 0x403F3E3Du /* codes 11-8:   64 - 3 2 1 0 */
+#define MOE__MXFP4_BIAS 64
 
 /* ---- MXFP4 in nibble order ----
  * A unit's dot product is a sum, so its elements may be taken in any order
@@ -304,7 +312,7 @@ MOE__QFN void moe_qunit_q8_0(const uint8_t *row, int u, moe_qunit *w) {
  * (s >> 4n) & 7 of y:x, or, where bit 3 of that selector nibble is set, that
  * byte's sign replicated (0x00 or 0xFF). __byte_perm masks the selector's
  * nibbles to 3 bits first; the MXFP4 lookups use the sign mode
- * (moe__mxfp4_dotn_aw) or clear bit 3 themselves (moe__mxfp4_nib8_t). */
+ * (moe__mxfp4_dotn_aw, moe__mxfp4_wb_aw) or clear bit 3 themselves (moe__mxfp4_nib8_t). */
 MOE__QFN uint32_t moe__qprmt(uint32_t x, uint32_t y, uint32_t s) {
 #ifdef __CUDA_ARCH__
     uint32_t r;
@@ -332,13 +340,19 @@ MOE__QFN uint32_t moe__qprmt(uint32_t x, uint32_t y, uint32_t s) {
 typedef struct moe__mxfp4_tab {
     uint32_t k0, k2; /* MOE__MXFP4_K0, MOE__MXFP4_K2 */
     uint32_t sb;     /* 0x32103210: the selectors' byte numbers */
+    uint32_t b0, r0; /* MOE__MXFP4_B0, MOE__MXFP4_R0 (moe__mxfp4_wb_aw) */
+    uint32_t m1;     /* 0xffffffff: ~c as an IMAD, c m1 + m1 (moe__mxfp4_wb_aw) */
 } moe__mxfp4_tab;
+#define MOE__MXFP4_TAB_INIT {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u, MOE__MXFP4_B0, MOE__MXFP4_R0, 0xffffffffu}
 MOE__QFN moe__mxfp4_tab moe__mxfp4_tab_make(void) {
-    moe__mxfp4_tab t = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
+    moe__mxfp4_tab t = MOE__MXFP4_TAB_INIT;
 #ifdef __CUDA_ARCH__
     t.k0 = __shfl_sync(0xffffffffu, t.k0, 0);
     t.k2 = __shfl_sync(0xffffffffu, t.k2, 0);
     t.sb = __shfl_sync(0xffffffffu, t.sb, 0);
+    t.b0 = __shfl_sync(0xffffffffu, t.b0, 0);
+    t.r0 = __shfl_sync(0xffffffffu, t.r0, 0);
+    t.m1 = __shfl_sync(0xffffffffu, t.m1, 0);
 #endif
     return t;
 }
@@ -372,9 +386,18 @@ MOE__QFN void moe__qunit_mxfp4_nib_aw(const uint8_t *a, int sh, const moe__mxfp4
     w->mn[0] = w->mn[1] = 0.f;
 }
 MOE__QFN void moe_qunit_mxfp4_nib(const uint8_t *row, int u, moe_qunit *w) {
-    const moe__mxfp4_tab t = {MOE__MXFP4_K0, MOE__MXFP4_K2, 0x32103210u};
+    const moe__mxfp4_tab t = MOE__MXFP4_TAB_INIT;
     const uint8_t *p = row + 17 * u;
     moe__qunit_mxfp4_nib_aw(p - ((uintptr_t)p & 3), 8 * (int)((uintptr_t)p & 3), &t, w);
+}
+
+/* MXFP4's scale 2^(e-128) (moe__e8m0_half_bits, subnormal for e < 2) for e
+ * in [0, 255]: the larger of (e - 1) << 23 (negative for e = 0) and 0x200000
+ * << (e & 1), 4 instructions (an IMAD, an AND, a shift, a max) against 7 for
+ * the select. */
+MOE__QFN float moe__e8m0_half_f(uint32_t e) {
+    const int nrm = (int)(e * 0x800000u) - 0x800000, sub = 0x200000 << (e & 1u);
+    return moe__qu2f((uint32_t)(nrm > sub ? nrm : sub));
 }
 
 /* One MXFP4 unit (the _aw form's a and sh) against n tokens' activation
@@ -412,6 +435,51 @@ MOE__QFN void moe__mxfp4_dotn_aw(const uint8_t *a, int sh, const moe__mxfp4_tab 
         }
         acc[j] += xd[j] * (d * (float)(sp - sn));
     }
+}
+
+/* a b + c (an IMAD, on the FMA pipe, where b is not a constant ptxas sees) */
+MOE__QFN uint32_t moe__qmad(uint32_t a, uint32_t b, uint32_t c) { return a * b + c; }
+
+/* One MXFP4 unit (the _aw form's a and sh) as 32 biased values, 64 + v as
+ * unsigned bytes in nibble order (w[i]: the codes of word i / 2 of qs, low
+ * half then high), and its scale *d = 2^(e-128). Each value is made by two
+ * prmt in the sign mode (bit 3 of a selector nibble replicates the sign of
+ * the table byte, and every table byte is below 128): with the code c, table
+ * B gives the positive codes' 64 + v and 0 for the negative ones; with ~c
+ * (bit 3 flipped, bits 0-2 counted down), table R the negative codes' 64 + v
+ * and 0 for the positive ones; their sum has no carries (one of the two is
+ * 0). Per word of 8 codes: 4 PRMT, 2 adds, the high half's shift and two
+ * complements as IMADs (the unit loops wait on the ALU pipe: session 29),
+ * against 11 ALU instructions for the signed table halves and their select
+ * (moe__mxfp4_nib8_t). Against a token's activations (nibble order), dp4a
+ * from -64 times their sum gives the integer dot (moe__mxfp4_dotb). */
+MOE__QFN void moe__mxfp4_wb_aw(const uint8_t *a, int sh, const moe__mxfp4_tab *t, uint32_t w[8], float *d) {
+    uint32_t v[5];
+    MOE__QWORDS_A(a, v, 5);
+    *d = moe__e8m0_half_f(moe__qprmt(v[0], 0u, 0x4440u | (uint32_t)sh >> 3)); /* byte sh / 8: e */
+    MOE__QUNROLL
+    for (int i = 0; i < 4; i++) {
+        const uint32_t c = moe__qshf(v[i], v[i + 1], 8 + sh), ch = c >> 16;
+        const uint32_t nc = moe__qmad(c, t->m1, t->m1), nch = moe__qmad(ch, t->m1, t->m1); /* ~c, ~ch */
+        w[2 * i] = moe__qprmt(t->b0, MOE__MXFP4_B1, c) + moe__qprmt(t->r0, MOE__MXFP4_R1, nc);
+        w[2 * i + 1] = moe__qprmt(t->b0, MOE__MXFP4_B1, ch) + moe__qprmt(t->r0, MOE__MXFP4_R1, nch);
+    }
+}
+
+/* acc += xd (d S): S the integer dot of moe__mxfp4_wb_aw's biased values w
+ * and a token's activations xq (nibble order), from xc = -64 times their sum;
+ * bit for bit moe_qunit_dot_kind(MOE_QDOT_S) of moe__qunit_mxfp4_nib_aw's
+ * unit. Two chains of 4 dp4a, not one of 8, for the dp4a latency (session 29
+ * runs 3-4: single tokens within 1% either way; passes of 2-4 tokens 1-2%
+ * slower than the positive and negative codes apart with either). */
+MOE__QFN float moe__mxfp4_dotb(const uint32_t w[8], float d, const int32_t *xq, float xd, int32_t xc, float acc) {
+    int s0 = xc, s1 = 0;
+    MOE__QUNROLL
+    for (int i = 0; i < 4; i++) {
+        s0 = moe__dp4a_us(w[2 * i], xq[2 * i], s0);
+        s1 = moe__dp4a_us(w[2 * i + 1], xq[2 * i + 1], s1);
+    }
+    return acc + xd * (d * (float)(s0 + s1));
 }
 
 /* Activation block q (element order, moe_qx_quantize32) to nibble order in
