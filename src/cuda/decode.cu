@@ -1286,11 +1286,14 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         if (per > im->sv_smem_block) per = im->sv_smem_block;
         int ns = (per - moe__sv_fused_smem_bytes(&f1, &f2)) / slot;
         if (f1.rb != moe__sv_rec_bytes(f1.fmt) || f2.rb != moe__sv_rec_bytes(f2.fmt)) {
-            /* MXFP4's biased records (sv_plan) only where they leave the ring as deep */
+            /* MXFP4's biased records (sv_plan) only where they leave the ring as deep
+             * (MOE_SV_MXFP4_FUSED_RB=1: wherever it keeps 2 stages; a measurement knob) */
+            static int keep8 = -1;
+            if (keep8 < 0) keep8 = sv_env_int("MOE_SV_MXFP4_FUSED_RB", 0) == 1;
             f1.rb = moe__sv_rec_bytes(f1.fmt);
             f2.rb = moe__sv_rec_bytes(f2.fmt);
             const int ns4 = (per - moe__sv_fused_smem_bytes(&f1, &f2)) / slot;
-            if ((ns4 > 6 ? 6 : ns4) > (ns > 6 ? 6 : ns)) {
+            if ((ns4 > 6 ? 6 : ns4) > (ns > 6 ? 6 : ns) && !(keep8 && ns >= 2)) {
                 a1.rb = f1.rb;
                 a2.rb = f2.rb;
                 ns = ns4;
