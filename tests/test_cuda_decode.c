@@ -375,6 +375,72 @@ static int stream_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int6
     return ok;
 }
 
+/* h quantised once by the gate/up launch (decode_stream.cuh sv_hq_quantise;
+ * MOE_SV_HQ=2: at every T, not by the layer's rule) against every down block
+ * quantising the f32 rows it stages (MOE_SV_HQ=0, the form before): the same
+ * integers and scales, so the same output, bit for bit; the check is that
+ * the two layers' errors against the reference are the same double. The
+ * rule (decode.cu sv_use_hq) must take T = 2, and T = 1 only from K I =
+ * 16384. Rows of 2-8 a job (every block of 32 shared by several
+ * jobs: the counters), 32-row jobs (whole blocks) and the run-time split's
+ * boundaries (T = 3-8); both down forms (token-major at T = 1, expert-major
+ * from T = 5 with 16 experts); down in another format than gate/up (MXFP4's
+ * nibble order is made in the down launch). */
+TEST(cuda_quant_stream_hq) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    const char *was = getenv("MOE_SV_HQ");
+    char saved[16] = "";
+    if (was) snprintf(saved, sizeof saved, "%s", was);
+    unsetenv("MOE_SV_HQ");
+    static const struct { int64_t T, I, K; int want; } rule[] = {{2, 512, 2, 1}, {1, 512, 2, 0}, {1, 2048, 8, 1}};
+    for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+        char desc[4096] = "";
+        CHECK(stream_describe(ctx, MOE_TYPE_Q4_K, rule[i].T, 8, 256, rule[i].I, rule[i].K, desc, sizeof desc));
+        CHECK_MSG((strstr(desc, "h quantised once") != NULL) == rule[i].want, "q4_K T=%lld I=%lld K=%lld: %s",
+                  (long long)rule[i].T, (long long)rule[i].I, (long long)rule[i].K, desc);
+    }
+    moe_ctx_free(ctx);
+    ctx = cuda_ctx();
+    static const struct { moe_type g, d; } ty[] = {{MOE_TYPE_Q8_0, MOE_TYPE_Q8_0}, {MOE_TYPE_Q4_K, MOE_TYPE_Q4_K},
+                                                   {MOE_TYPE_MXFP4, MOE_TYPE_MXFP4}, {MOE_TYPE_Q6_K, MOE_TYPE_Q6_K},
+                                                   {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K}, {MOE_TYPE_Q8_0, MOE_TYPE_MXFP4}};
+    static const struct { int64_t E, D, I, K; } sh[] = {{16, 256, 512, 2}, {4, 512, 2048, 4}, {8, 256, 1280, 2}};
+    static const int64_t Ts[] = {1, 2, 3, 5, 8, 16};
+    setenv("MOE_DECODE_STREAM", "1", 1);
+    setenv("MOE_DECODE_MAX_T", "-1", 1);
+    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+    int runs = 0;
+    for (size_t i = 0; i < sizeof ty / sizeof ty[0] && !moe_test_failed(); i++)
+        for (size_t k = 0; k < sizeof sh / sizeof sh[0] && !moe_test_failed(); k++)
+            for (size_t t = 0; t < sizeof Ts / sizeof Ts[0] && !moe_test_failed(); t++) {
+                moe_case c = {"hq", Ts[t], sh[k].E, sh[k].D, sh[k].I, sh[k].K, MOE_ACT_SWIGLU, MOE_GATE_UP_CONCAT,
+                              1, ty[i].g, MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
+                char msg[1024];
+                double err[2] = {-1.0, -2.0};
+                moe_case_result r[2];
+                for (int f = 0; f < 2; f++) {
+                    setenv("MOE_SV_HQ", f ? "2" : "0", 1);
+                    r[f] = moe_case_run_down(&c, ty[i].d, ctx, "cuda-quant", moe_test_seed() + 977u * t + k, &err[f],
+                                             msg, sizeof msg);
+                    unsetenv("MOE_SV_HQ");
+                    CHECK_MSG(r[f] == MOE_CASE_PASS, "%s/%s T=%lld E=%lld D=%lld I=%lld (MOE_SV_HQ %s): %s",
+                              moe_type_name(ty[i].g), moe_type_name(ty[i].d), (long long)c.T, (long long)c.E,
+                              (long long)c.D, (long long)c.I, f ? "2" : "0", msg);
+                }
+                CHECK_MSG(err[0] == err[1], "%s/%s T=%lld E=%lld D=%lld I=%lld: error %.17g with h quantised once, "
+                          "%.17g without: the outputs differ", moe_type_name(ty[i].g), moe_type_name(ty[i].d),
+                          (long long)c.T, (long long)c.E, (long long)c.D, (long long)c.I, err[1], err[0]);
+                runs++;
+            }
+    unsetenv("MOE_DECODE_STREAM");
+    unsetenv("MOE_DECODE_MAX_T");
+    unsetenv("MOE_QUANT_PREFILL_T");
+    if (was) setenv("MOE_SV_HQ", saved, 1);
+    moe_ctx_free(ctx);
+    CHECK(runs > 0);
+}
+
 /* The streaming launches' plans fit as many blocks an SM as they count on
  * (describe adds "(but N fit)" where the device fits fewer with the planned
  * shared memory; the planner once left 64 bytes for the static variables,

@@ -175,6 +175,9 @@ typedef struct dec_impl {
     double sv_plan_sd;           /* MOE_SV_PLAN_SD: standard deviations added to the plan at T <= 4 */
     int sv_plan;                 /* MOE_SV_PLAN: grids by 1 expected pair groups, 0 min(T*K, E), -1 by T */
     unsigned *sv_gbar;           /* its grid-barrier counters (device, zeroed) */
+    unsigned *sv_hqcnt;          /* GGUF: phase 1's counters of h's shared blocks (moe_sv_args.hq_cnt; device, zeroed),
+                                  * NULL: every phase 2 block quantises h itself (MOE_SV_HQ=0) */
+    int sv_hq_all;               /* MOE_SV_HQ=2: h quantised by phase 1 at every T (sv_use_hq) */
     int sv_fused_logged;         /* the first fall-back to two launches was logged */
     char sv_why[160];            /* why they do not, for describe */
     moe_layer *qp;               /* cuda-quant prefill: the grouped GEMM layer on dequantised weights, or NULL ... */
@@ -330,6 +333,7 @@ static void dec_fini(moe_layer *L) {
     int entered = moe_cuda_dev_enter(im->device, &g) == cudaSuccess;
     for (int i = 0; i < im->n_owned; i++) cudaFree(im->owned[i]);
     if (im->sv_gbar) cudaFree(im->sv_gbar);
+    if (im->sv_hqcnt) cudaFree(im->sv_hqcnt);
     if (im->qf) {
         im->qf->backend->fini(im->qf);
         free(im->qf);
@@ -914,12 +918,34 @@ static int sv_down_expert(const moe_layer *L, const dec_impl *im, int64_t Tn) {
     return moe__sv_down_expert_gguf(Tn, d->K, d->E, (double)bytes_of(&L->down, d->I) * (double)d->D);
 }
 
+/* GGUF: does phase 1 quantise h for phase 2 (moe_sv_args.hq) at Tn tokens?
+ * Against every down block quantising the f32 rows it stages (MOE_SV_HQ=0),
+ * H200, bench/decode/s30 run 2, the default layer, three rounds of 2
+ * routings, Q8_0 / Q4_K / Q6_K / MXFP4: T = 2 0.92-0.98 (qwen3 Q8_0 1.00), T
+ * = 3-4 0.95-0.99, T = 8-16 0.98-1.01. At T = 1 each down block stages the
+ * token's K slots of I and phase 1's blocks of 32 shared by two jobs cost
+ * their tail a round trip to L2 and back: mixtral (K I = 28672) 0.96-0.98,
+ * deepseek-v3 (16384) 0.99-1.00, gpt-oss (11520) 1.00-1.02, qwen3 (6144)
+ * 1.05-1.06; so T = 1 only from K I = 16384. */
+static int sv_use_hq(const moe_layer *L, const dec_impl *im, int64_t Tn) {
+    if (!im->quant || !im->sv_hqcnt) return 0;
+    return im->sv_hq_all || Tn >= 2 || L->desc.K * L->desc.I >= 16384;
+}
+
 /* Workspace of one streaming chunk of Tn tokens: h [Tn*K, I] (mma type, f32
- * for GGUF), then for the expert-major down y [Tn*K, D] f32 and one counter
- * per (token, row tile) (at most D row tiles). */
-static size_t sv_ws_layout(const moe_layer *L, const dec_impl *im, int64_t Tn, size_t *y_off, size_t *cnt_off) {
+ * for GGUF), for GGUF where phase 1 quantises h (im->sv_hqcnt) its blocks
+ * [Tn*K, I] int8 and their 16-byte records [Tn*K, I / 32] (moe_sv_args.hq),
+ * then for the expert-major down y [Tn*K, D] f32 and one counter per (token,
+ * row tile) (at most D row tiles). */
+static size_t sv_ws_layout(const moe_layer *L, const dec_impl *im, int64_t Tn, size_t *y_off, size_t *cnt_off,
+                           size_t *hq_off) {
     const moe_layer_desc *d = &L->desc;
     size_t o = al256((size_t)(Tn * d->K * d->I) * (im->quant ? 4 : 2));
+    *hq_off = 0;
+    if (sv_use_hq(L, im, Tn)) {
+        *hq_off = o;
+        o = al256(o + (size_t)(Tn * d->K * d->I) + (size_t)(Tn * d->K * (d->I / 32)) * 16);
+    }
     *y_off = *cnt_off = 0;
     if (sv_down_expert(L, im, Tn)) {
         *y_off = o;
@@ -934,10 +960,10 @@ static size_t sv_ws_layout(const moe_layer *L, const dec_impl *im, int64_t Tn, s
  * phase differs and needs more (y where the long chunks have none). */
 static size_t sv_workspace(const moe_layer *L, const dec_impl *im, int64_t T) {
     const int64_t chunk = im->sv_chunk, rem = T % chunk;
-    size_t yo, co;
-    size_t n = sv_ws_layout(L, im, T < chunk ? T : chunk, &yo, &co);
+    size_t yo, co, ho;
+    size_t n = sv_ws_layout(L, im, T < chunk ? T : chunk, &yo, &co, &ho);
     if (T > chunk && rem) {
-        const size_t r = sv_ws_layout(L, im, rem, &yo, &co);
+        const size_t r = sv_ws_layout(L, im, rem, &yo, &co, &ho);
         if (r > n) n = r;
     }
     return n;
@@ -1201,8 +1227,8 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     a1.hout = hbuf;
 
     const int emaj = sv_down_expert(L, im, Tn);
-    size_t y_off, cnt_off;
-    sv_ws_layout(L, im, Tn, &y_off, &cnt_off);
+    size_t y_off, cnt_off, hq_off;
+    sv_ws_layout(L, im, Tn, &y_off, &cnt_off, &hq_off);
     moe_sv_args a2 = a;
     a2.fmt = im->fmt2;
     a2.phase = emaj ? MOE_SV_DOWN_E : MOE_DEC_DOWN;
@@ -1217,6 +1243,11 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     a2.h = hbuf;
     a2.out = out; a2.out_type = d->act_type;
     a2.pdl = im->pdl;
+    if (hbuf && sv_use_hq(L, im, Tn)) { /* h quantised once, by phase 1 (decode_stream.cuh sv_hq_quantise) */
+        a1.hq = a2.hq = (uint8_t *)hbuf + hq_off;
+        a1.hq_rec = a2.hq_rec = TK * d->I;
+        a1.hq_cnt = im->sv_hqcnt;
+    }
     if (emaj) {
         a2.y = hbuf ? (float *)((char *)hbuf + y_off) : NULL;
         a2.cnt = hbuf ? (unsigned *)((char *)hbuf + cnt_off) : NULL;
@@ -1431,6 +1462,18 @@ static void sv_init(moe_layer *L, dec_impl *im) {
             cudaMemset(im->sv_gbar, 0, 2 * sizeof(unsigned)) != cudaSuccess) {
             cudaGetLastError();
             im->sv_fused = 0;
+        }
+    }
+    /* GGUF: phase 1 quantises h once (MOE_SV_HQ=0: every phase 2 block quantises the f32 rows it stages, as
+     * before session 30); its counters for the blocks of 32 rows that two jobs share, zeroed once here */
+    const char *hq = getenv("MOE_SV_HQ");
+    im->sv_hq_all = hq && hq[0] == '2';
+    if (!dense && !(hq && hq[0] == '0')) {
+        const size_t bytes = sizeof(unsigned) * (size_t)MOE_SV_MAXP * (size_t)(d->I / 32);
+        if (cudaMalloc((void **)&im->sv_hqcnt, bytes) != cudaSuccess || cudaMemset(im->sv_hqcnt, 0, bytes) != cudaSuccess) {
+            cudaGetLastError();
+            if (im->sv_hqcnt) cudaFree(im->sv_hqcnt);
+            im->sv_hqcnt = NULL;
         }
     }
     im->sv = 1;
@@ -1710,8 +1753,8 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
             char how[96];
             if (p1.qmma) snprintf(how, sizeof how, "int8 mma for passes of %d+ tokens, dp4a below", p1.qmma);
             else snprintf(how, sizeof how, "%s", im->quant ? "dp4a" : "mma.sync");
-            snprintf(buf + strlen(buf), n - strlen(buf), "; at this T gate/up takes pairs in groups of %d, %s", p1.NT,
-                     how);
+            snprintf(buf + strlen(buf), n - strlen(buf), "; at this T gate/up takes pairs in groups of %d, %s%s", p1.NT,
+                     how, sv_use_hq(L, im, Tn) ? ", h quantised once by the gate/up launch" : "");
             /* the planner's choices for both launches, as the forward makes them */
             const moe_sv_args *pp[2] = {&p1, &p2};
             for (int i = 0; i < 2 && n > strlen(buf) + 120; i++) {

@@ -106,7 +106,7 @@ static __host__ __device__ constexpr int sv_qact_rb_of(int fmt) {
 template <int F>
 static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, int nrt, const void *src, int type,
                                                      const int *list, int first, int nr, int mode, int K, int t, int C,
-                                                     int rb, int tid) {
+                                                     int rb, int tid, const uint8_t *hq = nullptr, int64_t hq_rec = 0) {
     constexpr bool DENSE = F <= MOE_DF_F16;
     const int per = DENSE ? C / 8 : C / 32;
     for (int idx = tid; idx < nr * per; idx += 256) {
@@ -126,6 +126,23 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
                                dk_pack<MT>(f[6], f[7]));
             }
             *(uint4 *)(d + 16 * c) = v;
+        } else if (hq && mode != 0) { /* h's blocks quantised by phase 1: a copy */
+            const int u = c;
+            const uint4 *gq = (const uint4 *)(hq + (size_t)row * C + 32 * u);
+            const uint4 q0 = __ldcg(gq), q1 = __ldcg(gq + 1); /* L2: k_svf's phase 1 wrote them in this launch */
+            const int4 rc = __ldcg((const int4 *)(hq + hq_rec + ((size_t)row * (C / 32) + u) * 16));
+            int32_t qq[8] = {(int32_t)q0.x, (int32_t)q0.y, (int32_t)q0.z, (int32_t)q0.w,
+                             (int32_t)q1.x, (int32_t)q1.y, (int32_t)q1.z, (int32_t)q1.w};
+            if (F == MOE_DF_MXFP4) moe_qx_nib_order(qq);
+            const int RB = F == MOE_DF_MXFP4 ? rb : sv_qact_rb<F>();
+            const int sq = sv_qact_sq(nrt);
+            int4 *qd = (int4 *)(dst + u * sq + 32 * i);
+            qd[0] = make_int4(qq[0], qq[1], qq[2], qq[3]);
+            qd[1] = make_int4(qq[4], qq[5], qq[6], qq[7]);
+            uint8_t *m = dst + (C / 32) * sq + u * (RB * (nrt | 1)) + RB * i;
+            if (RB == 16) *(int4 *)m = make_int4(rc.x, rc.y + rc.z, rc.y, rc.z);
+            else if (RB == 8) *(int2 *)m = make_int2(rc.x, (F == MOE_DF_MXFP4 ? -MOE__MXFP4_BIAS : 1) * (rc.y + rc.z));
+            else *(int *)m = rc.x;
         } else {
             const int u = c;
             float f[32];
@@ -913,6 +930,57 @@ static __device__ __forceinline__ void sv_combine_tile(const moe_sv_args &a, con
     }
 }
 
+/* Phase 1 of GGUF layers: the job's h values (token q of the pass, row r0 +
+ * ri at red[ri * rstride + q]) quantised in 32-element blocks, a warp a
+ * (token, block) and a lane an element, bit for bit as moe_qx_quantize32 (the
+ * same float operations; the max and the half sums by warp reductions), into
+ * a.hq for phase 2 to copy instead of every phase 2 block quantising the
+ * f32 rows it stages. A block that the job's rows hold whole is done from
+ * shared memory; one that other jobs share (row tiles are not multiples of
+ * 32 rows: qwen3's 24, mixtral's 112) goes through the f32 h rows: each job
+ * writes its part, counts its rows on the block's counter (a.hq_cnt), and
+ * the job whose rows complete the 32 quantises it and zeroes the counter. */
+static __device__ __forceinline__ void sv_hq_quantise(const moe_sv_args &a, const sv_job &j, const int *pairs, int nt,
+                                                      const float *red, int rstride, int warp, int lane) {
+    const int N = a.N, r0 = j.r0, r1 = j.r0 + j.nrows, nb = N >> 5;
+    const int b0 = r0 >> 5, nbk = ((r1 - 1) >> 5) - b0 + 1;
+    for (int w = warp; w < nt * nbk; w += 8) {
+        const int q = w / nbk, b = b0 + (w - q * nbk), r = 32 * b + lane;
+        const int64_t pair = pairs[q];
+        const bool mine = r >= r0 && r < r1;
+        float x = mine ? red[(r - r0) * rstride + q] : 0.f;
+        if (32 * b < r0 || 32 * b + 32 > r1) { /* shared with another job */
+            float *hp = (float *)a.hout + pair * N + r;
+            if (mine) __stcg(hp, x);
+            __syncwarp();
+            __threadfence();
+            const unsigned n = __popc(__ballot_sync(0xffffffffu, mine));
+            unsigned *cnt = a.hq_cnt + pair * nb + b, old = 0;
+            if (lane == 0) old = atomicAdd(cnt, n);
+            old = __shfl_sync(0xffffffffu, old, 0);
+            if (old + n != 32) continue; /* the last job to count quantises it */
+            __threadfence();
+            if (!mine) x = __ldcg(hp);
+            if (lane == 0) *cnt = 0u;
+        }
+        const uint32_t amax = __reduce_max_sync(0xffffffffu, __float_as_uint(x) & 0x7fffffffu);
+        float dd;
+        int v;
+        if (amax >= 0x7f800000u) { /* Inf or NaN in the block: d = NaN, q = 0 */
+            dd = __uint_as_float(0x7fc00000u);
+            v = 0;
+        } else {
+            dd = __uint_as_float(amax) / 127.f;
+            const float id = dd != 0.f ? 1.f / dd : 0.f;
+            v = (int)roundf(fminf(fmaxf(x * id, -127.f), 127.f));
+        }
+        const int s0 = __reduce_add_sync(0xffffffffu, (unsigned)(lane < 16 ? v : 0));
+        const int s1 = __reduce_add_sync(0xffffffffu, (unsigned)(lane < 16 ? 0 : v));
+        a.hq[pair * N + r] = (uint8_t)v;
+        if (lane == 0) *(int4 *)(a.hq + a.hq_rec + (pair * nb + b) * 16) = make_int4(__float_as_int(dd), s0, s1, 0);
+    }
+}
+
 /* Consumers (the 8 warps): job j's activations, stages and epilogue. Phase 2
  * expects h to be visible (the caller waits for it). */
 template <int F, int PH, int NT, bool QM>
@@ -936,14 +1004,14 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
         for (int ri = tid; ri < nrows; ri += 256) dk_store_out(a.out, a.out_type, (int64_t)j.t2 * a.N + r0 + ri, 0.f);
         return;
     }
-    if (DOWN) sv_stage_acts<F>(acts, astride, nrt, a.h, HT, j.list, 0, n, 1, K, j.t2, C, a.rb, tid);
+    if (DOWN) sv_stage_acts<F>(acts, astride, nrt, a.h, HT, j.list, 0, n, 1, K, j.t2, C, a.rb, tid, a.hq, a.hq_rec);
     for (int pass = 0; pass < j.npass; pass++) {
         const int nt = DOWN ? 1 : min(NT, n - pass * NT);
         /* an mma takes 8 tokens whatever nt is; below a.qmma tokens dp4a is cheaper */
         const bool qmma = qmma_on && nt >= a.qmma;
         if (!DOWN) {
             if (pass) sv_consumer_sync(); /* the previous pass is done with acts and red */
-            if (DOWNE) sv_stage_acts<F>(acts, astride, nrt, a.h, HT, j.list, pass * NT, nt, 2, K, 0, C, a.rb, tid);
+            if (DOWNE) sv_stage_acts<F>(acts, astride, nrt, a.h, HT, j.list, pass * NT, nt, 2, K, 0, C, a.rb, tid, a.hq, a.hq_rec);
             else sv_stage_acts<F>(acts, astride, nrt, a.x, a.x_type, j.list, pass * NT, nt, 0, K, 0, C, a.rb, tid);
         }
         sv_consumer_sync();
@@ -1094,10 +1162,18 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
                     uv = v[0] + (a.b0 ? dk_bias(a.b0, a.b0_type, (int64_t)j.e1 * a.b0_se + (int64_t)r * a.b0_sn) : 0.f);
                 }
                 const float hv = dk_act(a.act, gv, uv, a.alpha, a.limit);
+                if (!DENSE && a.hq) { /* for sv_hq_quantise, in the partial sum this thread alone read */
+                    red[ri * G * P * NT + q] = hv;
+                    continue;
+                }
                 const int64_t hi = (int64_t)j.list[pass * NT + q] * a.N + r;
                 if constexpr (F == MOE_DF_F16) ((__half *)a.hout)[hi] = __float2half_rn(hv);
                 else if constexpr (F == MOE_DF_BF16) ((__nv_bfloat16 *)a.hout)[hi] = __float2bfloat16_rn(hv);
                 else ((float *)a.hout)[hi] = hv;
+            }
+            if (!DENSE && !DOWNE && a.hq) {
+                sv_consumer_sync();
+                sv_hq_quantise(a, j, j.list + pass * NT, nt, red, G * P * NT, warp, lane);
             }
         }
     }

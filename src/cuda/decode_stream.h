@@ -59,6 +59,14 @@ typedef struct moe_sv_args {
     int qmma;                 /* Q8_0/Q4_0 rows x 8 tokens on int8 tensor cores for passes of at least qmma tokens
                                * (0: never; sv_plan: needs NT 8, SRS >= 8) */
     int bps;                  /* blocks an SM the plan is for (host only: describe) */
+    /* GGUF: h quantised once, by phase 1 (NULL: every phase 2 block quantises the f32 h rows it stages). Its
+     * 32-element blocks as int8 [T*K, I] in element order at hq, their records {d, s0, s1, 0} (moe_qx_quantize32's
+     * scale and half sums; 16 bytes) [T*K, I / 32] at hq + hq_rec. Phase 1 writes them, phase 2 stages from them. */
+    uint8_t *hq;
+    int64_t hq_rec;
+    unsigned *hq_cnt;         /* phase 1: rows of (pair, block of 32) written so far, for the blocks that two jobs
+                               * share ([MOE_SV_MAXP, I / 32], zero between launches: the job that completes one
+                               * quantises it and zeroes its counter); the layer's, not the workspace's */
     int dyn;                  /* phase 1 split at run time (sv_route_dyn, 2 T K <= MOE_SV_LIST): gridDim.x blocks share
                                * the pair groups' rows, jobs of at most R rows; else a block per (group opener, row tile) */
 } moe_sv_args;
