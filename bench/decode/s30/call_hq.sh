@@ -1,11 +1,12 @@
 #!/bin/bash
-# Session 30, device call 2: h quantised once by the gate/up launch (decode_stream.cuh sv_hq_quantise).
+# Session 30, device calls 2-3 (RUN=2, 3): h quantised by the gate/up launch (decode_stream.cuh sv_hq_quantise);
+# run 2: shared blocks through counters; run 3: shared blocks flagged and quantised by the down blocks.
 # Tests (the new bitwise check against MOE_SV_HQ=0, the quant and decode GPU tests in both forms),
 # memcheck and racecheck on the streaming tests, then the A/B in one binary: the default against
 # MOE_SV_HQ=0 (every down block quantising the f32 h rows it stages, as before), the default layer and
 # the streaming kernels forced, GGUF Q8_0 / Q4_K / Q6_K / MXFP4 on the five presets, T = 1-16,
 # three rounds of 2 routings; the plans (--describe).
-#   RUN=2 OUT=out CARRY=build-devbin/carryN bash bench/decode/s30/call2.sh
+#   RUN=2 OUT=out CARRY=build-devbin/carryN bash bench/decode/s30/call_hq.sh   # (run 2 was call2.sh, the same)
 RUN=${RUN:-2}
 W=/tmp/w$RUN; mkdir -p $W /tmp/b
 for f in $CARRY/*.tar.xz; do xz -dc $f | tar xf - -C /tmp/b; done
@@ -20,9 +21,9 @@ done
 wait
 echo "== tests"; for f in $W/tests_*.log; do echo "$(basename $f): $(tail -n1 $f)"; done
 grep -hE "FAIL|error" $W/tests_*.log | head -20
-timeout 200 compute-sanitizer --tool memcheck --print-limit 5 /tmp/b/moe-tests cuda_quant_stream_odd_units > $W/memcheck.log 2>&1
+timeout 200 compute-sanitizer --tool memcheck --print-limit 5 /tmp/b/moe-tests cuda_quant_stream_${SAN:-odd_units} > $W/memcheck.log 2>&1
 echo "memcheck: $(grep -E 'ERROR SUMMARY' $W/memcheck.log | tail -1) $(tail -n1 $W/memcheck.log)"
-timeout 200 compute-sanitizer --tool racecheck --print-limit 5 /tmp/b/moe-tests cuda_quant_stream_odd_units > $W/racecheck.log 2>&1
+timeout 200 compute-sanitizer --tool racecheck --print-limit 5 /tmp/b/moe-tests cuda_quant_stream_${SAN:-odd_units} > $W/racecheck.log 2>&1
 echo "racecheck: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' $W/racecheck.log | tail -1) $(tail -n1 $W/racecheck.log)"
 P=qwen3-30b-a3b,gpt-oss-20b,mixtral-8x7b,deepseek-v3,gpt-oss-120b
 B=/tmp/b/bench_decode
