@@ -184,7 +184,8 @@ TEST(cuda_decode_cases_stream) { run_table_with("cuda-decode", "1"); }
 TEST(cuda_decode_cases_mma) { run_table_with("cuda-decode", "0"); }
 TEST(cuda_quant_cases_stream) { run_table_with("cuda-quant", "1"); }
 /* the streaming kernels as one cooperative launch (dense default: two) and,
- * for GGUF blocks, as two launches (their default: one where it fits) */
+ * for GGUF blocks, as two launches (their default: one where it fits, but at
+ * T = 2) */
 TEST(cuda_decode_cases_stream_1launch) {
     setenv("MOE_DECODE_FUSED", "1", 1);
     run_table_with("cuda-decode", "1");
@@ -315,14 +316,17 @@ TEST(cuda_quant_stream_chunks) {
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q4_0};
     for (int i = 0; i < 4 && !moe_test_failed(); i++) stream_chunks("cuda-quant", q[i], MOE_TYPE_BF16);
 }
-/* Rows of an odd number of 32-element units (D = 96, I = 160) at T = 2,
- * where the default for GGUF blocks is the single cooperative launch: the
- * second phase's staged activations follow the first's in shared memory
- * (their size once broke the 16-byte alignment there: gpt-oss, 90 units) */
+/* Rows of an odd number of 32-element units (D = 96, I = 160) at T = 2 and
+ * 3 in the single cooperative launch (MOE_DECODE_FUSED=1; the GGUF default
+ * from T = 3): the second phase's staged activations follow the first's in
+ * shared memory (their size once broke the 16-byte alignment there: gpt-oss,
+ * 90 units) */
 TEST(cuda_quant_stream_odd_units) {
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_MXFP4, MOE_TYPE_Q4_0};
+    setenv("MOE_DECODE_FUSED", "1", 1);
     for (int i = 0; i < 3 && !moe_test_failed(); i++) stream_case("cuda-quant", q[i], MOE_TYPE_BF16, 2, 4, 96, 160, 2);
     for (int i = 0; i < 3 && !moe_test_failed(); i++) stream_case("cuda-quant", q[i], MOE_TYPE_BF16, 3, 4, 160, 96, 2);
+    unsetenv("MOE_DECODE_FUSED");
 }
 /* describe at T of a cuda-quant layer of all-zero wt blocks (weights on the
  * host, copied at init); 0 when the layer could not be made */
@@ -1025,7 +1029,10 @@ TEST(cuda_decode_graph_capture) {
     graph_capture_case("cuda-decode", MOE_TYPE_BF16, NULL);
     if (!moe_test_failed()) graph_capture_case("cuda-decode", MOE_TYPE_BF16, "1");
 }
-TEST(cuda_quant_graph_capture) { graph_capture_case("cuda-quant", MOE_TYPE_Q8_0, NULL); }
+TEST(cuda_quant_graph_capture) {
+    graph_capture_case("cuda-quant", MOE_TYPE_Q8_0, NULL); /* T = 2: two launches by default */
+    if (!moe_test_failed()) graph_capture_case("cuda-quant", MOE_TYPE_Q8_0, "1");
+}
 
 /* cuda-quant's streaming limit (pairs an expert) for the measured shapes: MXFP4
  * streams to 16 on gpt-oss's and qwen3's small experts, not on mixtral's or

@@ -164,7 +164,8 @@ typedef struct dec_impl {
     int sv_smem_block, sv_smem_sm; /* dynamic shared memory one block may take; per SM */
     int sv_smem_fixed;           /* shared memory a block takes besides its dynamic part: the runtime's reserve and the
                                   * kernels' static variables (the most of any instance), each rounded up to 128 B */
-    int sv_fused;                /* both phases in one cooperative launch where the grid fits (MOE_DECODE_FUSED) */
+    int sv_fused;                /* both phases in one cooperative launch where the grid fits: 1 but at T = 2
+                                  * (sv_fused_at), 2 at every T (MOE_DECODE_FUSED=1), 0 never */
     int sv_downe;                /* MOE_SV_DOWNE: 1 expert-major down at every T, 0 token-major, -1 by T */
     int sv_dyn;                  /* MOE_SV_DYN: phase 1 split at run time: 1 at T = 3..8 (dense 2..8; default), 0 never, 2 always */
     /* measurement knobs of the planner, read once at init (README): */
@@ -1192,6 +1193,15 @@ static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t T, int64_t K, 
     return 0;
 }
 
+/* Both phases of a chunk of Tn tokens as one cooperative launch (where its
+ * grid fits at once)? GGUF layers by default (MOE_DECODE_FUSED=0 never, 1 at
+ * every T), but not at T = 2: H200, bench/decode/s30 runs 4-5, two launches
+ * against one, the default layer: T = 2 gpt-oss 0.91-0.97, qwen3 0.91-0.97,
+ * mixtral and deepseek-v3 1.00 (they do not fit at once); T = 1 0.99-1.01;
+ * T = 3 qwen3 1.09-1.14, gpt-oss-120b 1.03 (the run-time split's rows, from
+ * T = 3, run better in one launch); T = 4-6 0.98-1.04. */
+static int sv_fused_at(const dec_impl *im, int64_t Tn) { return im->sv_fused == 2 || (im->sv_fused == 1 && Tn != 2); }
+
 /* The two launches of one chunk of Tn tokens (Tn * K <= MOE_SV_MAXP); with
  * plan_only, only checks that both fit, and gives the two launches' plans
  * in plan1 and plan2 when not NULL (for describe). */
@@ -1301,11 +1311,12 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     /* not while a CUDA graph is being captured: the two launches are the form
      * tested under capture (cooperative launches as graph nodes are not relied on) */
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (im->sv_fused && cudaStreamIsCapturing(s, &cap) != cudaSuccess) {
+    const int fused = sv_fused_at(im, Tn);
+    if (fused && cudaStreamIsCapturing(s, &cap) != cudaSuccess) {
         cudaGetLastError();
         cap = cudaStreamCaptureStatusActive;
     }
-    if (im->sv_fused && cap == cudaStreamCaptureStatusNone && !emaj && a1.NT <= 4) {
+    if (fused && cap == cudaStreamCaptureStatusNone && !emaj && a1.NT <= 4) {
         /* one launch: a block per phase 1 item and per phase 2 item, all resident */
         /* the planned grid (a run-time split takes whatever grid it gets) */
         const int64_t n1 = TK * moe__cdiv(a1.N, a1.R), n2 = Tn * moe__cdiv(a2.N, a2.R);
@@ -1454,9 +1465,10 @@ static void sv_init(moe_layer *L, dec_impl *im) {
      * faster than the mma kernels (H200, bench/decode/s7 run 3) */
     im->sv_max_t = mt && *mt ? strtoll(mt, NULL, 10) : (env && env[0] == '1' ? INT64_MAX : def);
     /* one cooperative launch: 1-2 us faster at T = 1 for GGUF blocks, 1-3 us slower
-     * for dense rows (its ring is shallower) on an H200; MOE_DECODE_FUSED=0/1 overrides */
+     * for dense rows (its ring is shallower) on an H200; for GGUF not at T = 2
+     * (sv_fused_at); MOE_DECODE_FUSED=0/1 overrides (never / at every T) */
     const char *fe = getenv("MOE_DECODE_FUSED");
-    im->sv_fused = (fe && *fe ? fe[0] != '0' : !dense) && im->fmt1 == im->fmt2;
+    im->sv_fused = im->fmt1 != im->fmt2 ? 0 : fe && *fe ? (fe[0] != '0' ? 2 : 0) : !dense;
     if (im->sv_fused) {
         if (cudaMalloc((void **)&im->sv_gbar, 2 * sizeof(unsigned)) != cudaSuccess ||
             cudaMemset(im->sv_gbar, 0, 2 * sizeof(unsigned)) != cudaSuccess) {
@@ -1737,7 +1749,7 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                  sv_down_expert(L, im, Tn) ? "down per (expert, pair group, row tile) into f32 rows, the last block of "
                                           "each row tile summing the slots in order into out"
                                         : "down + weighted slot-order sum per (token, row tile)",
-                 im->sv_fused && !sv_down_expert(L, im, Tn) ? "both phases in one cooperative launch when every block fits at once (a grid-wide "
+                 sv_fused_at(im, Tn) && !sv_down_expert(L, im, Tn) ? "both phases in one cooperative launch when every block fits at once (a grid-wide "
                                 "barrier; the down rows stream in meanwhile), else two launches"
                               : "two launches (programmatic dependent launch)",
                  im->quant ? "activations quantised to 8-bit blocks of 32 in shared memory, dp4a dot products "
