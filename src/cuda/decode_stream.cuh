@@ -96,13 +96,34 @@ static __host__ __device__ constexpr int sv_qact_rb_of(int fmt) {
     return fmt == MOE_DF_Q2_K ? 16 : fmt == MOE_DF_Q4_K || fmt == MOE_DF_Q5_K ? 8 : 4;
 }
 
+/* An activation block's 32 quantised values (element order, qq; MXFP4's
+ * nibble order made here) and its record (scale dd, half sums s0, s1) into
+ * the staged layout: piece i of unit u (sv_qact_sq), the record of RB bytes
+ * after the pieces. */
+template <int F>
+static __device__ __forceinline__ void sv_put_q32(uint8_t *dst, int nrt, int i, int u, int C, int rb, int32_t qq[8],
+                                                  float dd, int s0, int s1) {
+    if (F == MOE_DF_MXFP4) moe_qx_nib_order(qq); /* the order moe_qunit_mxfp4_nib decodes in */
+    const int RB = F == MOE_DF_MXFP4 ? rb : sv_qact_rb<F>(); /* rb: moe_sv_args.rb */
+    const int sq = sv_qact_sq(nrt);
+    int4 *qd = (int4 *)(dst + u * sq + 32 * i);
+    qd[0] = make_int4(qq[0], qq[1], qq[2], qq[3]);
+    qd[1] = make_int4(qq[4], qq[5], qq[6], qq[7]);
+    uint8_t *m = dst + (C / 32) * sq + u * (RB * (nrt | 1)) + RB * i;
+    if (RB == 16) *(int4 *)m = make_int4(__float_as_int(dd), s0 + s1, s0, s1);
+    else if (RB == 8) *(int2 *)m = make_int2(__float_as_int(dd), (F == MOE_DF_MXFP4 ? -MOE__MXFP4_BIAS : 1) * (s0 + s1));
+    else *(float *)m = dd;
+}
+
 /* Stages nr activation rows into shared memory as the mma type (dense: row i
  * at dst + i * dstride) or as 8-bit blocks (GGUF, unit-major for a layout of
  * nrt rows, sv_qact_sq), all rows in one parallel loop of the 256 consumer
  * threads (a loop per row would pay an L2 round trip each).
  * Row i is list[first + i] / K of x (mode 0, phase 1: pair -> token), t * K +
  * list[first + i] of h (mode 1, token-major down: the token's valid slots) or
- * list[first + i] of h (mode 2, expert-major down: the pairs). */
+ * list[first + i] of h (mode 2, expert-major down: the pairs). With hq
+ * (modes 1-2: moe_sv_args.hq, hq_rec) h's blocks were quantised by phase 1
+ * and are copied. */
 template <int F>
 static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, int nrt, const void *src, int type,
                                                      const int *list, int first, int nr, int mode, int K, int t, int C,
@@ -133,16 +154,7 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
             const int4 rc = __ldcg((const int4 *)(hq + hq_rec + ((size_t)row * (C / 32) + u) * 16));
             int32_t qq[8] = {(int32_t)q0.x, (int32_t)q0.y, (int32_t)q0.z, (int32_t)q0.w,
                              (int32_t)q1.x, (int32_t)q1.y, (int32_t)q1.z, (int32_t)q1.w};
-            if (F == MOE_DF_MXFP4) moe_qx_nib_order(qq);
-            const int RB = F == MOE_DF_MXFP4 ? rb : sv_qact_rb<F>();
-            const int sq = sv_qact_sq(nrt);
-            int4 *qd = (int4 *)(dst + u * sq + 32 * i);
-            qd[0] = make_int4(qq[0], qq[1], qq[2], qq[3]);
-            qd[1] = make_int4(qq[4], qq[5], qq[6], qq[7]);
-            uint8_t *m = dst + (C / 32) * sq + u * (RB * (nrt | 1)) + RB * i;
-            if (RB == 16) *(int4 *)m = make_int4(rc.x, rc.y + rc.z, rc.y, rc.z);
-            else if (RB == 8) *(int2 *)m = make_int2(rc.x, (F == MOE_DF_MXFP4 ? -MOE__MXFP4_BIAS : 1) * (rc.y + rc.z));
-            else *(int *)m = rc.x;
+            sv_put_q32<F>(dst, nrt, i, u, C, rb, qq, __int_as_float(rc.x), rc.y, rc.z);
         } else {
             const int u = c;
             float f[32];
@@ -176,16 +188,7 @@ static __device__ __forceinline__ void sv_stage_acts(uint8_t *dst, int dstride, 
             float dd;
             int ss[2];
             moe_qx_quantize32(f, qq, &dd, ss);
-            if (F == MOE_DF_MXFP4) moe_qx_nib_order(qq); /* the order moe_qunit_mxfp4_nib decodes in */
-            const int RB = F == MOE_DF_MXFP4 ? rb : sv_qact_rb<F>(); /* rb: moe_sv_args.rb */
-            const int sq = sv_qact_sq(nrt);
-            int4 *qd = (int4 *)(dst + u * sq + 32 * i);
-            qd[0] = make_int4(qq[0], qq[1], qq[2], qq[3]);
-            qd[1] = make_int4(qq[4], qq[5], qq[6], qq[7]);
-            uint8_t *m = dst + (C / 32) * sq + u * (RB * (nrt | 1)) + RB * i;
-            if (RB == 16) *(int4 *)m = make_int4(__float_as_int(dd), ss[0] + ss[1], ss[0], ss[1]);
-            else if (RB == 8) *(int2 *)m = make_int2(__float_as_int(dd), (F == MOE_DF_MXFP4 ? -MOE__MXFP4_BIAS : 1) * (ss[0] + ss[1]));
-            else *(float *)m = dd;
+            sv_put_q32<F>(dst, nrt, i, u, C, rb, qq, dd, ss[0], ss[1]);
         }
     }
 }
@@ -930,12 +933,28 @@ static __device__ __forceinline__ void sv_combine_tile(const moe_sv_args &a, con
     }
 }
 
+/* One activation block quantised by a warp, lane e holding element e: bit
+ * for bit moe_qx_quantize32 (the same float operations; the max and the half
+ * sums by warp reductions). *v the lane's value; *dd, *s0, *s1 the block's
+ * scale and half sums, on every lane. */
+static __device__ __forceinline__ void sv_warp_q32(float x, int lane, int *v, float *dd, int *s0, int *s1) {
+    const uint32_t amax = __reduce_max_sync(0xffffffffu, __float_as_uint(x) & 0x7fffffffu);
+    if (amax >= 0x7f800000u) { /* Inf or NaN in the block: d = NaN, q = 0 */
+        *dd = __uint_as_float(0x7fc00000u);
+        *v = 0;
+    } else {
+        *dd = __uint_as_float(amax) / 127.f;
+        const float id = *dd != 0.f ? 1.f / *dd : 0.f;
+        *v = (int)roundf(fminf(fmaxf(x * id, -127.f), 127.f));
+    }
+    *s0 = (int)__reduce_add_sync(0xffffffffu, (unsigned)(lane < 16 ? *v : 0));
+    *s1 = (int)__reduce_add_sync(0xffffffffu, (unsigned)(lane < 16 ? 0 : *v));
+}
+
 /* Phase 1 of GGUF layers: the job's h values (token q of the pass, row r0 +
  * ri at red[ri * rstride + q]) quantised in 32-element blocks, a warp a
- * (token, block) and a lane an element, bit for bit as moe_qx_quantize32 (the
- * same float operations; the max and the half sums by warp reductions), into
- * a.hq for phase 2 to copy instead of every phase 2 block quantising the
- * f32 rows it stages. A block that the job's rows hold whole is done from
+ * (token, block) and a lane an element (sv_warp_q32), into a.hq for phase 2
+ * to copy instead of every phase 2 block quantising the f32 rows it stages. A block that the job's rows hold whole is done from
  * shared memory; one that other jobs share (row tiles are not multiples of
  * 32 rows: qwen3's 24, mixtral's 112) goes through the f32 h rows: each job
  * writes its part, counts its rows on the block's counter (a.hq_cnt), and
@@ -963,19 +982,9 @@ static __device__ __forceinline__ void sv_hq_quantise(const moe_sv_args &a, cons
             if (!mine) x = __ldcg(hp);
             if (lane == 0) *cnt = 0u;
         }
-        const uint32_t amax = __reduce_max_sync(0xffffffffu, __float_as_uint(x) & 0x7fffffffu);
+        int v, s0, s1;
         float dd;
-        int v;
-        if (amax >= 0x7f800000u) { /* Inf or NaN in the block: d = NaN, q = 0 */
-            dd = __uint_as_float(0x7fc00000u);
-            v = 0;
-        } else {
-            dd = __uint_as_float(amax) / 127.f;
-            const float id = dd != 0.f ? 1.f / dd : 0.f;
-            v = (int)roundf(fminf(fmaxf(x * id, -127.f), 127.f));
-        }
-        const int s0 = __reduce_add_sync(0xffffffffu, (unsigned)(lane < 16 ? v : 0));
-        const int s1 = __reduce_add_sync(0xffffffffu, (unsigned)(lane < 16 ? 0 : v));
+        sv_warp_q32(x, lane, &v, &dd, &s0, &s1);
         a.hq[pair * N + r] = (uint8_t)v;
         if (lane == 0) *(int4 *)(a.hq + a.hq_rec + (pair * nb + b) * 16) = make_int4(__float_as_int(dd), s0, s1, 0);
     }

@@ -5,6 +5,7 @@
 # down block quantising h, and the single launch at T = 2 as well), GGUF Q8_0 / Q4_K / Q6_K / MXFP4 on
 # the five presets, T = 1-16, ROUNDS rounds of 2 routings.
 #   RUN=6 ROUNDS=3 OUT=out CARRY=build-devbin/carry6 bash bench/decode/s30/call6.sh
+# run 10 (H200, ROUNDS=1): the same after sv_put_q32 / sv_warp_q32 were factored out (no change in time)
 RUN=${RUN:-6}
 W=/tmp/w$RUN; mkdir -p $W /tmp/b
 for f in $CARRY/*.tar.xz; do xz -dc $f | tar xf - -C /tmp/b; done
