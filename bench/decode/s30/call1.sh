@@ -5,11 +5,9 @@
 # down block. Its results are wrong (it reads the f32 buffer as bytes): only the times count.
 # The default layer and the streaming kernels forced, GGUF Q8_0 / Q4_K / MXFP4, T = 1-8.
 #   OUT=out CARRY=build-devbin/carry1 bash bench/decode/s30/call1.sh
-W=/tmp/w1; mkdir -p $W /tmp/b
-for f in $CARRY/*.tar.xz; do xz -dc $f | tar xf - -C /tmp/b; done
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader > $W/gpu.txt
-P=qwen3-30b-a3b,gpt-oss-20b,mixtral-8x7b,deepseek-v3,gpt-oss-120b
-B=/tmp/b/bench_decode
+W=/tmp/w1
+. $(dirname $0)/lib.sh
+s30_unpack
 A="--quant --default --no-kdec --no-i8 --reps 10 --routings 2"
 for r in 1 2; do
   for v in base lab; do

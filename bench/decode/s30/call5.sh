@@ -4,11 +4,9 @@
 # streaming kernels forced, with this session's default (h quantised by phase 1 by its rule). Run 4 had
 # two launches 3-13% faster at T = 2 on gpt-oss and qwen3 and even at T = 1.
 #   OUT=out CARRY=build-devbin/carry4 bash bench/decode/s30/call5.sh
-W=/tmp/w5; mkdir -p $W /tmp/b
-for f in $CARRY/*.tar.xz; do xz -dc $f | tar xf - -C /tmp/b; done
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader > $W/gpu.txt
-P=qwen3-30b-a3b,gpt-oss-20b,mixtral-8x7b,deepseek-v3,gpt-oss-120b
-B=/tmp/b/bench_decode
+W=/tmp/w5
+. $(dirname $0)/lib.sh
+s30_unpack
 A="--quant --default --no-kdec --no-i8 --reps 10 --routings 2"
 for r in 1 2; do
   for f in 1 0; do

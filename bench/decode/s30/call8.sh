@@ -3,11 +3,9 @@
 # runs 6-7 had it 0.98-1.01 (T = 8) and 0.99-1.017 (T = 16): the default against MOE_SV_HQ=0 at
 # T = 8, 12, 16, the default layer, three rounds of 2 routings.
 #   OUT=out CARRY=build-devbin/carry6 bash bench/decode/s30/call8.sh
-W=/tmp/w8; mkdir -p $W /tmp/b
-for f in $CARRY/*.tar.xz; do xz -dc $f | tar xf - -C /tmp/b; done
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader > $W/gpu.txt
-P=qwen3-30b-a3b,gpt-oss-20b,mixtral-8x7b,deepseek-v3,gpt-oss-120b
-B=/tmp/b/bench_decode
+W=/tmp/w8
+. $(dirname $0)/lib.sh
+s30_unpack
 A="--quant --default --no-kdec --no-i8 --reps 10 --routings 2"
 for r in 1 2 3; do
   for v in hq0 new; do

@@ -4,11 +4,9 @@
 # T = 3-4 the default (split) against the planned grid (MOE_SV_DYN=0); the default layer, GGUF, three
 # rounds of 2 routings.
 #   OUT=out CARRY=build-devbin/carry6 bash bench/decode/s30/call9.sh
-W=/tmp/w9; mkdir -p $W /tmp/b
-for f in $CARRY/*.tar.xz; do xz -dc $f | tar xf - -C /tmp/b; done
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader > $W/gpu.txt
-P=qwen3-30b-a3b,gpt-oss-20b,mixtral-8x7b,deepseek-v3,gpt-oss-120b
-B=/tmp/b/bench_decode
+W=/tmp/w9
+. $(dirname $0)/lib.sh
+s30_unpack
 A="--quant --default --no-kdec --no-i8 --reps 10 --routings 2 --only $P --qtypes q8_0,q4_K,q6_K,mxfp4"
 for r in 1 2 3; do
   timeout 100 $B $A --qtokens 2,3,4 --json $W/r${r}_def.jsonl > /dev/null 2>>$W/err.log

@@ -8,25 +8,11 @@
 # three rounds of 2 routings; the plans (--describe).
 #   RUN=2 OUT=out CARRY=build-devbin/carryN bash bench/decode/s30/call_hq.sh   # (run 2 was call2.sh, the same)
 RUN=${RUN:-2}
-W=/tmp/w$RUN; mkdir -p $W /tmp/b
-for f in $CARRY/*.tar.xz; do xz -dc $f | tar xf - -C /tmp/b; done
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format=csv,noheader > $W/gpu.txt
-export MOE_TEST_SEED=300$RUN
-for t in cuda_quant_stream_hq cuda_quant_cases cuda_quant_sweep_ cuda_quant_stream_ cuda_quant_graph_capture cuda_quant_i8_ cuda_decode_ cuda_stream_ decode_; do
-  ( timeout 300 stdbuf -oL /tmp/b/moe-tests $t ) > $W/tests_$t.log 2>&1 &
-done
-for t in cuda_quant_cases cuda_quant_sweep_T cuda_quant_stream_; do
-  ( MOE_SV_HQ=0 timeout 300 stdbuf -oL /tmp/b/moe-tests $t ) > $W/tests_hq0_$t.log 2>&1 &
-done
-wait
-echo "== tests"; for f in $W/tests_*.log; do echo "$(basename $f): $(tail -n1 $f)"; done
-grep -hE "FAIL|error" $W/tests_*.log | head -20
-timeout 200 compute-sanitizer --tool memcheck --print-limit 5 /tmp/b/moe-tests cuda_quant_stream_${SAN:-odd_units} > $W/memcheck.log 2>&1
-echo "memcheck: $(grep -E 'ERROR SUMMARY' $W/memcheck.log | tail -1) $(tail -n1 $W/memcheck.log)"
-timeout 200 compute-sanitizer --tool racecheck --print-limit 5 /tmp/b/moe-tests cuda_quant_stream_${SAN:-odd_units} > $W/racecheck.log 2>&1
-echo "racecheck: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' $W/racecheck.log | tail -1) $(tail -n1 $W/racecheck.log)"
-P=qwen3-30b-a3b,gpt-oss-20b,mixtral-8x7b,deepseek-v3,gpt-oss-120b
-B=/tmp/b/bench_decode
+W=/tmp/w$RUN
+. $(dirname $0)/lib.sh
+s30_unpack
+s30_tests
+s30_sanitize cuda_quant_stream_${SAN:-odd_units} cuda_quant_stream_${SAN:-odd_units}
 A="--quant --default --no-kdec --no-i8 --reps 10 --routings 2"
 for r in 1 2 3; do
   for v in hq0 new; do
