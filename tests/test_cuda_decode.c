@@ -607,6 +607,50 @@ TEST(cuda_quant_i8_ragged) {
     i8_unenv();
     moe_ctx_free(ctx);
 }
+/* The int8 kernels' gate/up launch quantising h in its epilogue (the
+ * default) against a launch of its own after it (MOE_QG_HQ=0, the form
+ * before): the same integers and scales, so the same output, bit for bit
+ * (the two layers' errors against the reference the same double). Every
+ * format, gated (both gate/up layouts, the GPT-OSS activation with biases)
+ * and not, down in another format (MXFP4's nibble order), each token tile,
+ * D and I = 96 (a block's rows past I: its last 32-row blocks skipped). */
+TEST(cuda_quant_i8_hq) {
+    static const struct { moe_type g, d; } ty[] = {{MOE_TYPE_Q8_0, MOE_TYPE_Q8_0}, {MOE_TYPE_Q4_K, MOE_TYPE_Q4_K},
+                                                   {MOE_TYPE_MXFP4, MOE_TYPE_MXFP4}, {MOE_TYPE_Q6_K, MOE_TYPE_Q6_K},
+                                                   {MOE_TYPE_Q4_0, MOE_TYPE_Q4_0}, {MOE_TYPE_Q5_K, MOE_TYPE_Q5_K},
+                                                   {MOE_TYPE_Q4_K, MOE_TYPE_MXFP4}, {MOE_TYPE_MXFP4, MOE_TYPE_Q8_0}};
+    static const char *nts[] = {"1", "2", "4"};
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    int runs = 0;
+    for (size_t i = 0; i < sizeof ty / sizeof ty[0] && !moe_test_failed(); i++)
+        for (int v = 0; v < 3 && !moe_test_failed(); v++) {
+            i8_env(nts[v], NULL);
+            const int kq = ty[i].g >= MOE_TYPE_Q2_K && ty[i].g <= MOE_TYPE_Q6_K; /* 256-element blocks */
+            const moe_act act = v == 1 ? MOE_ACT_SWIGLU_OAI : v == 2 ? MOE_ACT_GELU : MOE_ACT_SWIGLU;
+            moe_case c = {"i8-hq", 40, 8, kq ? 512 : 96, kq ? 768 : 96, 2, act,
+                          v == 1 ? MOE_GATE_UP_INTERLEAVED : MOE_GATE_UP_SEPARATE, v == 1, ty[i].g, MOE_TYPE_BF16,
+                          ROUTE_RANDOM, 0, 0};
+            char msg[1024];
+            double err[2] = {-1.0, -2.0};
+            for (int f = 0; f < 2; f++) {
+                if (!f) setenv("MOE_QG_HQ", "0", 1);
+                moe_case_result r = moe_case_run_down(&c, ty[i].d, ctx, "cuda-quant",
+                                                      moe_test_seed() + 131u * (unsigned)(3 * i + v), &err[f], msg,
+                                                      sizeof msg);
+                unsetenv("MOE_QG_HQ");
+                CHECK_MSG(r == MOE_CASE_PASS, "%s/%s tiles %s (MOE_QG_HQ %s): %s", moe_type_name(ty[i].g),
+                          moe_type_name(ty[i].d), nts[v], f ? "default" : "0", msg);
+            }
+            CHECK_MSG(err[0] == err[1], "%s/%s tiles %s: error %.17g with h quantised by gate/up, %.17g by its own "
+                      "launch: the outputs differ", moe_type_name(ty[i].g), moe_type_name(ty[i].d), nts[v], err[1],
+                      err[0]);
+            i8_unenv();
+            runs++;
+        }
+    moe_ctx_free(ctx);
+    CHECK(runs > 0);
+}
 TEST(cuda_quant_sweep_T_i8) {
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q6_K, MOE_TYPE_Q4_0, MOE_TYPE_Q5_K};
     static const char *nts[] = {"1", "2", "4"};

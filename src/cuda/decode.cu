@@ -191,6 +191,8 @@ typedef struct dec_impl {
     char qp_why[200];            /* why there is no prefill path, for describe */
     int qg;                      /* cuda-quant: the int8 tensor-core kernels (decode_qmma.cu) replace k_dec */
     int qg_nt;                   /* MOE_QG_NT: token tiles of 8 a pass (0: by pairs an expert) */
+    int qg_hq;                   /* their gate/up launch quantises h for the down launch (MOE_QG_HQ=0: a launch of
+                                  * its own, k_qg_quant, as before session 30) */
     int qg_bps;                  /* their instances for 2 or 3 blocks an SM (qg_init; MOE_QG_BPS) */
     int qg_bps_env;              /* MOE_QG_BPS set: qg_bps for every format and token tile */
     char qg_why[120];            /* why they do not, for describe */
@@ -659,6 +661,8 @@ static void sv_init(moe_layer *L, dec_impl *im);
 static void qg_init(moe_layer *L, dec_impl *im) {
     const char *env = getenv("MOE_QUANT_I8");
     const char *nt = getenv("MOE_QG_NT");
+    const char *hqe = getenv("MOE_QG_HQ");
+    im->qg_hq = !(hqe && hqe[0] == '0');
     im->qg_nt = nt && (atoi(nt) == 1 || atoi(nt) == 2 || atoi(nt) == 4) ? atoi(nt) : 0;
     if (env && env[0] == '0') {
         snprintf(im->qg_why, sizeof im->qg_why, "MOE_QUANT_I8=0");
@@ -1675,10 +1679,18 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
                 MOE_CUDA_CK(moe__qg_quant(x, d->act_type, (int)Tn, (int)D, (int8_t *)(ws + w.xq), xd, xs, ux, im->fmt1,
                                           im->pdl, s));
                 a1.xb = ws + w.xq;
+                if (im->qg_hq) { /* h quantised in the gate/up launch's epilogue (its blocks hold whole blocks of 32) */
+                    a1.hq = (int8_t *)(ws + w.hq);
+                    a1.hqd = hd;
+                    a1.hqs = hs;
+                    a1.hq_ldx = uh;
+                    a1.hq_nib = im->fmt2 == MOE_DF_MXFP4;
+                }
                 dim3 q1((unsigned)moe__cdiv(I, moe__qg_rows(im->fmt1) / (L->gated ? 2 : 1)), (unsigned)w.maxA);
                 MOE_CUDA_CK(moe__qg_launch(im->fmt1, ph1, nq, qg_launch_bps(im, im->fmt1, nq), &a1, xd, xs, ux, q1, s));
-                MOE_CUDA_CK(moe__qg_quant(ws + w.h, MOE_TYPE_F32, (int)w.TK, (int)I, (int8_t *)(ws + w.hq), hd, hs, uh,
-                                          im->fmt2, im->pdl, s));
+                if (!im->qg_hq)
+                    MOE_CUDA_CK(moe__qg_quant(ws + w.h, MOE_TYPE_F32, (int)w.TK, (int)I, (int8_t *)(ws + w.hq), hd, hs,
+                                              uh, im->fmt2, im->pdl, s));
                 a2.xb = ws + w.hq;
                 dim3 q2((unsigned)moe__cdiv(D, moe__qg_rows(im->fmt2)), (unsigned)w.maxA);
                 MOE_CUDA_CK(

@@ -71,6 +71,12 @@ typedef struct moe_dec_args {
     int out_type;
     unsigned *counters;       /* [row blocks of phase 2] */
     int pdl;                  /* launched with programmatic dependent launch (sm_90) */
+    /* the int8 kernels' phase 1 (decode_qmma.cu k_qg): h quantised in its epilogue as k_qg_quant would for
+     * phase 2, int8 [TK, I] at hq (MXFP4's nibble order where hq_nib), scales hqd and d * sums hqs [TK, hq_ldx];
+     * NULL: h as f32 in h */
+    int8_t *hq;
+    float *hqd, *hqs;
+    int hq_ldx, hq_nib;
 } moe_dec_args;
 
 /* Launches the expert kernel of format fmt (one of the file's formats), phase

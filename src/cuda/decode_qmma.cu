@@ -381,7 +381,11 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
 
     dk_grid_wait();
-    dk_grid_launch_dependents();
+    /* the launch after may start now (its blocks wait for this grid's end where they need its output), but
+     * not the down launch after a gate/up launch that quantises h itself: its blocks would hold SMs through
+     * this launch's later waves (mixtral MXFP4 T = 16, 448 row tiles an expert: 377 -> 425 us, s30 run 11);
+     * the launch that quantised h before (k_qg_quant) let it start only at this grid's end */
+    if (PH == MOE_DEC_DOWN || !a.hq) dk_grid_launch_dependents();
     const int n_active = *a.n_active;
     const int j = blockIdx.y;
     if (j >= n_active) return;
@@ -711,6 +715,13 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
             }
         }
         qg_wait<0>();
+        /* phase 1 with a.hq: h goes through shared memory (the ring, done with once every warp is here),
+         * [token][row of the block], and is quantised below, the block holding whole blocks of 32 rows */
+        constexpr int HROWS = GATED ? ROWS / 2 : ROWS;
+        static_assert(PH == MOE_DEC_DOWN || NS * SB >= TOK * HROWS * 4, "h of a pass fits in the ring");
+        float *hs = (float *)sm;
+        const bool hq = PH != MOE_DEC_DOWN && a.hq;
+        if (hq) __syncthreads();
 
         /* epilogue: lane holds rows g and g + 8 of tiles w + 4 i, tokens nt * 8 + 2t, + 1 */
 #pragma unroll
@@ -733,17 +744,42 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                         float gv = acc[nt][0][q], uv = TPW == 1 ? acc[nt][0][q + 2] : acc[nt][TPW - 1][q];
                         if (a.b0) gv += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
                         if (a.b1) uv += dk_bias(a.b1, a.b1_type, (int64_t)e * a.b1_se + (int64_t)row * a.b1_sn);
-                        ((float *)a.h)[(int64_t)pair * a.N + row] = dk_act(a.act, gv, uv, a.alpha, a.limit);
+                        const float hv = dk_act(a.act, gv, uv, a.alpha, a.limit);
+                        if (hq) hs[ci * HROWS + row - row_base] = hv;
+                        else ((float *)a.h)[(int64_t)pair * a.N + row] = hv;
                     } else {
                         const int row = row_base + 16 * ti + g + (q >> 1) * 8;
                         if (row >= a.N) continue;
                         float v = acc[nt][i][q];
                         if (a.b0) v += dk_bias(a.b0, a.b0_type, (int64_t)e * a.b0_se + (int64_t)row * a.b0_sn);
                         if (PH == MOE_DEC_DOWN) a.y[(int64_t)pair * a.N + row] = a.w[pair] * v;
+                        else if (hq) hs[ci * HROWS + row - row_base] = dk_act(a.act, 0.f, v, a.alpha, a.limit);
                         else ((float *)a.h)[(int64_t)pair * a.N + row] = dk_act(a.act, 0.f, v, a.alpha, a.limit);
                     }
                 }
             }
+        if (hq) { /* a thread a (token, block of 32 rows): as k_qg_quant, bit for bit */
+            __syncthreads();
+            constexpr int NB = HROWS / 32;
+            for (int it = tid; it < m * NB; it += QG_THREADS) {
+                const int ci = it / NB, b = it - ci * NB, row = row_base + 32 * b;
+                if (row >= a.N) continue;
+                const int64_t pair = a.sorted[pp + ci];
+                float f[32];
+#pragma unroll
+                for (int k = 0; k < 32; k++) f[k] = hs[ci * HROWS + 32 * b + k];
+                int32_t qq[8];
+                float dd;
+                int s16[2];
+                moe_qx_quantize32(f, qq, &dd, s16);
+                if (a.hq_nib) moe_qx_nib_order(qq);
+                uint4 *dst = (uint4 *)(a.hq + pair * a.N + row);
+                dst[0] = make_uint4((uint32_t)qq[0], (uint32_t)qq[1], (uint32_t)qq[2], (uint32_t)qq[3]);
+                dst[1] = make_uint4((uint32_t)qq[4], (uint32_t)qq[5], (uint32_t)qq[6], (uint32_t)qq[7]);
+                a.hqd[pair * a.hq_ldx + row / 32] = dd;
+                a.hqs[pair * a.hq_ldx + row / 32] = dd * (float)(s16[0] + s16[1]);
+            }
+        }
         __syncthreads(); /* the next pass refills the ring and s_xr */
     }
 
