@@ -622,6 +622,20 @@ TEST(cuda_quant_i8_hq) {
     static const char *nts[] = {"1", "2", "4"};
     moe_ctx *ctx = cuda_ctx();
     if (!ctx) SKIP("no CUDA device");
+    for (int f = 0; f < 2 && !moe_test_failed(); f++) { /* the layer says which form it runs */
+        char desc[2048] = "";
+        i8_env(NULL, NULL);
+        if (!f) setenv("MOE_QG_HQ", "0", 1);
+        CHECK(zero_quant_describe(ctx, MOE_TYPE_Q8_0, 16, 8, 512, 256, 2, desc, sizeof desc));
+        unsetenv("MOE_QG_HQ");
+        i8_unenv();
+        const char *want = f ? "h quantised in the gate/up launch's epilogue" : "h quantised between them by a launch";
+        int major = 0;
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+        if (major >= 8) /* the int8 kernels' device */
+            CHECK_MSG(strstr(desc, "int8 tensor-core kernels") && strstr(desc, want), "MOE_QG_HQ %s: %s",
+                      f ? "(default)" : "0", desc);
+    }
     int runs = 0;
     for (size_t i = 0; i < sizeof ty / sizeof ty[0] && !moe_test_failed(); i++)
         for (int v = 0; v < 3 && !moe_test_failed(); v++) {

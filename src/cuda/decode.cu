@@ -1819,11 +1819,13 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
         snprintf(buf + o, n - o,
                  "x quantised to int8 blocks of 32, gate/up (%s, row tiles of %d) and down (row tiles of %d) int8 "
                  "tensor-core kernels (mma.sync m16n8k32, 4 warps, weight rows and activation blocks through a "
-                 "cp.async ring, %d and %d blocks an SM), h quantised between them, %d token tiles of 8 per pass, "
+                 "cp.async ring, %d and %d blocks an SM), h quantised %s, %d token tiles of 8 per pass, "
                  "%s, deterministic slot-order combine%s, no repacking (GGUF blocks read in place)",
                  L->gated ? "fused" : "up only", moe__qg_rows(im->fmt1) / (L->gated ? 2 : 1), moe__qg_rows(im->fmt2),
                  qg_launch_bps(im, im->fmt1, qg_pick_nt(im, TK, d->E)),
-                 qg_launch_bps(im, im->fmt2, qg_pick_nt(im, TK, d->E)), qg_pick_nt(im, TK, d->E), launch, up);
+                 qg_launch_bps(im, im->fmt2, qg_pick_nt(im, TK, d->E)),
+                 im->qg_hq ? "in the gate/up launch's epilogue" : "between them by a launch of its own",
+                 qg_pick_nt(im, TK, d->E), launch, up);
     else
         snprintf(buf + o, n - o,
                  "gate/up (%s) and down kernels with weights decoded to %s in registers + mma.sync m16n8k16, "
