@@ -85,6 +85,22 @@ template <int F> static __host__ __device__ constexpr int qg_ns(int nt, int bps)
 #define QG_ON 1
 #endif
 
+/* A block of 32 activations quantised (moe_qx_quantize32; nib: MXFP4's
+ * nibble order) into the int8 kernels' B layout: its 32 codes at q, its scale
+ * at *d and d * sum(q) at *s. k_qg_quant and k_qg's gate/up epilogue. */
+static __device__ __forceinline__ void qg_put_q32(const float f[32], int nib, int8_t *q, float *d, float *s) {
+    int32_t qq[8];
+    float dd;
+    int s16[2];
+    moe_qx_quantize32(f, qq, &dd, s16);
+    if (nib) moe_qx_nib_order(qq);
+    uint4 *dst = (uint4 *)q;
+    dst[0] = make_uint4((uint32_t)qq[0], (uint32_t)qq[1], (uint32_t)qq[2], (uint32_t)qq[3]);
+    dst[1] = make_uint4((uint32_t)qq[4], (uint32_t)qq[5], (uint32_t)qq[6], (uint32_t)qq[7]);
+    *d = dd;
+    *s = dd * (float)(s16[0] + s16[1]);
+}
+
 #ifdef QG_ON
 static __device__ __forceinline__ uint32_t qg_smem(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 /* 16 bytes (n of them read, the rest zero-filled) and 4 bytes (0 or 4) */
@@ -768,16 +784,8 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
                 float f[32];
 #pragma unroll
                 for (int k = 0; k < 32; k++) f[k] = hs[ci * HROWS + 32 * b + k];
-                int32_t qq[8];
-                float dd;
-                int s16[2];
-                moe_qx_quantize32(f, qq, &dd, s16);
-                if (a.hq_nib) moe_qx_nib_order(qq);
-                uint4 *dst = (uint4 *)(a.hq + pair * a.N + row);
-                dst[0] = make_uint4((uint32_t)qq[0], (uint32_t)qq[1], (uint32_t)qq[2], (uint32_t)qq[3]);
-                dst[1] = make_uint4((uint32_t)qq[4], (uint32_t)qq[5], (uint32_t)qq[6], (uint32_t)qq[7]);
-                a.hqd[pair * a.hq_ldx + row / 32] = dd;
-                a.hqs[pair * a.hq_ldx + row / 32] = dd * (float)(s16[0] + s16[1]);
+                qg_put_q32(f, a.hq_nib, a.hq + pair * a.N + row, a.hqd + pair * a.hq_ldx + row / 32,
+                           a.hqs + pair * a.hq_ldx + row / 32);
             }
         }
         __syncthreads(); /* the next pass refills the ring and s_xr */
@@ -855,16 +863,7 @@ static __global__ void __launch_bounds__(256) k_qg_quant(const void *src, int ty
             }
         }
     }
-    int32_t qq[8];
-    float dd;
-    int s16[2];
-    moe_qx_quantize32(f, qq, &dd, s16);
-    if (nib) moe_qx_nib_order(qq);
-    uint4 *dst = (uint4 *)(q + base);
-    dst[0] = make_uint4((uint32_t)qq[0], (uint32_t)qq[1], (uint32_t)qq[2], (uint32_t)qq[3]);
-    dst[1] = make_uint4((uint32_t)qq[4], (uint32_t)qq[5], (uint32_t)qq[6], (uint32_t)qq[7]);
-    d[r * ldx + u] = dd;
-    s[r * ldx + u] = dd * (float)(s16[0] + s16[1]);
+    qg_put_q32(f, nib, q + base, d + r * ldx + u, s + r * ldx + u);
 }
 
 int moe__qg_fmt_ok(int fmt) {
