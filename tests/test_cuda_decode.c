@@ -445,6 +445,73 @@ TEST(cuda_quant_stream_hq) {
     CHECK(runs > 0);
 }
 
+/* The streaming kernels' stages copied a row a copy (MOE_SV_CST=0), in
+ * copies of a few rows (MOE_SV_CST=4096: as many whole rows as fit in 4 KB)
+ * and whole (the default, where rows lie back to back): only where the rows
+ * land in shared memory differs (decode_stream.cuh sv_srow), so the three
+ * outputs must be the same, bit for bit (their errors against the reference
+ * the same double). Rows of 16-byte multiples and not (MXFP4's 136 and 544
+ * bytes), stages cut short at the job's end, both down forms, gate/up
+ * concatenated (copied whole) and interleaved (rows 2 apart: a copy a row
+ * whatever the knob); describe names the copies. */
+TEST(cuda_quant_stream_copies) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    const char *was = getenv("MOE_SV_CST");
+    char saved[32] = "";
+    if (was) snprintf(saved, sizeof saved, "%s", was);
+    static const char *cst[] = {"0", "4096", NULL};
+    static const char *want[] = {NULL, "copy)", "(one copy)"}; /* 4 KB: some rows a copy, or the whole stage */
+    for (int f = 0; f < 3; f++) {
+        char desc[4096] = "";
+        if (cst[f]) setenv("MOE_SV_CST", cst[f], 1);
+        else unsetenv("MOE_SV_CST");
+        CHECK(stream_describe(ctx, MOE_TYPE_Q8_0, 2, 8, 512, 512, 2, desc, sizeof desc));
+        CHECK_MSG(want[f] ? strstr(desc, want[f]) != NULL : strstr(desc, "copy)") == NULL, "MOE_SV_CST=%s: %s",
+                  cst[f] ? cst[f] : "(unset)", desc);
+    }
+    moe_ctx_free(ctx);
+    ctx = cuda_ctx();
+    static const moe_type ty[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q6_K};
+    static const struct { int64_t E, D, I, K; moe_gate_up_layout lay; } sh[] = {
+        {16, 256, 512, 2, MOE_GATE_UP_CONCAT}, {4, 512, 1280, 4, MOE_GATE_UP_CONCAT},
+        {8, 256, 512, 2, MOE_GATE_UP_INTERLEAVED}};
+    static const int64_t Ts[] = {1, 2, 5, 16};
+    setenv("MOE_DECODE_STREAM", "1", 1);
+    setenv("MOE_DECODE_MAX_T", "-1", 1);
+    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+    int runs = 0;
+    for (size_t i = 0; i < sizeof ty / sizeof ty[0] && !moe_test_failed(); i++)
+        for (size_t k = 0; k < sizeof sh / sizeof sh[0] && !moe_test_failed(); k++)
+            for (size_t t = 0; t < sizeof Ts / sizeof Ts[0] && !moe_test_failed(); t++) {
+                moe_case c = {"copies", Ts[t], sh[k].E, sh[k].D, sh[k].I, sh[k].K, MOE_ACT_SWIGLU, sh[k].lay,
+                              1, ty[i], MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
+                char msg[1024];
+                double err[3] = {-1.0, -2.0, -3.0};
+                for (int f = 0; f < 3; f++) {
+                    if (cst[f]) setenv("MOE_SV_CST", cst[f], 1);
+                    else unsetenv("MOE_SV_CST");
+                    moe_case_result r = moe_case_run_down(&c, ty[i], ctx, "cuda-quant", moe_test_seed() + 577u * t + k,
+                                                          &err[f], msg, sizeof msg);
+                    CHECK_MSG(r == MOE_CASE_PASS, "%s T=%lld E=%lld D=%lld I=%lld layout %d (MOE_SV_CST %s): %s",
+                              moe_type_name(ty[i]), (long long)c.T, (long long)c.E, (long long)c.D, (long long)c.I,
+                              (int)sh[k].lay, cst[f] ? cst[f] : "unset", msg);
+                }
+                CHECK_MSG(err[0] == err[1] && err[0] == err[2],
+                          "%s T=%lld E=%lld D=%lld I=%lld layout %d: errors %.17g (a copy a row), %.17g (4 KB copies), "
+                          "%.17g (whole stages): the outputs differ", moe_type_name(ty[i]), (long long)c.T,
+                          (long long)c.E, (long long)c.D, (long long)c.I, (int)sh[k].lay, err[0], err[1], err[2]);
+                runs++;
+            }
+    unsetenv("MOE_DECODE_STREAM");
+    unsetenv("MOE_DECODE_MAX_T");
+    unsetenv("MOE_QUANT_PREFILL_T");
+    if (was) setenv("MOE_SV_CST", saved, 1);
+    else unsetenv("MOE_SV_CST");
+    moe_ctx_free(ctx);
+    CHECK(runs > 0);
+}
+
 /* The streaming launches' plans fit as many blocks an SM as they count on
  * (describe adds "(but N fit)" where the device fits fewer with the planned
  * shared memory; the planner once left 64 bytes for the static variables,

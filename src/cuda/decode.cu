@@ -179,6 +179,8 @@ typedef struct dec_impl {
     unsigned *sv_hqcnt;          /* GGUF: phase 1's counters of h's shared blocks (moe_sv_args.hq_cnt; device, zeroed),
                                   * NULL: every phase 2 block quantises h itself (MOE_SV_HQ=0) */
     int sv_hq_all;               /* MOE_SV_HQ=2: h quantised by phase 1 at every T (sv_use_hq) */
+    int sv_cst;                  /* GGUF rows back to back: bytes a bulk copy of a stage's rows may take (sv_cst_rows;
+                                  * MOE_SV_CST=N bytes, 0: a copy a row, as before session 31) */
     int sv_fused_logged;         /* the first fall-back to two launches was logged */
     char sv_why[160];            /* why they do not, for describe */
     moe_layer *qp;               /* cuda-quant prefill: the grouped GEMM layer on dequantised weights, or NULL ... */
@@ -1204,6 +1206,19 @@ static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t T, int64_t K, 
  * mixtral and deepseek-v3 1.00 (they do not fit at once); T = 1 0.99-1.01;
  * T = 3 qwen3 1.09-1.14, gpt-oss-120b 1.03 (the run-time split's rows, from
  * T = 3, run better in one launch); T = 4-6 0.98-1.04. */
+/* Rows a bulk copy of a launch's GGUF stages (moe_sv_args.cst): where rows
+ * lie back to back in memory (gate and up each; not gpt-oss's interleaved
+ * rows), the stage's rows halved until a copy is at most im->sv_cst bytes;
+ * else 1 (a copy a row) */
+static int sv_cst_rows(const dec_impl *im, const moe_sv_args *a) {
+    if (im->sv_cst <= 0 || a->dense || a->NC != 1 || a->w0_sn != a->row_bytes ||
+        (a->phase == MOE_DEC_GATE_UP && a->w1_sn != a->row_bytes))
+        return 1;
+    int cr = a->SRS;
+    while (cr > 1 && (int64_t)cr * a->row_bytes > im->sv_cst) cr >>= 1;
+    return cr;
+}
+
 static int sv_fused_at(const dec_impl *im, int64_t Tn) { return im->sv_fused == 2 || (im->sv_fused == 1 && Tn != 2); }
 
 /* The two launches of one chunk of Tn tokens (Tn * K <= MOE_SV_MAXP); with
@@ -1307,6 +1322,12 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         a2.NT = 1;
         if (!sv_plan(im, &a2, Tn)) return cudaErrorInvalidConfiguration;
     }
+    /* GGUF stages whose rows lie back to back as one bulk copy each: a copy a
+     * row capped qwen3's short rows (432-1152 B) at ~2.5 copies a ns over the
+     * GPU, whatever their bytes (bench/decode/s31 run 1: the down launch of T
+     * = 16 at 20-22% of the DRAM peak) */
+    a1.cst = sv_cst_rows(im, &a1);
+    a2.cst = sv_cst_rows(im, &a2);
     if (plan_only) {
         if (plan1) *plan1 = a1;
         if (plan2) *plan2 = a2;
@@ -1387,6 +1408,8 @@ static void sv_init(moe_layer *L, dec_impl *im) {
         snprintf(im->sv_why, sizeof im->sv_why, "needs sm_90 (bulk copies), device is sm_%d0", im->cc_major);
         return;
     }
+    const char *cs = getenv("MOE_SV_CST");
+    im->sv_cst = cs && *cs ? atoi(cs) : 1 << 30;
     int fused = d->layout != MOE_GATE_UP_SEPARATE;
     const void *up_alloc = fused && L->gated ? im->gate.data : im->up.data;
     int ok = sv_weight_ok(&im->up, d->E, d->I, d->D, dense, 1, up_alloc) &&
@@ -1783,13 +1806,17 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
             const moe_sv_args *pp[2] = {&p1, &p2};
             for (int i = 0; i < 2 && n > strlen(buf) + 120; i++) {
                 const moe_sv_args *q = pp[i];
+                char cst[40] = "";
+                if (q->cst >= q->SRS && q->cst > 1) snprintf(cst, sizeof cst, " (one copy)");
+                else if (q->cst > 1) snprintf(cst, sizeof cst, " (%d rows a copy)", q->cst);
                 snprintf(buf + strlen(buf), n - strlen(buf),
-                         "; %s plan: %s%d rows a %s, %d a stage%s, ring of %d stages of %d B, %d block%s an SM%s",
+                         "; %s plan: %s%d rows a %s, %d a stage%s%s, ring of %d stages of %d B, %d block%s an SM%s",
                          i ? "down" : "gate/up",
                          q->phase == MOE_DEC_DOWN ? "per token, "
                          : q->dyn ? "the groups' rows split at run time over one wave of blocks, " : "",
                          q->R, q->dyn ? "job at most" : "block", q->SRS,
-                         q->NC > 1 ? " (in column chunks)" : "", q->NS, q->SRS * q->pitch, q->bps,
+                         q->NC > 1 ? " (in column chunks)" : "", cst, q->NS,
+                         q->SRS * q->pitch, q->bps,
                          q->bps == 1 ? "" : "s",
                          q->fmt == MOE_DF_MXFP4 && q->rb == 8 ? ", MXFP4's biased dot for passes of one token" : "");
                 /* what the device fits of that instance with this shared memory */

@@ -564,6 +564,17 @@ static __device__ __forceinline__ void sv_qfrag(const uint8_t *row, int u, int t
     }
 }
 
+/* GGUF: where row ri of a stage lies in its slot st; the stage's first row
+ * is row rbase of the rows at wrow0, sn bytes apart in memory. A bulk copy
+ * of a.cst rows (sv_produce) keeps them as they lie, from the place of its
+ * first row (a.pitch apart, as rows copied one by one) after that row's
+ * misalignment in 16 bytes. */
+static __device__ __forceinline__ const uint8_t *sv_srow(const uint8_t *st, const moe_sv_args &a, const uint8_t *wrow0,
+                                                        int64_t sn, int rbase, int ri) {
+    const int c0 = a.cst > 1 ? ri - ri % a.cst : ri; /* the first row of ri's copy */
+    return st + c0 * a.pitch + (ri - c0) * a.row_bytes + ((uintptr_t)(wrow0 + (int64_t)(rbase + c0) * sn) & 15);
+}
+
 /* One stage of rows of a 32-element format (Q8_0, Q4_0) against 8
  * staged tokens on int8 tensor cores:
  * m16n8k32 with 16 weight rows as A and the tokens as B, one unit (32
@@ -572,7 +583,7 @@ static __device__ __forceinline__ void sv_qfrag(const uint8_t *row, int u, int t
  * partial sums meet in scr ([warp][row][token]); sv_consume sums them in
  * warp order after a barrier of the consumers (deterministic). */
 template <int F>
-static __device__ __forceinline__ void sv_qmma_stage(const uint8_t *st, int pitch, const uint8_t *wrow0, int64_t sn,
+static __device__ __forceinline__ void sv_qmma_stage(const uint8_t *st, const moe_sv_args &sa, const uint8_t *wrow0, int64_t sn,
                                                      int rbase, int srs, int nrows, int C, const uint8_t *acts,
                                                      float *scr, int warp, int lane) {
     const int U = C / 32, g = lane >> 2, t = lane & 3;
@@ -581,8 +592,8 @@ static __device__ __forceinline__ void sv_qmma_stage(const uint8_t *st, int pitc
     for (int rt = 0; rt < srs; rt += 16) {
         const int ra = rt + g, rb = rt + g + 8;
         const bool va = ra < srs && rbase + ra < nrows, vb = rb < srs && rbase + rb < nrows;
-        const uint8_t *rowa = st + ra * pitch + ((uintptr_t)(wrow0 + (int64_t)(rbase + ra) * sn) & 15);
-        const uint8_t *rowb = st + rb * pitch + ((uintptr_t)(wrow0 + (int64_t)(rbase + rb) * sn) & 15);
+        const uint8_t *rowa = sv_srow(st, sa, wrow0, sn, rbase, ra);
+        const uint8_t *rowb = sv_srow(st, sa, wrow0, sn, rbase, rb);
         float f[4] = {0.f, 0.f, 0.f, 0.f};
         for (int u = warp; u < U; u += 8) {
             uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
@@ -843,10 +854,11 @@ template <int PH, int NT> static __device__ __forceinline__ void sv_job_finish(c
 }
 
 #ifdef SV_ON
-/* Producer (the producer warp, lane r copying row r, r + 32, ... of a stage):
- * the bulk copies of every stage of job j, through the ring position gs
- * (continued across jobs). Lane 0 posts the stage's byte count (a warp sum)
- * on the full barrier before any lane copies into it. */
+/* Producer (the producer warp, lane l copying row l, l + 32, ... of a stage,
+ * or rows l a.cst .. (l + 1) a.cst - 1 in one copy where they lie back to
+ * back): the bulk copies of every stage of job j, through the ring position
+ * gs (continued across jobs). Lane 0 posts the stage's byte count (a warp
+ * sum) on the full barrier before any lane copies into it. */
 template <int PH>
 static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv_job &j, uint8_t *ring, int slot_bytes,
                                                   uint64_t *bars, int NS, int &gs) {
@@ -864,20 +876,22 @@ static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv
         const int rr0 = rb * SRS, rr1 = min(j.nrows, rr0 + SRS);
         const int cb = c * a.KCb, cl = min(a.KCb, a.row_bytes - cb);
         const uint8_t *base = wb + (int64_t)e * se + (int64_t)j.r0 * sn + cb;
+        const uint32_t fb = smem_u32(&bars[slot]);
+        uint8_t *dst = ring + (size_t)slot * slot_bytes;
+        /* a copy of CR rows (a.cst, rows back to back) or of each row, lane l taking copies l, l + 32, ... */
+        const int CR = a.cst > 1 ? a.cst : 1;
         uint32_t bytes = 0;
-        for (int r = rr0 + lane; r < rr1; r += 32) {
-            const uintptr_t ad = (uintptr_t)(base + (int64_t)r * sn);
-            bytes += (uint32_t)(((ad + cl + 15) & ~(uintptr_t)15) - (ad & ~(uintptr_t)15));
+        for (int r = rr0 + lane * CR; r < rr1; r += 32 * CR) {
+            const uintptr_t ad = (uintptr_t)(base + (int64_t)r * sn), end = ad + (uintptr_t)(min(rr1, r + CR) - r - 1) * sn + cl;
+            bytes += (uint32_t)(((end + 15) & ~(uintptr_t)15) - (ad & ~(uintptr_t)15));
         }
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) bytes += __shfl_xor_sync(0xffffffffu, bytes, o);
-        const uint32_t fb = smem_u32(&bars[slot]);
         if (lane == 0) mbar_expect_tx(fb, bytes);
         __syncwarp();
-        uint8_t *dst = ring + (size_t)slot * slot_bytes;
-        for (int r = rr0 + lane; r < rr1; r += 32) {
-            const uintptr_t ad = (uintptr_t)(base + (int64_t)r * sn);
-            const uintptr_t lo = ad & ~(uintptr_t)15, hi = (ad + cl + 15) & ~(uintptr_t)15;
+        for (int r = rr0 + lane * CR; r < rr1; r += 32 * CR) {
+            const uintptr_t ad = (uintptr_t)(base + (int64_t)r * sn), end = ad + (uintptr_t)(min(rr1, r + CR) - r - 1) * sn + cl;
+            const uintptr_t lo = ad & ~(uintptr_t)15, hi = (end + 15) & ~(uintptr_t)15;
             bulk_g2s(smem_u32(dst + (r - rr0) * a.pitch), (const void *)lo, (uint32_t)(hi - lo), fb);
         }
         if (++slot == NS) { slot = 0; sph ^= 1; }
@@ -1065,7 +1079,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
             } else if (QMMA_OK && qmma) {
                 const uint8_t *wb = g ? a.w1 : a.w0;
                 const int64_t se = g ? a.w1_se : a.w0_se, sn = g ? a.w1_sn : a.w0_sn;
-                sv_qmma_stage<F>(st, a.pitch, wb + (int64_t)e * se + (int64_t)r0 * sn, sn, rb * SRS, SRS, nrows, C, acts,
+                sv_qmma_stage<F>(st, a, wb + (int64_t)e * se + (int64_t)r0 * sn, sn, rb * SRS, SRS, nrows, C, acts,
                               qscr + (s & 1) * (8 * SRS * 8), warp, lane);
             } else {
                 const uint8_t *wb = g ? a.w1 : a.w0;
@@ -1080,8 +1094,7 @@ static __device__ __forceinline__ void sv_consume(const moe_sv_args &a, const sv
                  * whole warp, before the branch; moe__mxfp4_tab_make) */
                 const sv_mx mx = {F == MOE_DF_MXFP4 ? moe__mxfp4_tab_make() : moe__mxfp4_tab{0u, 0u, 0u, 0u, 0u, 0u}, a.rb};
                 if (valid) {
-                    const uintptr_t ad = (uintptr_t)(wrow0 + (int64_t)ri * sn);
-                    const uint8_t *row = st + gi * a.pitch + (ad & 15);
+                    const uint8_t *row = sv_srow(st, a, wrow0, sn, rb * SRS, gi);
                     const int RB = F == MOE_DF_MXFP4 ? a.rb : sv_qact_rb<F>();
                     const uint8_t *meta = acts + (C / 32) * sv_qact_sq(nrt);
                     constexpr int UR = NT == 1 && !DOWN && F != MOE_DF_MXFP4 ? MOE_SV_UNROLL1 : 1;

@@ -31,6 +31,10 @@ typedef struct moe_sv_args {
     int64_t w0_se, w0_sn, w1_se, w1_sn;
     int row_bytes;            /* bytes of one row */
     int pitch;                /* shared-memory bytes per staged row (multiple of 16) */
+    int cst;                  /* GGUF rows a bulk copy (0 or 1: a copy a row): where rows lie back to back (row
+                               * stride = row bytes), a copy takes cst of a stage's rows as they lie, at the place
+                               * of its first row in the slot (rows a pitch apart) and that row's misalignment in
+                               * 16 bytes (decode_stream.cuh sv_srow) */
     int N, C;                 /* rows, reduced dimension */
     int R, SRS, NS, NT;       /* rows per block, rows per stage, stages, pairs per block (phase 1, DOWN_E) */
     int KC, KCb, NC;          /* columns (bytes) per stage of a row, chunks per row (dense; GGUF: whole rows) */
