@@ -134,6 +134,64 @@ TEST(decode_stream_split_range) {
                 }
 }
 
+/* The split weighted by the groups' pairs (decode.h moe__sv_split_range_w):
+ * on groups of 1-8 pairs in the records sv_route_dyn writes, every step goes
+ * to exactly one block, a block's range stays in one group where the aligned
+ * mode applies, and a group of more pairs never gets fewer blocks than one of
+ * fewer. */
+TEST(decode_stream_split_weighted) {
+    static const int nsts[] = {1, 3, 24, 48, 96};
+    static const int nbs[] = {132, 264};
+    static int owner[128 * 96], ginfo[128], gblocks[128];
+    unsigned rng = 12345u;
+    for (int G = 1; G <= 128; G += G < 16 ? 1 : 37)
+        for (size_t si = 0; si < sizeof nsts / sizeof nsts[0]; si++)
+            for (size_t bi = 0; bi < 2; bi++)
+                for (int A = 1; A <= 4; A *= 2) {
+                    const int nst = nsts[si], nb = nbs[bi], U = G * nst;
+                    int p = 0;
+                    for (int k = 0; k < G; k++) {
+                        rng = rng * 1664525u + 1013904223u;
+                        const int nmax = 255 / G < 8 ? 255 / G : 8; /* the records' start is 8 bits */
+                        const int n = 1 + (int)((rng >> 16) % (unsigned)nmax);
+                        ginfo[k] = p | (n << 8) | (k << 12);
+                        p += n;
+                        gblocks[k] = 0;
+                    }
+                    for (int u = 0; u < U; u++) owner[u] = -1;
+                    const int aligned = moe__sv_split_aligned(G, nst, nb);
+                    for (int b = 0; b < nb; b++) {
+                        int u0, u1;
+                        moe__sv_split_range_w(G, nst, ginfo, A, b, nb, &u0, &u1);
+                        if (u1 <= u0) continue;
+                        CHECK_MSG(u0 >= 0 && u1 <= U, "G %d nst %d nb %d A %d: block %d gets [%d, %d) of %d", G, nst, nb,
+                                  A, b, u0, u1, U);
+                        if (aligned) {
+                            CHECK_MSG(u0 / nst == (u1 - 1) / nst, "G %d nst %d nb %d A %d: block %d crosses groups [%d, %d)",
+                                      G, nst, nb, A, b, u0, u1);
+                            gblocks[u0 / nst]++;
+                        }
+                        for (int u = u0; u < u1 && !moe_test_failed(); u++) {
+                            CHECK_MSG(owner[u] < 0, "G %d nst %d nb %d A %d: step %d to blocks %d and %d", G, nst, nb, A,
+                                      u, owner[u], b);
+                            owner[u] = b;
+                        }
+                        if (moe_test_failed()) return;
+                    }
+                    for (int u = 0; u < U; u++)
+                        CHECK_MSG(owner[u] >= 0, "G %d nst %d nb %d A %d: step %d of %d to no block", G, nst, nb, A, u, U);
+                    /* groups with steps to spare (nst >= their blocks): more pairs, no fewer blocks (floors: one) */
+                    if (aligned && nst >= 48)
+                        for (int k = 0; k < G; k++)
+                            for (int l = 0; l < G; l++)
+                                if (((ginfo[k] >> 8) & 15) > ((ginfo[l] >> 8) & 15))
+                                    CHECK_MSG(gblocks[k] + 1 >= gblocks[l], "G %d nb %d A %d: group %d (%d pairs) %d blocks, "
+                                              "group %d (%d pairs) %d", G, nb, A, k, (ginfo[k] >> 8) & 15, gblocks[k], l,
+                                              (ginfo[l] >> 8) & 15, gblocks[l]);
+                    if (moe_test_failed()) return;
+                }
+}
+
 static moe_ctx *cuda_ctx(void) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
@@ -443,6 +501,35 @@ TEST(cuda_quant_stream_hq) {
     if (was) setenv("MOE_SV_HQ", saved, 1);
     moe_ctx_free(ctx);
     CHECK(runs > 0);
+}
+
+/* The run-time split's rule (decode.cu sv_chunk): GGUF gate/up rows split at
+ * run time, weighted by the groups' pairs, at T = 3..8, and to T = 16 where
+ * T K <= 96 on layers of K >= 4; the planned grid at T K = 128, at K = 2
+ * beyond T = 8 and at T = 2; MOE_SV_DYNW=0 takes the weights off and
+ * MOE_SV_DYN=3 the rule before session 31 (T = 3..8). */
+TEST(cuda_quant_stream_split_rule) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    static const struct { int64_t T, K; const char *env, *val; int dyn, w; } cs[] = {
+        {2, 8, NULL, NULL, 0, 0},  {3, 8, NULL, NULL, 1, 1},  {8, 8, NULL, NULL, 1, 1},
+        {12, 8, NULL, NULL, 1, 1}, {16, 8, NULL, NULL, 0, 0}, {16, 4, NULL, NULL, 1, 1},
+        {12, 2, NULL, NULL, 0, 0}, {8, 2, NULL, NULL, 1, 1},  {12, 8, "MOE_SV_DYN", "3", 0, 0},
+        {8, 8, "MOE_SV_DYNW", "0", 1, 0}};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0] && !moe_test_failed(); i++) {
+        char desc[4096] = "";
+        if (cs[i].env) setenv(cs[i].env, cs[i].val, 1);
+        CHECK(stream_describe(ctx, MOE_TYPE_Q4_K, cs[i].T, 32, 256, 512, cs[i].K, desc, sizeof desc));
+        if (cs[i].env) unsetenv(cs[i].env);
+        const char *gu = strstr(desc, "gate/up plan:");
+        CHECK_MSG(gu != NULL, "T=%lld K=%lld: %s", (long long)cs[i].T, (long long)cs[i].K, desc);
+        if (!gu) break;
+        CHECK_MSG((strstr(gu, "split at run time") != NULL) == cs[i].dyn &&
+                      (strstr(gu, "by their pairs") != NULL) == cs[i].w,
+                  "T=%lld K=%lld %s=%s: want split %d, weighted %d: %s", (long long)cs[i].T, (long long)cs[i].K,
+                  cs[i].env ? cs[i].env : "", cs[i].val ? cs[i].val : "", cs[i].dyn, cs[i].w, desc);
+    }
+    moe_ctx_free(ctx);
 }
 
 /* The streaming kernels' stages copied a row a copy (MOE_SV_CST=0), in

@@ -167,9 +167,12 @@ typedef struct dec_impl {
     int sv_fused;                /* both phases in one cooperative launch where the grid fits: 1 but at T = 2
                                   * (sv_fused_at), 2 at every T (MOE_DECODE_FUSED=1), 0 never */
     int sv_downe;                /* MOE_SV_DOWNE: 1 expert-major down at every T, 0 token-major, -1 by T */
-    int sv_dyn;                  /* MOE_SV_DYN: phase 1 split at run time: 1 at T = 3..8 (dense 2..8; default), 0 never, 2 always */
+    int sv_dyn;                  /* MOE_SV_DYN: phase 1 split at run time: 1 by T (sv_chunk; default), 0 never, 2 always,
+                                  * 3 at T = 3..8 (dense 2..8) only */
     /* measurement knobs of the planner, read once at init (README): */
     int sv_dynord;               /* MOE_SV_DYNORD: the split's blocks in tile-major order */
+    int sv_dynw;                 /* MOE_SV_DYNW: its aligned mode weighted by the groups' pairs, a step A + pairs
+                                  * (moe_sv_args.dynw; 0 unweighted) */
     int sv_nt1, sv_nt2;          /* MOE_SV_NT1 / NT2: most pairs a group of the gate/up and the expert-major down launch */
     int sv_qmma_pairs;           /* MOE_SV_QMMA_PAIRS: pairs an expert the launch averages for the int8 consumer */
     int sv_plan_model;           /* MOE_SV_PLAN_MODEL=0: the routing model before session 11 */
@@ -1307,12 +1310,20 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
      * qwen3 T = 3-4 6-7%), but a few % slower where the planned grid fits
      * anyway (GGUF T = 2, qwen3 GGUF T = 2 up to 13%) and at T = 16, where the
      * planned grid is several waves of capped R (mixtral, deepseek-v3 3-9%):
-     * by default T = 3..8, and T = 2 for dense rows. MOE_SV_DYN = 0 never, 2
-     * at every T. */
-    const int win = Tn >= (a1.dense ? 2 : 3) && Tn <= 8;
-    if ((im->sv_dyn >= 2 || (im->sv_dyn == 1 && win)) && 2 * TK <= MOE_SV_LIST && d->E < (1 << 19) &&
-        (int64_t)a1.NS * a1.SRS * a1.pitch >= MOE_SV_ROUTE_SCRATCH(d->E)) /* in the ring */
+     * by default T = 3..8, and T = 2 for dense rows. Session 31 weighted the
+     * GGUF split by the groups' pairs (moe__sv_split_range_w: dp4a's work
+     * grows with them, the bytes do not; run 4: mixtral Q4_K T = 4-6 0.89-0.90,
+     * gpt-oss-20b MXFP4 T = 3-8 0.93-0.95 against the even split) and took it
+     * to T = 16 where T K <= 96 on layers of K >= 4 (qwen3 T = 12 0.91-0.98,
+     * gpt-oss-20b T = 12-16 0.87-0.91 against the planned grid; qwen3 and
+     * deepseek-v3 at T K = 128 0.99-1.06: not there). MOE_SV_DYN = 0 never,
+     * 2 at every T, 3 T = 3..8 only (the rule before session 31). */
+    const int win = Tn >= (a1.dense ? 2 : 3) &&
+                    (Tn <= 8 || (im->sv_dyn == 1 && !a1.dense && Tn <= 16 && d->K >= 4 && TK <= 96));
+    if ((im->sv_dyn == 2 || ((im->sv_dyn == 1 || im->sv_dyn == 3) && win)) && 2 * TK <= MOE_SV_LIST &&
+        d->E < (1 << 19) && (int64_t)a1.NS * a1.SRS * a1.pitch >= MOE_SV_ROUTE_SCRATCH(d->E)) /* in the ring */
         a1.dyn = im->sv_dynord ? 2 : 1;
+    if (a1.dyn && !a1.dense) a1.dynw = im->sv_dynw;
     if (emaj) {
         if (!sv_plan_nt(im, &a2, Tn, d->K, d->E, nt_want < im->sv_nt2 ? nt_want : im->sv_nt2, 1))
             return cudaErrorInvalidConfiguration;
@@ -1444,6 +1455,8 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     const char *dy = getenv("MOE_SV_DYN");
     im->sv_dyn = dy && *dy ? atoi(dy) : 1;
     im->sv_dynord = getenv("MOE_SV_DYNORD") != NULL;
+    const char *dw = getenv("MOE_SV_DYNW");
+    im->sv_dynw = dw && *dw ? atoi(dw) : 2;
     im->sv_nt1 = sv_env_int("MOE_SV_NT1", 8);
     im->sv_nt2 = sv_env_int("MOE_SV_NT2", 8);
     im->sv_qmma_pairs = sv_env_int("MOE_SV_QMMA_PAIRS", 6);
@@ -1813,7 +1826,9 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                          "; %s plan: %s%d rows a %s, %d a stage%s%s, ring of %d stages of %d B, %d block%s an SM%s",
                          i ? "down" : "gate/up",
                          q->phase == MOE_DEC_DOWN ? "per token, "
-                         : q->dyn ? "the groups' rows split at run time over one wave of blocks, " : "",
+                         : q->dyn ? (q->dynw ? "the groups' rows split at run time over one wave of blocks, by their pairs, "
+                                             : "the groups' rows split at run time over one wave of blocks, ")
+                                  : "",
                          q->R, q->dyn ? "job at most" : "block", q->SRS,
                          q->NC > 1 ? " (in column chunks)" : "", cst, q->NS,
                          q->SRS * q->pitch, q->bps,

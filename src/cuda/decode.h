@@ -361,6 +361,15 @@ static inline int64_t moe__sv_plan_cols(int64_t T, int64_t K, int64_t E, int NT,
 #define MOE__SV_HD static inline
 #endif
 
+/* Whether the split keeps each block inside one group (the aligned mode
+ * of moe__sv_split_range): floor(nb / G) blocks a group cost at most one step beyond the even
+ * share ceil(G nst / nb). */
+MOE__SV_HD int moe__sv_split_aligned(int G, int nst, int nb) {
+    const long long U = (long long)G * nst;
+    const int sc = (int)((U + nb - 1) / nb), bpg = G > 0 ? nb / G : 0;
+    return bpg >= 1 && (nst + bpg - 1) / bpg <= sc + 1;
+}
+
 /* The run-time split of phase 1 (decode_stream.cuh sv_route_dyn): block b of
  * nb gets the stage steps [u0, u1) of G groups of nst steps each (group g's
  * steps are g nst .. g nst + nst - 1). Either floor(nb / G) blocks a group,
@@ -374,10 +383,10 @@ static inline int64_t moe__sv_plan_cols(int64_t T, int64_t K, int64_t E, int NT,
  * every step goes to exactly one block). */
 MOE__SV_HD void moe__sv_split_range(int G, int nst, int b, int nb, int tile_major, int *u0, int *u1) {
     const long long U = (long long)G * nst;
-    const int sc = (int)((U + nb - 1) / nb), bpg = G > 0 ? nb / G : 0;
+    const int bpg = G > 0 ? nb / G : 0;
     if (bpg >= 1) {
         const int sa = (nst + bpg - 1) / bpg;
-        if (sa <= sc + 1) {
+        if (moe__sv_split_aligned(G, nst, nb)) {
             const int g = tile_major ? b % G : b / bpg, i = tile_major ? b / G : b - g * bpg;
             *u0 = *u1 = 0;
             if (g < G && i < bpg && i * sa < nst) {
@@ -389,6 +398,37 @@ MOE__SV_HD void moe__sv_split_range(int G, int nst, int b, int nb, int tile_majo
     }
     *u0 = (int)(U * b / nb);
     *u1 = (int)(U * (b + 1) / nb);
+}
+
+/* The aligned mode weighted by the groups' pairs (moe_sv_args.dynw = A > 0):
+ * a step of group k costs A + n_k (n_k its pairs: the dot products grow with
+ * them, the bytes do not), and every group gets one block plus a share of the
+ * other nb - G blocks by its cost: group k's blocks start at B_k = k +
+ * floor((nb - G) (A k + p_k) / (A G + P)), p_k the pairs before it (gstart[k]
+ * & 255: sv_route_dyn's group records) and P all of them. Block b takes an
+ * even part of its group's nst steps. Where the aligned mode does not apply
+ * (moe__sv_split_aligned), the unweighted split. */
+MOE__SV_HD void moe__sv_split_range_w(int G, int nst, const int *gstart, int A, int b, int nb, int *u0, int *u1) {
+    if (A <= 0 || !moe__sv_split_aligned(G, nst, nb)) {
+        moe__sv_split_range(G, nst, b, nb, 0, u0, u1);
+        return;
+    }
+    const long long X = nb - G, P = (gstart[G - 1] & 255) + ((gstart[G - 1] >> 8) & 15), W = (long long)A * G + P;
+#define MOE__SV_BK(k) ((k) + (int)(X * ((long long)A * (k) + (gstart[k] & 255)) / W))
+    int lo = 0, hi = G - 1; /* the last group whose blocks start at or before b */
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (MOE__SV_BK(mid) <= b) lo = mid;
+        else hi = mid - 1;
+    }
+    const int k0 = MOE__SV_BK(lo), nbk = (lo + 1 < G ? MOE__SV_BK(lo + 1) : nb) - k0, i = b - k0;
+#undef MOE__SV_BK
+    const int sa = (nst + nbk - 1) / nbk;
+    *u0 = *u1 = 0;
+    if (i < nbk && i * sa < nst) {
+        *u0 = lo * nst + i * sa;
+        *u1 = lo * nst + (nst < (i + 1) * sa ? nst : (i + 1) * sa);
+    }
 }
 
 /* Columns per chunk (CW) and the smallest alignment in bytes its loads need. */

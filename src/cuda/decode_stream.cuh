@@ -815,8 +815,9 @@ static __device__ __forceinline__ int sv_dyn_job(const moe_sv_args &a, int u, in
 
 /* The block's steps [u0, u1) of a run-time split of G groups (decode.h
  * moe__sv_split_range). */
-static __device__ __forceinline__ void sv_dyn_range(const moe_sv_args &a, int G, int &u0, int &u1) {
-    moe__sv_split_range(G, (a.N + a.SRS - 1) / a.SRS, blockIdx.x, gridDim.x, a.dyn == 2, &u0, &u1);
+static __device__ __forceinline__ void sv_dyn_range(const moe_sv_args &a, int G, const int *ginfo, int &u0, int &u1) {
+    if (a.dynw > 0 && G > 0) moe__sv_split_range_w(G, (a.N + a.SRS - 1) / a.SRS, ginfo, a.dynw, blockIdx.x, gridDim.x, &u0, &u1);
+    else moe__sv_split_range(G, (a.N + a.SRS - 1) / a.SRS, blockIdx.x, gridDim.x, a.dyn == 2, &u0, &u1);
 }
 
 /* Phase 2 routing of token t (warp 0 writes the list): the valid slots in order. */
@@ -1282,7 +1283,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, F == MOE_DF_Q8_0 && !QM ? 3 : 
         }
         if (dyn) {
             const int G = sv_route_dyn(a, list, (int *)(sm + ring_off), s_tot);
-            sv_dyn_range(a, G, u0, u1);
+            sv_dyn_range(a, G, list + a.T * a.K, u0, u1);
             if (u0 >= u1) return;
             /* the ring held the routing's scratch: generic writes before the bulk copies into it */
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -1339,7 +1340,7 @@ __global__ void __launch_bounds__(MOE_SV_THREADS, 2) k_svf(const moe_sv_args a1,
     sv_job j1;
     if (a1.dyn) { /* phase 1 split at run time over the whole grid */
         const int G = sv_route_dyn(a1, list1, (int *)(sm + L.ring), s_tot);
-        sv_dyn_range(a1, G, u0, u1);
+        sv_dyn_range(a1, G, list1 + TK, u0, u1);
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         j1.on = 0;
     } else {

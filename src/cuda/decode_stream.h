@@ -71,6 +71,8 @@ typedef struct moe_sv_args {
     unsigned *hq_cnt;         /* phase 1: rows of (pair, block of 32) written so far, for the blocks that two jobs
                                * share ([MOE_SV_MAXP, I / 32], zero between launches: the job that completes one
                                * quantises it and zeroes its counter); the layer's, not the workspace's */
+    int dynw;                 /* the run-time split's aligned mode weighted by the groups' pairs, a step costing dynw
+                               * + pairs (decode.h moe__sv_split_range_w); 0: unweighted */
     int dyn;                  /* phase 1 split at run time (sv_route_dyn, 2 T K <= MOE_SV_LIST): gridDim.x blocks share
                                * the pair groups' rows, jobs of at most R rows; else a block per (group opener, row tile) */
 } moe_sv_args;
