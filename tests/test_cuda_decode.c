@@ -507,7 +507,8 @@ TEST(cuda_quant_stream_hq) {
  * run time, weighted by the groups' pairs, at T = 3..8, and to T = 16 where
  * T K <= 96 on layers of K >= 4; the planned grid at T K = 128, at K = 2
  * beyond T = 8 and at T = 2; MOE_SV_DYNW=0 takes the weights off and
- * MOE_SV_DYN=3 the rule before session 31 (T = 3..8). */
+ * MOE_SV_DYN=3 the rule before session 31 (T = 3..8). Beyond T = 8 the
+ * planned grid's blocks take half the rows. */
 TEST(cuda_quant_stream_split_rule) {
     moe_ctx *ctx = cuda_ctx();
     if (!ctx) SKIP("no CUDA device");
@@ -528,6 +529,25 @@ TEST(cuda_quant_stream_split_rule) {
                       (strstr(gu, "by their pairs") != NULL) == cs[i].w,
                   "T=%lld K=%lld %s=%s: want split %d, weighted %d: %s", (long long)cs[i].T, (long long)cs[i].K,
                   cs[i].env ? cs[i].env : "", cs[i].val ? cs[i].val : "", cs[i].dyn, cs[i].w, desc);
+    }
+    /* beyond T = 8 a planned gate/up grid takes blocks of half the rows (two waves; MOE_SV_GWAVES=1: one), a
+     * split one does not */
+    static const struct { int64_t T, K; int halved; } wv[] = {{16, 8, 1}, {24, 8, 1}, {12, 8, 0}, {8, 8, 0}};
+    for (size_t i = 0; i < sizeof wv / sizeof wv[0] && !moe_test_failed(); i++) {
+        int R[2] = {0, 0};
+        for (int f = 0; f < 2; f++) {
+            char desc[4096] = "";
+            if (f) setenv("MOE_SV_GWAVES", "1", 1);
+            CHECK(stream_describe(ctx, MOE_TYPE_Q4_K, wv[i].T, 32, 256, 512, wv[i].K, desc, sizeof desc));
+            unsetenv("MOE_SV_GWAVES");
+            const char *gu = strstr(desc, "gate/up plan:");
+            const char *n = gu ? strpbrk(gu, "0123456789") : NULL;
+            R[f] = n ? atoi(n) : 0;
+            CHECK_MSG(R[f] > 0, "T=%lld: no gate/up rows in %s", (long long)wv[i].T, desc);
+        }
+        CHECK_MSG(wv[i].halved ? R[0] < R[1] : R[0] == R[1], "T=%lld K=%lld: gate/up rows %d (default), %d "
+                  "(MOE_SV_GWAVES=1): want %s", (long long)wv[i].T, (long long)wv[i].K, R[0], R[1],
+                  wv[i].halved ? "fewer" : "the same");
     }
     moe_ctx_free(ctx);
 }

@@ -171,6 +171,8 @@ typedef struct dec_impl {
                                   * 3 at T = 3..8 (dense 2..8) only */
     /* measurement knobs of the planner, read once at init (README): */
     int sv_dynord;               /* MOE_SV_DYNORD: the split's blocks in tile-major order */
+    int sv_gwaves, sv_dwaves;    /* MOE_SV_GWAVES / MOE_SV_DWAVES: GGUF beyond T = 8, waves of blocks of the planned
+                                  * gate/up grid and of the expert-major down grid (default 2) */
     int sv_dynw;                 /* MOE_SV_DYNW: its aligned mode weighted by the groups' pairs, a step A + pairs
                                   * (moe_sv_args.dynw; 0 unweighted) */
     int sv_nt1, sv_nt2;          /* MOE_SV_NT1 / NT2: most pairs a group of the gate/up and the expert-major down launch */
@@ -1100,8 +1102,12 @@ static int sv_plan_rb(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
      * sum pay off */
     if (!(sv_qmma_fmt(a) && srs >= 8)) a->qmma = 0;
     const int stage = srs * a->pitch;
+    /* GGUF beyond T = 8: the expert-major down launch's blocks take half the rows, two waves of them, so that
+     * the block scheduler evens out groups of unequal pairs (s31 run 6: qwen3 T = 16-32 0.95-0.97, with the
+     * gate/up grid's own halving, sv_chunk, 0.89-0.95; MOE_SV_DWAVES=N: N waves, 1 as before session 31) */
+    const int waves = !a->dense && a->T > 8 && a->phase == MOE_SV_DOWN_E && im->sv_dwaves > 1 ? im->sv_dwaves : 1;
     for (int bps = bps_max; bps >= 1; bps--) {
-        int64_t R = moe__cdiv((int64_t)a->N * ncols, (int64_t)im->sm_count * bps);
+        int64_t R = moe__cdiv(moe__cdiv((int64_t)a->N * ncols, (int64_t)im->sm_count * bps), waves);
         /* the per-(row, part, token) partial sums stay under 16 KB: more blocks instead */
         const int64_t parts = (a->phase == MOE_DEC_DOWN ? a->K : (a->phase == MOE_DEC_GATE_UP ? 2 : 1) * a->NT) *
                               (a->dense ? 8 : srs >= 8 ? 1 : 8 / srs);
@@ -1202,13 +1208,6 @@ static int sv_plan_nt(const dec_impl *im, moe_sv_args *a, int64_t T, int64_t K, 
     return 0;
 }
 
-/* Both phases of a chunk of Tn tokens as one cooperative launch (where its
- * grid fits at once)? GGUF layers by default (MOE_DECODE_FUSED=0 never, 1 at
- * every T), but not at T = 2: H200, bench/decode/s30 runs 4-5, two launches
- * against one, the default layer: T = 2 gpt-oss 0.91-0.97, qwen3 0.91-0.97,
- * mixtral and deepseek-v3 1.00 (they do not fit at once); T = 1 0.99-1.01;
- * T = 3 qwen3 1.09-1.14, gpt-oss-120b 1.03 (the run-time split's rows, from
- * T = 3, run better in one launch); T = 4-6 0.98-1.04. */
 /* Rows a bulk copy of a launch's GGUF stages (moe_sv_args.cst): where rows
  * lie back to back in memory (gate and up each; not gpt-oss's interleaved
  * rows), the stage's rows halved until a copy is at most im->sv_cst bytes;
@@ -1222,6 +1221,13 @@ static int sv_cst_rows(const dec_impl *im, const moe_sv_args *a) {
     return cr;
 }
 
+/* Both phases of a chunk of Tn tokens as one cooperative launch (where its
+ * grid fits at once)? GGUF layers by default (MOE_DECODE_FUSED=0 never, 1 at
+ * every T), but not at T = 2: H200, bench/decode/s30 runs 4-5, two launches
+ * against one, the default layer: T = 2 gpt-oss 0.91-0.97, qwen3 0.91-0.97,
+ * mixtral and deepseek-v3 1.00 (they do not fit at once); T = 1 0.99-1.01;
+ * T = 3 qwen3 1.09-1.14, gpt-oss-120b 1.03 (the run-time split's rows, from
+ * T = 3, run better in one launch); T = 4-6 0.98-1.04. */
 static int sv_fused_at(const dec_impl *im, int64_t Tn) { return im->sv_fused == 2 || (im->sv_fused == 1 && Tn != 2); }
 
 /* The two launches of one chunk of Tn tokens (Tn * K <= MOE_SV_MAXP); with
@@ -1324,6 +1330,14 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
         d->E < (1 << 19) && (int64_t)a1.NS * a1.SRS * a1.pitch >= MOE_SV_ROUTE_SCRATCH(d->E)) /* in the ring */
         a1.dyn = im->sv_dynord ? 2 : 1;
     if (a1.dyn && !a1.dense) a1.dynw = im->sv_dynw;
+    /* GGUF gate/up grids planned beyond T = 8 (not split at run time): blocks of half the rows, two waves of
+     * them, the block scheduler evening out groups of unequal pairs (s31 run 6, with the down launch's:
+     * qwen3 T = 16-32 0.89-0.95, gpt-oss-120b T = 24-32 0.90-0.93; where the split takes the rows, its R caps
+     * a job and halving it cost 1-5%). MOE_SV_GWAVES=N: N waves, 1 as before session 31. */
+    if (!a1.dyn && !a1.dense && Tn > 8 && im->sv_gwaves > 1) {
+        const int64_t R = moe__cdiv(moe__cdiv(a1.R, im->sv_gwaves), a1.SRS) * a1.SRS;
+        a1.R = (int)(R < a1.SRS ? a1.SRS : R);
+    }
     if (emaj) {
         if (!sv_plan_nt(im, &a2, Tn, d->K, d->E, nt_want < im->sv_nt2 ? nt_want : im->sv_nt2, 1))
             return cudaErrorInvalidConfiguration;
@@ -1455,6 +1469,8 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     const char *dy = getenv("MOE_SV_DYN");
     im->sv_dyn = dy && *dy ? atoi(dy) : 1;
     im->sv_dynord = getenv("MOE_SV_DYNORD") != NULL;
+    im->sv_gwaves = sv_env_int("MOE_SV_GWAVES", 2);
+    im->sv_dwaves = sv_env_int("MOE_SV_DWAVES", 2);
     const char *dw = getenv("MOE_SV_DYNW");
     im->sv_dynw = dw && *dw ? atoi(dw) : 2;
     im->sv_nt1 = sv_env_int("MOE_SV_NT1", 8);
