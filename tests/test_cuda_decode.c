@@ -505,30 +505,30 @@ TEST(cuda_quant_stream_hq) {
 
 /* The run-time split's rule (decode.cu sv_chunk): GGUF gate/up rows split at
  * run time, weighted by the groups' pairs, at T = 3..8, and to T = 16 where
- * T K <= 96 on layers of K >= 4; the planned grid at T K = 128, at K = 2
- * beyond T = 8 and at T = 2; MOE_SV_DYNW=0 takes the weights off and
- * MOE_SV_DYN=3 the rule before session 31 (T = 3..8). Beyond T = 8 the
- * planned grid's blocks take half the rows. */
+ * T K <= 96 and T K >= E on layers of K >= 4; the planned grid at T K = 128,
+ * at T K < E, at K = 2 beyond T = 8 and at T = 2; MOE_SV_DYNW=0 takes the
+ * weights off and MOE_SV_DYN=3 the rule before session 31 (T = 3..8).
+ * Beyond T = 8 the planned grid's blocks take half the rows. */
 TEST(cuda_quant_stream_split_rule) {
     moe_ctx *ctx = cuda_ctx();
     if (!ctx) SKIP("no CUDA device");
-    static const struct { int64_t T, K; const char *env, *val; int dyn, w; } cs[] = {
-        {2, 8, NULL, NULL, 0, 0},  {3, 8, NULL, NULL, 1, 1},  {8, 8, NULL, NULL, 1, 1},
-        {12, 8, NULL, NULL, 1, 1}, {16, 8, NULL, NULL, 0, 0}, {16, 4, NULL, NULL, 1, 1},
-        {12, 2, NULL, NULL, 0, 0}, {8, 2, NULL, NULL, 1, 1},  {12, 8, "MOE_SV_DYN", "3", 0, 0},
-        {8, 8, "MOE_SV_DYNW", "0", 1, 0}};
+    static const struct { int64_t T, K, E; const char *env, *val; int dyn, w; } cs[] = {
+        {2, 8, 32, NULL, NULL, 0, 0},  {3, 8, 32, NULL, NULL, 1, 1},  {8, 8, 32, NULL, NULL, 1, 1},
+        {12, 8, 32, NULL, NULL, 1, 1}, {16, 8, 32, NULL, NULL, 0, 0}, {16, 4, 32, NULL, NULL, 1, 1},
+        {12, 8, 128, NULL, NULL, 0, 0}, {12, 2, 32, NULL, NULL, 0, 0}, {8, 2, 32, NULL, NULL, 1, 1},
+        {12, 8, 32, "MOE_SV_DYN", "3", 0, 0}, {8, 8, 32, "MOE_SV_DYNW", "0", 1, 0}};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0] && !moe_test_failed(); i++) {
         char desc[4096] = "";
         if (cs[i].env) setenv(cs[i].env, cs[i].val, 1);
-        CHECK(stream_describe(ctx, MOE_TYPE_Q4_K, cs[i].T, 32, 256, 512, cs[i].K, desc, sizeof desc));
+        CHECK(stream_describe(ctx, MOE_TYPE_Q4_K, cs[i].T, cs[i].E, 256, 512, cs[i].K, desc, sizeof desc));
         if (cs[i].env) unsetenv(cs[i].env);
         const char *gu = strstr(desc, "gate/up plan:");
         CHECK_MSG(gu != NULL, "T=%lld K=%lld: %s", (long long)cs[i].T, (long long)cs[i].K, desc);
         if (!gu) break;
         CHECK_MSG((strstr(gu, "split at run time") != NULL) == cs[i].dyn &&
                       (strstr(gu, "by their pairs") != NULL) == cs[i].w,
-                  "T=%lld K=%lld %s=%s: want split %d, weighted %d: %s", (long long)cs[i].T, (long long)cs[i].K,
-                  cs[i].env ? cs[i].env : "", cs[i].val ? cs[i].val : "", cs[i].dyn, cs[i].w, desc);
+                  "T=%lld K=%lld E=%lld %s=%s: want split %d, weighted %d: %s", (long long)cs[i].T, (long long)cs[i].K,
+                  (long long)cs[i].E, cs[i].env ? cs[i].env : "", cs[i].val ? cs[i].val : "", cs[i].dyn, cs[i].w, desc);
     }
     /* beyond T = 8 a planned gate/up grid takes blocks of half the rows (two waves; MOE_SV_GWAVES=1: one), a
      * split one does not */

@@ -1320,12 +1320,14 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
      * GGUF split by the groups' pairs (moe__sv_split_range_w: dp4a's work
      * grows with them, the bytes do not; run 4: mixtral Q4_K T = 4-6 0.89-0.90,
      * gpt-oss-20b MXFP4 T = 3-8 0.93-0.95 against the even split) and took it
-     * to T = 16 where T K <= 96 on layers of K >= 4 (qwen3 T = 12 0.91-0.98,
-     * gpt-oss-20b T = 12-16 0.87-0.91 against the planned grid; qwen3 and
-     * deepseek-v3 at T K = 128 0.99-1.06: not there). MOE_SV_DYN = 0 never,
-     * 2 at every T, 3 T = 3..8 only (the rule before session 31). */
+     * to T = 16 where T K <= 96 on layers of K >= 4 whose experts average a
+     * pair or more (T K >= E): against the planned grid in two waves (H100,
+     * runs 8-9) gpt-oss-20b T = 9-16 0.92-0.99, but gpt-oss-120b 1.00-1.06,
+     * deepseek-v3 0.99-1.06 and qwen3 0.98-1.04, where the pairs spread over
+     * more experts. MOE_SV_DYN = 0 never, 2 at every T, 3 T = 3..8 only (the
+     * rule before session 31). */
     const int win = Tn >= (a1.dense ? 2 : 3) &&
-                    (Tn <= 8 || (im->sv_dyn == 1 && !a1.dense && Tn <= 16 && d->K >= 4 && TK <= 96));
+                    (Tn <= 8 || (im->sv_dyn == 1 && !a1.dense && Tn <= 16 && d->K >= 4 && TK <= 96 && TK >= d->E));
     if ((im->sv_dyn == 2 || ((im->sv_dyn == 1 || im->sv_dyn == 3) && win)) && 2 * TK <= MOE_SV_LIST &&
         d->E < (1 << 19) && (int64_t)a1.NS * a1.SRS * a1.pitch >= MOE_SV_ROUTE_SCRATCH(d->E)) /* in the ring */
         a1.dyn = im->sv_dynord ? 2 : 1;
