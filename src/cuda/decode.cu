@@ -1216,10 +1216,8 @@ static int sv_cst_rows(const dec_impl *im, const moe_sv_args *a) {
     if (im->sv_cst <= 0 || a->dense || a->NC != 1 || a->w0_sn != a->row_bytes ||
         (a->phase == MOE_DEC_GATE_UP && a->w1_sn != a->row_bytes))
         return 1;
-    static int minc = -1; /* MOE_SV_CSTN=n: at least n copies a stage (a measurement knob) */
-    if (minc < 0) minc = sv_env_int("MOE_SV_CSTN", 1);
     int cr = a->SRS;
-    while (cr > 1 && ((int64_t)cr * a->row_bytes > im->sv_cst || a->SRS / cr < minc)) cr >>= 1;
+    while (cr > 1 && (int64_t)cr * a->row_bytes > im->sv_cst) cr >>= 1;
     return cr;
 }
 
