@@ -889,7 +889,9 @@ static dws dws_plan(const moe_layer *L, const dec_impl *im, int64_t Tc) {
     w.act_off = o; o = al256(o + sizeof(int) * (size_t)(w.maxA + 1));
     w.sorted = o; o = al256(o + sizeof(int) * (size_t)w.TK);
     w.counters = o; o = al256(o + sizeof(unsigned) * (size_t)w.ncnt);
-    w.h = o; o = al256(o + (im->qg ? 4 : 2) * (size_t)(w.TK * d->I));
+    /* h: bf16 for the mma kernels, f32 for the int8 kernels where a launch of its own quantises it
+     * (MOE_QG_HQ=0); none where their gate/up epilogue does (it writes hq alone) */
+    w.h = o; o = al256(o + (im->qg ? (im->qg_hq ? 0 : 4) : 2) * (size_t)(w.TK * d->I));
     w.y = o; o = al256(o + 4 * (size_t)(w.TK * d->D));
     w.xq = w.xd = w.xs = w.hq = w.hd = w.hs = 0;
     if (im->qg) {
