@@ -345,6 +345,21 @@ TEST(cuda_decode_sweep_T_stream_and_mma) {
     unsetenv("MOE_DECODE_MAX_T");
 }
 
+/* The streaming kernels at every T of a cuda-quant layer (on), or the layer's
+ * own choice again (off): MOE_DECODE_STREAM, MOE_DECODE_MAX_T and
+ * MOE_QUANT_PREFILL_T set or unset together. */
+static void stream_env(int on) {
+    if (on) {
+        setenv("MOE_DECODE_STREAM", "1", 1);
+        setenv("MOE_DECODE_MAX_T", "-1", 1);
+        setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+    } else {
+        unsetenv("MOE_DECODE_STREAM");
+        unsetenv("MOE_DECODE_MAX_T");
+        unsetenv("MOE_QUANT_PREFILL_T");
+    }
+}
+
 /* The streaming kernels over more pairs than one chunk (MOE_SV_MAXP = 1024):
  * T = 600 with K = 4 runs as chunks of 256, 256 and 88 tokens, each routed
  * in place by blocks whose pair lies past the first blockDim.x pairs; small
@@ -353,15 +368,11 @@ static void stream_case(const char *backend, moe_type wt, moe_type act_type, int
                         int64_t I, int64_t K) {
     moe_ctx *ctx = cuda_ctx();
     if (!ctx) SKIP("no CUDA device");
-    setenv("MOE_DECODE_STREAM", "1", 1);
-    setenv("MOE_DECODE_MAX_T", "-1", 1);
-    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+    stream_env(1);
     moe_case c = {"stream", T, E, D, I, K, MOE_ACT_SWIGLU, MOE_GATE_UP_CONCAT, 1, wt, act_type, ROUTE_RANDOM, 0, 0};
     char msg[1024];
     moe_case_result r = moe_case_run(&c, ctx, backend, moe_test_seed() + 4242u, NULL, msg, sizeof msg);
-    unsetenv("MOE_DECODE_STREAM");
-    unsetenv("MOE_DECODE_MAX_T");
-    unsetenv("MOE_QUANT_PREFILL_T");
+    stream_env(0);
     moe_ctx_free(ctx);
     if (r != MOE_CASE_PASS)
         moe_test_fail(__FILE__, __LINE__, "%s T=%lld E=%lld D=%lld I=%lld K=%lld: %s", moe_type_name(wt), (long long)T,
@@ -427,13 +438,9 @@ static int zero_quant_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, 
 /* the same under stream_case's settings */
 static int stream_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int64_t D, int64_t I, int64_t K,
                            char *desc, size_t n) {
-    setenv("MOE_DECODE_STREAM", "1", 1);
-    setenv("MOE_DECODE_MAX_T", "-1", 1);
-    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+    stream_env(1);
     int ok = zero_quant_describe(ctx, wt, T, E, D, I, K, desc, n);
-    unsetenv("MOE_DECODE_STREAM");
-    unsetenv("MOE_DECODE_MAX_T");
-    unsetenv("MOE_QUANT_PREFILL_T");
+    stream_env(0);
     return ok;
 }
 
@@ -469,9 +476,7 @@ TEST(cuda_quant_stream_hq) {
                                                    {MOE_TYPE_Q4_K, MOE_TYPE_Q6_K}, {MOE_TYPE_Q8_0, MOE_TYPE_MXFP4}};
     static const struct { int64_t E, D, I, K; } sh[] = {{16, 256, 512, 2}, {4, 512, 2048, 4}, {8, 256, 1280, 2}};
     static const int64_t Ts[] = {1, 2, 3, 5, 8, 16};
-    setenv("MOE_DECODE_STREAM", "1", 1);
-    setenv("MOE_DECODE_MAX_T", "-1", 1);
-    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+    stream_env(1);
     int runs = 0;
     for (size_t i = 0; i < sizeof ty / sizeof ty[0] && !moe_test_failed(); i++)
         for (size_t k = 0; k < sizeof sh / sizeof sh[0] && !moe_test_failed(); k++)
@@ -495,9 +500,7 @@ TEST(cuda_quant_stream_hq) {
                           (long long)c.T, (long long)c.E, (long long)c.D, (long long)c.I, err[1], err[0]);
                 runs++;
             }
-    unsetenv("MOE_DECODE_STREAM");
-    unsetenv("MOE_DECODE_MAX_T");
-    unsetenv("MOE_QUANT_PREFILL_T");
+    stream_env(0);
     if (was) setenv("MOE_SV_HQ", saved, 1);
     moe_ctx_free(ctx);
     CHECK(runs > 0);
@@ -584,9 +587,7 @@ TEST(cuda_quant_stream_copies) {
         {16, 256, 512, 2, MOE_GATE_UP_CONCAT}, {4, 512, 1280, 4, MOE_GATE_UP_CONCAT},
         {8, 256, 512, 2, MOE_GATE_UP_INTERLEAVED}};
     static const int64_t Ts[] = {1, 2, 5, 16};
-    setenv("MOE_DECODE_STREAM", "1", 1);
-    setenv("MOE_DECODE_MAX_T", "-1", 1);
-    setenv("MOE_QUANT_PREFILL_T", "-1", 1);
+    stream_env(1);
     int runs = 0;
     for (size_t i = 0; i < sizeof ty / sizeof ty[0] && !moe_test_failed(); i++)
         for (size_t k = 0; k < sizeof sh / sizeof sh[0] && !moe_test_failed(); k++)
@@ -610,9 +611,7 @@ TEST(cuda_quant_stream_copies) {
                           (long long)c.E, (long long)c.D, (long long)c.I, (int)sh[k].lay, err[0], err[1], err[2]);
                 runs++;
             }
-    unsetenv("MOE_DECODE_STREAM");
-    unsetenv("MOE_DECODE_MAX_T");
-    unsetenv("MOE_QUANT_PREFILL_T");
+    stream_env(0);
     if (was) setenv("MOE_SV_CST", saved, 1);
     else unsetenv("MOE_SV_CST");
     moe_ctx_free(ctx);

@@ -1,9 +1,10 @@
 #!/bin/bash
-# Session 31, device calls 5 (H200) and 6 (H100): the session's build. Tests (the quant and decode GPU tests, the
-# new cuda_quant_stream_copies and cuda_quant_stream_split_rule, the host split tests), memcheck and racecheck
-# on streaming tests; then the default layer against the session's start in one binary (MOE_SV_CST=0
-# MOE_SV_DYNW=0 MOE_SV_DYN=3: a copy a row, the even split at T = 3-8 only), Q8_0 / Q4_K / Q6_K / MXFP4 on
-# the five presets, T = 1-16, ROUNDS rounds of 2 routings.
+# Session 31, device call 5 (H200), and through call7.sh calls 7 and 10 (H200): the session's
+# build. Tests (the quant and decode GPU tests, the new cuda_quant_stream_copies and cuda_quant_stream_split_rule,
+# the host split tests), memcheck and racecheck on streaming tests; then the default layer against the session's
+# start in one binary (START, default MOE_SV_CST=0 MOE_SV_DYNW=0 MOE_SV_DYN=3: a copy a row, the even split at
+# T = 3-8 only), Q8_0 / Q4_K / Q6_K / MXFP4 on the five presets, T = TOKENS (default 1-16), ROUNDS rounds of 2
+# routings.
 #   RUN=5 ROUNDS=2 OUT=out CARRY=build-devbin/carryN bash bench/decode/s31/call5.sh
 RUN=${RUN:-5}
 W=/tmp/w$RUN
@@ -20,9 +21,9 @@ grep -hE "FAIL|error" $W/tests_*.log | cut -c1-300 | head -20
 s30_sanitize cuda_quant_stream_copies cuda_quant_cases_stream_2launch
 A="--quant --default --no-kdec --no-i8 --reps 10 --routings 2"
 for r in $(seq 1 ${ROUNDS:-2}); do
-  MOE_SV_CST=0 MOE_SV_DYNW=0 MOE_SV_DYN=3 timeout 200 $B $A --only $P --qtypes q8_0,q4_K,q6_K,mxfp4 \
-    --qtokens 1,2,3,4,6,8,12,16 --json $W/r${r}_start.jsonl > /dev/null 2>>$W/err.log
-  timeout 200 $B $A --only $P --qtypes q8_0,q4_K,q6_K,mxfp4 --qtokens 1,2,3,4,6,8,12,16 --json $W/r${r}_new.jsonl \
+  env ${START:-MOE_SV_CST=0 MOE_SV_DYNW=0 MOE_SV_DYN=3} timeout 250 $B $A --only $P --qtypes q8_0,q4_K,q6_K,mxfp4 \
+    --qtokens ${TOKENS:-1,2,3,4,6,8,12,16} --json $W/r${r}_start.jsonl > /dev/null 2>>$W/err.log
+  timeout 250 $B $A --only $P --qtypes q8_0,q4_K,q6_K,mxfp4 --qtokens ${TOKENS:-1,2,3,4,6,8,12,16} --json $W/r${r}_new.jsonl \
     > /dev/null 2>>$W/err.log
 done
 python3 $(dirname $0)/../s26/ab_table.py $W/r*_start.jsonl $W/r*_new.jsonl > $W/ab_table.txt 2>&1
