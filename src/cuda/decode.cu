@@ -1333,7 +1333,7 @@ static cudaError_t sv_chunk(const moe_layer *L, dec_impl *im, int64_t Tn, const 
     if ((im->sv_dyn == 2 || ((im->sv_dyn == 1 || im->sv_dyn == 3) && win)) && 2 * TK <= MOE_SV_LIST &&
         d->E < (1 << 19) && (int64_t)a1.NS * a1.SRS * a1.pitch >= MOE_SV_ROUTE_SCRATCH(d->E)) /* in the ring */
         a1.dyn = im->sv_dynord ? 2 : 1;
-    if (a1.dyn && !a1.dense) a1.dynw = im->sv_dynw;
+    if (a1.dyn == 1 && !a1.dense) a1.dynw = im->sv_dynw; /* not with MOE_SV_DYNORD's tile-major order (unweighted) */
     /* GGUF gate/up grids planned beyond T = 8 (not split at run time): blocks of half the rows, two waves of
      * them, the block scheduler evening out groups of unequal pairs (s31 run 6, with the down launch's:
      * qwen3 T = 16-32 0.89-0.95, gpt-oss-120b T = 24-32 0.90-0.93; where the split takes the rows, its R caps
