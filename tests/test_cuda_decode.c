@@ -418,7 +418,7 @@ static int zero_quant_describe_2(moe_ctx *ctx, moe_type wt, moe_type wd, int64_t
     d.down = t;
     d.down.type = wd;
     d.act_type = MOE_TYPE_BF16;
-    d.backend = "cuda-quant";
+    d.backend = wt == MOE_TYPE_BF16 || wt == MOE_TYPE_F16 ? "cuda-decode" : "cuda-quant";
     moe_layer *L = NULL;
     moe_status st = moe_layer_create(ctx, &d, &L);
     if (!st) moe_layer_describe(L, T, desc, n);
@@ -510,7 +510,8 @@ TEST(cuda_quant_stream_hq) {
  * run time, weighted by the groups' pairs, at T = 3..8, and to T = 16 where
  * T K <= 96 and T K >= E on layers of K >= 4; the planned grid at T K = 128,
  * at T K < E, at K = 2 beyond T = 8 and at T = 2; MOE_SV_DYNW=0 takes the
- * weights off and MOE_SV_DYN=3 the rule before session 31 (T = 3..8).
+ * weights off, MOE_SV_DYN=3 gives the rule before session 31 (T = 3..8) and
+ * MOE_SV_DYNORD=1 (the tile-major order) splits without weights.
  * Beyond T = 8 the planned grid's blocks take half the rows. */
 TEST(cuda_quant_stream_split_rule) {
     moe_ctx *ctx = cuda_ctx();
@@ -519,7 +520,8 @@ TEST(cuda_quant_stream_split_rule) {
         {2, 8, 32, NULL, NULL, 0, 0},  {3, 8, 32, NULL, NULL, 1, 1},  {8, 8, 32, NULL, NULL, 1, 1},
         {12, 8, 32, NULL, NULL, 1, 1}, {16, 8, 32, NULL, NULL, 0, 0}, {16, 4, 32, NULL, NULL, 1, 1},
         {12, 8, 128, NULL, NULL, 0, 0}, {12, 2, 32, NULL, NULL, 0, 0}, {8, 2, 32, NULL, NULL, 1, 1},
-        {12, 8, 32, "MOE_SV_DYN", "3", 0, 0}, {8, 8, 32, "MOE_SV_DYNW", "0", 1, 0}};
+        {12, 8, 32, "MOE_SV_DYN", "3", 0, 0}, {8, 8, 32, "MOE_SV_DYNW", "0", 1, 0},
+        {8, 8, 32, "MOE_SV_DYNORD", "1", 1, 0}};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0] && !moe_test_failed(); i++) {
         char desc[4096] = "";
         if (cs[i].env) setenv(cs[i].env, cs[i].val, 1);
@@ -616,6 +618,54 @@ TEST(cuda_quant_stream_copies) {
     else unsetenv("MOE_SV_CST");
     moe_ctx_free(ctx);
     CHECK(runs > 0);
+}
+
+/* The dense expert-major down launch planned as one wave of blocks of whole
+ * row tiles (decode.cu sv_down_one_wave) against the plan under the 16 KB
+ * cap on a block's partial sums (MOE_SV_D1W=0): long down rows' count (D =
+ * 8192) over few experts, so that one wave takes more rows a block than the
+ * cap allows. describe must show the larger blocks at some T, and the two
+ * plans must give the same output bit for bit (a row's sums do not depend
+ * on the block that takes it). */
+TEST(cuda_decode_stream_down_one_wave) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    const char *was = getenv("MOE_SV_D1W");
+    char saved[32] = "";
+    if (was) snprintf(saved, sizeof saved, "%s", was);
+    static const int64_t Ts[] = {3, 4, 8};
+    int larger = 0;
+    setenv("MOE_SV_DOWNE", "1", 1);
+    for (size_t t = 0; t < sizeof Ts / sizeof Ts[0] && !moe_test_failed(); t++) {
+        int R[2] = {0, 0};
+        double err[2] = {-1.0, -2.0};
+        for (int f = 0; f < 2; f++) {
+            if (f) setenv("MOE_SV_D1W", "0", 1);
+            else unsetenv("MOE_SV_D1W");
+            char desc[4096] = "";
+            CHECK(stream_describe(ctx, MOE_TYPE_BF16, Ts[t], 8, 8192, 128, 2, desc, sizeof desc));
+            const char *dp = strstr(desc, "down plan:");
+            R[f] = dp ? atoi(dp + strlen("down plan:")) : 0;
+            CHECK_MSG(R[f] > 0, "T=%lld: no down plan in %s", (long long)Ts[t], desc);
+            moe_case c = {"one_wave", Ts[t], 8, 8192, 128, 2, MOE_ACT_SWIGLU, MOE_GATE_UP_CONCAT, 0, MOE_TYPE_BF16,
+                          MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
+            char msg[1024];
+            stream_env(1);
+            moe_case_result r = moe_case_run(&c, ctx, "cuda-decode", moe_test_seed() + 31u * (unsigned)t, &err[f], msg,
+                                             sizeof msg);
+            stream_env(0);
+            CHECK_MSG(r == MOE_CASE_PASS, "T=%lld MOE_SV_D1W %s: %s", (long long)Ts[t], f ? "0" : "unset", msg);
+        }
+        CHECK_MSG(R[0] >= R[1], "T=%lld: %d rows a down block in one wave, %d under the cap", (long long)Ts[t], R[0], R[1]);
+        CHECK_MSG(err[0] == err[1], "T=%lld: errors %.17g (one wave, %d rows a block) and %.17g (%d rows): the outputs "
+                  "differ", (long long)Ts[t], err[0], R[0], err[1], R[1]);
+        larger += R[0] > R[1];
+    }
+    unsetenv("MOE_SV_DOWNE");
+    if (was) setenv("MOE_SV_D1W", saved, 1);
+    else unsetenv("MOE_SV_D1W");
+    moe_ctx_free(ctx);
+    CHECK_MSG(larger > 0, "the one-wave plan took no more rows a block than the capped one at any T");
 }
 
 /* The streaming launches' plans fit as many blocks an SM as they count on

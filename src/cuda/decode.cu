@@ -171,6 +171,7 @@ typedef struct dec_impl {
                                   * 3 at T = 3..8 (dense 2..8) only */
     /* measurement knobs of the planner, read once at init (README): */
     int sv_dynord;               /* MOE_SV_DYNORD: the split's blocks in tile-major order */
+    int sv_d1w;                  /* MOE_SV_D1W: dense down in one wave, partial sums up to this many bytes (sv_down_one_wave) */
     int sv_gwaves, sv_dwaves;    /* MOE_SV_GWAVES / MOE_SV_DWAVES: GGUF beyond T = 8, waves of blocks of the planned
                                   * gate/up grid and of the expert-major down grid (default 2) */
     int sv_dynw;                 /* MOE_SV_DYNW: its aligned mode weighted by the groups' pairs, a step A + pairs
@@ -1036,12 +1037,42 @@ static int sv_qmma_fmt(const moe_sv_args *a) {
  * ncols block columns (active experts or tokens): about one wave of blocks at
  * two (else one) per SM. Returns the blocks per SM planned for (2 or 1), 0
  * when its shared memory does not fit. */
+/* The dense expert-major down launch in one wave of blocks of whole row
+ * tiles: each touched expert's N rows in nt = slots / g tiles, g the experts
+ * a forward touches (mean + 1.5 standard deviations) or the expected groups
+ * where more, so that the blocks rarely spill into a second wave. The 16 KB
+ * cap on a block's partial sums (sv_plan_rb) otherwise holds passes of 4
+ * tokens to 128 rows a block: two to four waves of short blocks, each paying
+ * its routing, the ring's first fill and its combine. Taken where the
+ * partial sums stay within im->sv_d1w bytes (MOE_SV_D1W, 0: never) and the
+ * ring keeps 3 stages. */
+static void sv_down_one_wave(const dec_impl *im, moe_sv_args *a, int64_t parts, int stage, int per, int ns_max) {
+    if (im->sv_d1w <= 0) return;
+    const int64_t slots = (int64_t)im->sm_count * a->bps;
+    int64_t g = moe__sv_plan_cols(a->T, a->K, a->E, a->NT, 0, 1.5);
+    const int64_t gg = moe__sv_plan_cols(a->T, a->K, a->E, a->NT, 1, 0.0);
+    if (gg > g) g = gg;
+    const int64_t nt = slots / (g > 0 ? g : 1);
+    if (nt < 1) return;
+    const int64_t R = moe__cdiv(moe__cdiv(a->N, nt), a->SRS) * a->SRS;
+    if (R <= a->R || 4 * parts * R > im->sv_d1w) return;
+    moe_sv_args b = *a;
+    b.R = (int)R;
+    b.NS = 0; /* the bytes besides the ring */
+    const int ns = (per - moe__sv_smem_bytes(&b)) / stage;
+    if (ns < 3) return;
+    b.NS = ns > ns_max ? ns_max : ns;
+    *a = b;
+}
+
 static int sv_plan_rb(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     a->pitch = ((a->row_bytes + 15) & ~15) + (a->dense ? 0 : 16);
     /* tuning knobs for measurements (bench/decode): stage bytes, blocks per SM, ring depth */
-    static int stage_target = -1, gguf_target = SV_STAGE_GGUF, bps_max = 2, ns_max = 6, smem_cap = 1 << 30;
+    static int stage_target = -1, gguf_target = SV_STAGE_GGUF, bps_max = 2, ns_max = 6, smem_cap = 1 << 30,
+               psum = 16384;
     if (stage_target < 0) {
         const char *v;
+        if ((v = getenv("MOE_SV_PSUM")) && atoi(v) > 0) psum = atoi(v);
         if ((v = getenv("MOE_SV_SMEM")) && atoi(v) > 0) smem_cap = atoi(v);
         stage_target = (v = getenv("MOE_SV_STAGE")) && atoi(v) > 0 ? atoi(v) : SV_STAGE_TARGET;
         if (v && atoi(v) > 0) gguf_target = stage_target;
@@ -1113,7 +1144,7 @@ static int sv_plan_rb(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         /* the per-(row, part, token) partial sums stay under 16 KB: more blocks instead */
         const int64_t parts = (a->phase == MOE_DEC_DOWN ? a->K : (a->phase == MOE_DEC_GATE_UP ? 2 : 1) * a->NT) *
                               (a->dense ? 8 : srs >= 8 ? 1 : 8 / srs);
-        const int64_t rcap = 16384 / (4 * parts);
+        const int64_t rcap = psum / (4 * parts);
         if (R > rcap) R = rcap;
         R = moe__cdiv(R, srs) * srs;
         int64_t rmax = moe__cdiv(a->N, srs) * srs;
@@ -1130,6 +1161,7 @@ static int sv_plan_rb(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         if (ns >= 2) {
             a->NS = ns > ns_max ? ns_max : ns;
             a->bps = bps;
+            if (a->dense && a->phase == MOE_SV_DOWN_E) sv_down_one_wave(im, a, parts, stage, per, ns_max);
             return bps;
         }
     }
@@ -1475,6 +1507,10 @@ static void sv_init(moe_layer *L, dec_impl *im) {
     im->sv_dynord = getenv("MOE_SV_DYNORD") != NULL;
     im->sv_gwaves = sv_env_int("MOE_SV_GWAVES", 2);
     im->sv_dwaves = sv_env_int("MOE_SV_DWAVES", 2);
+    {
+        const char *v = getenv("MOE_SV_D1W");
+        im->sv_d1w = v && *v ? atoi(v) : 65536;
+    }
     const char *dw = getenv("MOE_SV_DYNW");
     im->sv_dynw = dw && *dw ? atoi(dw) : 2;
     im->sv_nt1 = sv_env_int("MOE_SV_NT1", 8);
@@ -1509,8 +1545,12 @@ static void sv_init(moe_layer *L, dec_impl *im) {
      * mixtral, the other long rows, are handed to the grouped GEMM there,
      * moe__dec_gemm_min_t). On qwen3 (I = 768) the mma kernels won at T = 2-3 by
      * 7-11% then; since sessions 11-26 the streaming kernels take T = 2 (53.0
-     * against 55.6 us) but not 3 (80.8 against 76.8; bench/decode/s27 run 4) */
-    int64_t def = dense ? (d->I >= 2048 ? 3 : 2) : moe__dec_stream_max_t(im->fmt1, expert_bytes(L), im->qg, d->E, d->K);
+     * against 55.6 us) but not 3 (80.8 against 76.8; bench/decode/s27 run 4).
+     * Session 32's down plan in one wave (sv_down_one_wave) took qwen3 T = 3-4
+     * to 72.5 / 89.2 us against the mma kernels' 78.2 / 96.7 on an H200 (s32
+     * run 5; T = 5 even, T = 6 4% behind) and 95.4 / 117.0 against 98.1 / 122.8
+     * on an H100 (run 4): rows of I < 2048 stream to T = 4 */
+    int64_t def = dense ? (d->I >= 2048 ? 3 : 4) : moe__dec_stream_max_t(im->fmt1, expert_bytes(L), im->qg, d->E, d->K);
     if (def < 1) def = 1;
     /* both launches must fit in shared memory: chunks of the largest T that does */
     if (sv_chunk(L, im, 1, NULL, NULL, NULL, NULL, NULL, 0, 1, NULL, NULL) != cudaSuccess) {
