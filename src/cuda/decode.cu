@@ -172,6 +172,7 @@ typedef struct dec_impl {
     /* measurement knobs of the planner, read once at init (README): */
     int sv_dynord;               /* MOE_SV_DYNORD: the split's blocks in tile-major order */
     int sv_d1w;                  /* MOE_SV_D1W: dense down in one wave, partial sums up to this many bytes (sv_down_one_wave) */
+    int sv_d1w_ns;               /* MOE_SV_D1W_NS: ... where the ring keeps this many stages (default 2) */
     int sv_gwaves, sv_dwaves;    /* MOE_SV_GWAVES / MOE_SV_DWAVES: GGUF beyond T = 8, waves of blocks of the planned
                                   * gate/up grid and of the expert-major down grid (default 2) */
     int sv_dynw;                 /* MOE_SV_DYNW: its aligned mode weighted by the groups' pairs, a step A + pairs
@@ -1043,9 +1044,14 @@ static int sv_qmma_fmt(const moe_sv_args *a) {
  * where more, so that the blocks rarely spill into a second wave. The 16 KB
  * cap on a block's partial sums (sv_plan_rb) otherwise holds passes of 4
  * tokens to 128 rows a block: two to four waves of short blocks, each paying
- * its routing, the ring's first fill and its combine. Taken where the
- * partial sums stay within im->sv_d1w bytes (MOE_SV_D1W, 0: never) and the
- * ring keeps 3 stages. */
+ * its routing, the ring's first fill and its combine (H200, bench/decode/s32
+ * run 7, ncu: qwen3 T = 4 / 8's down launch 39.7 -> 36.2 / 73.1 -> 67.7 us).
+ * Taken where the partial sums stay within im->sv_d1w bytes (MOE_SV_D1W, 0:
+ * never) and the ring keeps im->sv_d1w_ns stages (MOE_SV_D1W_NS, default 2:
+ * gpt-oss's column-chunk stages of 24.7 KB fit 2 at the larger blocks; run 8,
+ * against 3: gpt-oss-20b T = 3 / 4 / 5 0.91 / 0.95 / 0.98, gpt-oss-120b T =
+ * 3 / 4 0.96 / 0.95, T = 6 even, but gpt-oss-20b T = 8 1.04, where the layer
+ * does not stream). */
 static void sv_down_one_wave(const dec_impl *im, moe_sv_args *a, int64_t parts, int stage, int per, int ns_max) {
     if (im->sv_d1w <= 0) return;
     const int64_t slots = (int64_t)im->sm_count * a->bps;
@@ -1060,7 +1066,7 @@ static void sv_down_one_wave(const dec_impl *im, moe_sv_args *a, int64_t parts, 
     b.R = (int)R;
     b.NS = 0; /* the bytes besides the ring */
     const int ns = (per - moe__sv_smem_bytes(&b)) / stage;
-    if (ns < 3) return;
+    if (ns < im->sv_d1w_ns) return;
     b.NS = ns > ns_max ? ns_max : ns;
     *a = b;
 }
@@ -1069,10 +1075,11 @@ static int sv_plan_rb(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     a->pitch = ((a->row_bytes + 15) & ~15) + (a->dense ? 0 : 16);
     /* tuning knobs for measurements (bench/decode): stage bytes, blocks per SM, ring depth */
     static int stage_target = -1, gguf_target = SV_STAGE_GGUF, bps_max = 2, ns_max = 6, smem_cap = 1 << 30,
-               psum = 16384;
+               psum = 16384, psum1 = -1;
     if (stage_target < 0) {
         const char *v;
         if ((v = getenv("MOE_SV_PSUM")) && atoi(v) > 0) psum = atoi(v);
+        psum1 = (v = getenv("MOE_SV_PSUM1")) && atoi(v) > 0 ? atoi(v) : psum;
         if ((v = getenv("MOE_SV_SMEM")) && atoi(v) > 0) smem_cap = atoi(v);
         stage_target = (v = getenv("MOE_SV_STAGE")) && atoi(v) > 0 ? atoi(v) : SV_STAGE_TARGET;
         if (v && atoi(v) > 0) gguf_target = stage_target;
@@ -1144,7 +1151,7 @@ static int sv_plan_rb(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
         /* the per-(row, part, token) partial sums stay under 16 KB: more blocks instead */
         const int64_t parts = (a->phase == MOE_DEC_DOWN ? a->K : (a->phase == MOE_DEC_GATE_UP ? 2 : 1) * a->NT) *
                               (a->dense ? 8 : srs >= 8 ? 1 : 8 / srs);
-        const int64_t rcap = psum / (4 * parts);
+        const int64_t rcap = (a->phase == MOE_DEC_DOWN || a->phase == MOE_SV_DOWN_E ? psum : psum1) / (4 * parts);
         if (R > rcap) R = rcap;
         R = moe__cdiv(R, srs) * srs;
         int64_t rmax = moe__cdiv(a->N, srs) * srs;
@@ -1511,6 +1518,7 @@ static void sv_init(moe_layer *L, dec_impl *im) {
         const char *v = getenv("MOE_SV_D1W");
         im->sv_d1w = v && *v ? atoi(v) : 65536;
     }
+    im->sv_d1w_ns = sv_env_int("MOE_SV_D1W_NS", 2);
     const char *dw = getenv("MOE_SV_DYNW");
     im->sv_dynw = dw && *dw ? atoi(dw) : 2;
     im->sv_nt1 = sv_env_int("MOE_SV_NT1", 8);
