@@ -1051,7 +1051,11 @@ static int sv_qmma_fmt(const moe_sv_args *a) {
  * gpt-oss's column-chunk stages of 24.7 KB fit 2 at the larger blocks; run 8,
  * against 3: gpt-oss-20b T = 3 / 4 / 5 0.91 / 0.95 / 0.98, gpt-oss-120b T =
  * 3 / 4 0.96 / 0.95, T = 6 even, but gpt-oss-20b T = 8 1.04, where the layer
- * does not stream). */
+ * does not stream). Dense only: a dense block's time follows its bytes, while
+ * a GGUF block's grows with its group's pairs (dp4a), and the blocks that
+ * spill past one wave even that out: the same plan on GGUF layers (run 10,
+ * H200, its expert-major down at T = 8) ran mixtral Q4_K / Q8_0 / MXFP4
+ * 1.06 and gpt-oss-20b Q8_0 1.02-1.03 slower. */
 static void sv_down_one_wave(const dec_impl *im, moe_sv_args *a, int64_t parts, int stage, int per, int ns_max) {
     if (im->sv_d1w <= 0) return;
     const int64_t slots = (int64_t)im->sm_count * a->bps;
