@@ -860,6 +860,15 @@ template <int PH, int NT> static __device__ __forceinline__ void sv_job_finish(c
  * back): the bulk copies of every stage of job j, through the ring position
  * gs (continued across jobs). Lane 0 posts the stage's byte count (a warp
  * sum) on the full barrier before any lane copies into it. */
+/* The bytes of one bulk copy: rows r .. r1 - 1 (sn apart; cl bytes of the
+ * last one from its start), widened to 16-byte bounds: [lo, hi). */
+static __device__ __forceinline__ void sv_copy_span(const uint8_t *base, int r, int r1, int64_t sn, int cl, uintptr_t &lo,
+                                                    uintptr_t &hi) {
+    const uintptr_t ad = (uintptr_t)(base + (int64_t)r * sn), end = ad + (uintptr_t)(r1 - r - 1) * sn + cl;
+    lo = ad & ~(uintptr_t)15;
+    hi = (end + 15) & ~(uintptr_t)15;
+}
+
 template <int PH>
 static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv_job &j, uint8_t *ring, int slot_bytes,
                                                   uint64_t *bars, int NS, int &gs) {
@@ -883,16 +892,17 @@ static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv
         const int CR = a.cst > 1 ? a.cst : 1;
         uint32_t bytes = 0;
         for (int r = rr0 + lane * CR; r < rr1; r += 32 * CR) {
-            const uintptr_t ad = (uintptr_t)(base + (int64_t)r * sn), end = ad + (uintptr_t)(min(rr1, r + CR) - r - 1) * sn + cl;
-            bytes += (uint32_t)(((end + 15) & ~(uintptr_t)15) - (ad & ~(uintptr_t)15));
+            uintptr_t lo, hi;
+            sv_copy_span(base, r, min(rr1, r + CR), sn, cl, lo, hi);
+            bytes += (uint32_t)(hi - lo);
         }
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) bytes += __shfl_xor_sync(0xffffffffu, bytes, o);
         if (lane == 0) mbar_expect_tx(fb, bytes);
         __syncwarp();
         for (int r = rr0 + lane * CR; r < rr1; r += 32 * CR) {
-            const uintptr_t ad = (uintptr_t)(base + (int64_t)r * sn), end = ad + (uintptr_t)(min(rr1, r + CR) - r - 1) * sn + cl;
-            const uintptr_t lo = ad & ~(uintptr_t)15, hi = (end + 15) & ~(uintptr_t)15;
+            uintptr_t lo, hi;
+            sv_copy_span(base, r, min(rr1, r + CR), sn, cl, lo, hi);
             bulk_g2s(smem_u32(dst + (r - rr0) * a.pitch), (const void *)lo, (uint32_t)(hi - lo), fb);
         }
         if (++slot == NS) { slot = 0; sph ^= 1; }
