@@ -397,8 +397,9 @@ TEST(cuda_quant_stream_odd_units) {
     for (int i = 0; i < 3 && !moe_test_failed(); i++) stream_case("cuda-quant", q[i], MOE_TYPE_BF16, 3, 4, 160, 96, 2);
     unsetenv("MOE_DECODE_FUSED");
 }
-/* describe at T of a cuda-quant layer of all-zero wt blocks (weights on the
- * host, copied at init); 0 when the layer could not be made */
+/* describe at T of a cuda-quant layer of all-zero wt blocks (a cuda-decode
+ * layer where wt is bf16 or f16; weights on the host, copied at init); 0 when
+ * the layer could not be made */
 /* down in type wd (gate/up in wt) */
 static int zero_quant_describe_2(moe_ctx *ctx, moe_type wt, moe_type wd, int64_t T, int64_t E, int64_t D, int64_t I,
                                  int64_t K, moe_gate_up_layout lay, char *desc, size_t n) {

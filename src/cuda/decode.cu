@@ -1034,10 +1034,6 @@ static int sv_qmma_fmt(const moe_sv_args *a) {
     return sv_fmt_has_qmma(a->fmt) && a->NT == 8 && a->phase != MOE_DEC_DOWN && a->C >= 64 * 32;
 }
 
-/* Rows per stage, rows per block and ring depth of one streaming launch over
- * ncols block columns (active experts or tokens): about one wave of blocks at
- * two (else one) per SM. Returns the blocks per SM planned for (2 or 1), 0
- * when its shared memory does not fit. */
 /* The dense expert-major down launch in one wave of blocks of whole row
  * tiles: each touched expert's N rows in nt = slots / g tiles, g the experts
  * a forward touches (mean + 1.5 standard deviations) or the expected groups
@@ -1075,6 +1071,10 @@ static void sv_down_one_wave(const dec_impl *im, moe_sv_args *a, int64_t parts, 
     *a = b;
 }
 
+/* Rows per stage, rows per block and ring depth of one streaming launch over
+ * ncols block columns (active experts or tokens): about one wave of blocks at
+ * two (else one) per SM. Returns the blocks per SM planned for (2 or 1), 0
+ * when its shared memory does not fit. */
 static int sv_plan_rb(const dec_impl *im, moe_sv_args *a, int64_t ncols) {
     a->pitch = ((a->row_bytes + 15) & ~15) + (a->dense ? 0 : 16);
     /* tuning knobs for measurements (bench/decode): stage bytes, blocks per SM, ring depth */

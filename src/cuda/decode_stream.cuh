@@ -855,11 +855,6 @@ template <int PH, int NT> static __device__ __forceinline__ void sv_job_finish(c
 }
 
 #ifdef SV_ON
-/* Producer (the producer warp, lane l copying row l, l + 32, ... of a stage,
- * or rows l a.cst .. (l + 1) a.cst - 1 in one copy where they lie back to
- * back): the bulk copies of every stage of job j, through the ring position
- * gs (continued across jobs). Lane 0 posts the stage's byte count (a warp
- * sum) on the full barrier before any lane copies into it. */
 /* The bytes of one bulk copy: rows r .. r1 - 1 (sn apart; cl bytes of the
  * last one from its start), widened to 16-byte bounds: [lo, hi). */
 static __device__ __forceinline__ void sv_copy_span(const uint8_t *base, int r, int r1, int64_t sn, int cl, uintptr_t &lo,
@@ -869,6 +864,11 @@ static __device__ __forceinline__ void sv_copy_span(const uint8_t *base, int r, 
     hi = (end + 15) & ~(uintptr_t)15;
 }
 
+/* Producer (the producer warp, lane l copying row l, l + 32, ... of a stage,
+ * or rows l a.cst .. (l + 1) a.cst - 1 in one copy where they lie back to
+ * back): the bulk copies of every stage of job j, through the ring position
+ * gs (continued across jobs). Lane 0 posts the stage's byte count (a warp
+ * sum) on the full barrier before any lane copies into it. */
 template <int PH>
 static __device__ __forceinline__ void sv_produce(const moe_sv_args &a, const sv_job &j, uint8_t *ring, int slot_bytes,
                                                   uint64_t *bars, int NS, int &gs) {
