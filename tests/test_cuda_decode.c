@@ -360,6 +360,27 @@ static void stream_env(int on) {
     }
 }
 
+/* A variable of the environment that a test sets, saved first and put back
+ * (set to the value it had, or unset) at the end. */
+typedef struct env_saved {
+    const char *name;
+    int was;
+    char val[64];
+} env_saved;
+static env_saved env_save(const char *name) {
+    env_saved e = {name, 0, ""};
+    const char *v = getenv(name);
+    if (v) {
+        e.was = 1;
+        snprintf(e.val, sizeof e.val, "%s", v);
+    }
+    return e;
+}
+static void env_restore(const env_saved *e) {
+    if (e->was) setenv(e->name, e->val, 1);
+    else unsetenv(e->name);
+}
+
 /* The streaming kernels over more pairs than one chunk (MOE_SV_MAXP = 1024):
  * T = 600 with K = 4 runs as chunks of 256, 256 and 88 tokens, each routed
  * in place by blocks whose pair lies past the first blockDim.x pairs; small
@@ -459,9 +480,7 @@ static int stream_describe(moe_ctx *ctx, moe_type wt, int64_t T, int64_t E, int6
 TEST(cuda_quant_stream_hq) {
     moe_ctx *ctx = cuda_ctx();
     if (!ctx) SKIP("no CUDA device");
-    const char *was = getenv("MOE_SV_HQ");
-    char saved[16] = "";
-    if (was) snprintf(saved, sizeof saved, "%s", was);
+    const env_saved saved = env_save("MOE_SV_HQ");
     unsetenv("MOE_SV_HQ");
     static const struct { int64_t T, I, K; int want; } rule[] = {{2, 512, 2, 1}, {1, 512, 2, 0}, {1, 2048, 8, 1}};
     for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
@@ -502,7 +521,7 @@ TEST(cuda_quant_stream_hq) {
                 runs++;
             }
     stream_env(0);
-    if (was) setenv("MOE_SV_HQ", saved, 1);
+    env_restore(&saved);
     moe_ctx_free(ctx);
     CHECK(runs > 0);
 }
@@ -570,9 +589,7 @@ TEST(cuda_quant_stream_split_rule) {
 TEST(cuda_quant_stream_copies) {
     moe_ctx *ctx = cuda_ctx();
     if (!ctx) SKIP("no CUDA device");
-    const char *was = getenv("MOE_SV_CST");
-    char saved[32] = "";
-    if (was) snprintf(saved, sizeof saved, "%s", was);
+    const env_saved saved = env_save("MOE_SV_CST");
     static const char *cst[] = {"0", "4096", NULL};
     static const char *want[] = {NULL, "copy)", "(one copy)"}; /* 4 KB: some rows a copy, or the whole stage */
     for (int f = 0; f < 3; f++) {
@@ -615,8 +632,7 @@ TEST(cuda_quant_stream_copies) {
                 runs++;
             }
     stream_env(0);
-    if (was) setenv("MOE_SV_CST", saved, 1);
-    else unsetenv("MOE_SV_CST");
+    env_restore(&saved);
     moe_ctx_free(ctx);
     CHECK(runs > 0);
 }
@@ -631,9 +647,7 @@ TEST(cuda_quant_stream_copies) {
 TEST(cuda_decode_stream_down_one_wave) {
     moe_ctx *ctx = cuda_ctx();
     if (!ctx) SKIP("no CUDA device");
-    const char *was = getenv("MOE_SV_D1W");
-    char saved[32] = "";
-    if (was) snprintf(saved, sizeof saved, "%s", was);
+    const env_saved saved = env_save("MOE_SV_D1W");
     static const int64_t Ts[] = {3, 4, 8};
     int larger = 0;
     setenv("MOE_SV_DOWNE", "1", 1);
@@ -663,8 +677,7 @@ TEST(cuda_decode_stream_down_one_wave) {
         larger += R[0] > R[1];
     }
     unsetenv("MOE_SV_DOWNE");
-    if (was) setenv("MOE_SV_D1W", saved, 1);
-    else unsetenv("MOE_SV_D1W");
+    env_restore(&saved);
     moe_ctx_free(ctx);
     CHECK_MSG(larger > 0, "the one-wave plan took no more rows a block than the capped one at any T");
 }
