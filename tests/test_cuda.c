@@ -100,6 +100,17 @@ TEST(cuda_cases_sm90_cluster1x2) { run_cases_cluster("cuda-sm90", "1", "2"); }
 TEST(cuda_cases_sm90_cluster2x2) { run_cases_cluster("cuda-sm90", "2", "2"); }
 TEST(cuda_cases_jit_cluster2x2) { run_cases_cluster("cuda-jit", "2", "2"); }
 TEST(cuda_cases_jit_cluster2x1) { run_cases_cluster("cuda-jit", "2", "1"); }
+/* The GEMMs' units in the static order (MOE_SM90_SCHED=0; the default takes
+ * them from a counter in dynamic order, gemm_sm90.cuh): the case table, BM 128
+ * with the gather and BM 64 with the copy. */
+static void run_cases_static(const char *backend, const char *bm, const char *gather) {
+    setenv("MOE_SM90_SCHED", "0", 1);
+    run_cases_gather(backend, bm, gather);
+    unsetenv("MOE_SM90_SCHED");
+}
+TEST(cuda_cases_sm90_static_bm128) { run_cases_static("cuda-sm90", "128", "1"); }
+TEST(cuda_cases_sm90_static_bm64) { run_cases_static("cuda-sm90", "64", "0"); }
+TEST(cuda_cases_jit_static) { run_cases_static("cuda-jit", "128", "0"); }
 TEST(cuda_cases_sm90_cluster2x1_gather) {
     setenv("MOE_SM90_GATHER", "1", 1);
     run_cases_cluster("cuda-sm90", "2", "1");
@@ -532,6 +543,45 @@ static void gather_rule(const char *backend) {
 }
 TEST(cuda_sm90_gather_rule) { gather_rule("cuda-sm90"); }
 TEST(cuda_jit_gather_rule) { gather_rule("cuda-jit"); }
+
+/* The units' order (gemm_sm90.cuh): dynamic by default, the description says
+ * so, and the forward equals, bit for bit, the one in the static order
+ * (MOE_SM90_SCHED=0), at a T where each CTA takes many units of unequal
+ * experts (BM 128, GEMM 1 gathering; and T = 256, BM 64 through the copy),
+ * so that the two orders give the CTAs different units. */
+static void dynamic_order(const char *backend) {
+    char desc[4][2048], why[256];
+    int ma, mi;
+    if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
+    if (!(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
+    enum { CE = 24, CD = 512, CI = 640, CK = 4, CT = 6000 };
+    const int64_t Ts[4] = {CT, CT, 256, 256};
+    const char *const order[4] = {NULL, "0", NULL, "0"};
+    dev_inputs in = dev_inputs_make(moe_test_seed() + 97, CE, CD, CI, CK, CT);
+    uint16_t *o[4];
+    for (int v = 0; v < 4; v++) o[v] = malloc(2 * (size_t)Ts[v] * CD);
+    setenv("MOE_SM90_GATHER", "1", 1);
+    int ok = rule_forwards(backend, "MOE_SM90_SCHED", order, &in, CE, CD, CI, CK, Ts, 2, o, desc);
+    setenv("MOE_SM90_GATHER", "0", 1);
+    setenv("MOE_SM90_BM", "64", 1);
+    ok = ok && rule_forwards(backend, "MOE_SM90_SCHED", order + 2, &in, CE, CD, CI, CK, Ts + 2, 2, o + 2, desc + 2);
+    unsetenv("MOE_SM90_GATHER");
+    unsetenv("MOE_SM90_BM");
+    if (ok) {
+        for (int v = 0; v < 4; v++) {
+            const int has = strstr(desc[v], "units in dynamic order") != NULL;
+            CHECK_MSG(has == (order[v] == NULL), "%s T=%lld MOE_SM90_SCHED=%s: \"units in dynamic order\" %s: %s",
+                      backend, (long long)Ts[v], order[v] ? order[v] : "(unset)", has ? "present" : "missing",
+                      desc[v]);
+        }
+        check_bitwise(backend, "the dynamic and the static order (BM 128, gather)", o[0], o[1], CT, CD);
+        check_bitwise(backend, "the dynamic and the static order (BM 64, copy)", o[2], o[3], 256, CD);
+    }
+    dev_inputs_free(&in);
+    for (int v = 0; v < 4; v++) free(o[v]);
+}
+TEST(cuda_sm90_dynamic_order) { dynamic_order("cuda-sm90"); }
+TEST(cuda_jit_dynamic_order) { dynamic_order("cuda-jit"); }
 
 TEST(cuda_bad_ids_graph_sm80) { bad_ids_and_graph("cuda-sm80", 0, NULL); }
 TEST(cuda_bad_ids_graph_sm90) { bad_ids_and_graph("cuda-sm90", 1, NULL); }

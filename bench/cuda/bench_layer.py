@@ -218,6 +218,9 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--sm90-variants", default="auto",
                     help="cluster shapes CMxCN for cuda-sm90 to time, e.g. auto,1x1,1x2,2x2 (MOE_SM90_CM/CN)")
+    ap.add_argument("--routing", default="random", choices=("random", "balanced"),
+                    help="random: top-k of softmax(random logits); balanced: token t takes experts (t K + k) mod E, "
+                         "so every expert gets exactly T K / E rows where E divides T K (no partial m-tiles)")
     ap.add_argument("--probe", action="store_true", help="one forward per shape, nothing timed (for ncu)")
     ap.add_argument("--ab", type=int, default=0,
                     help="A/B mode: ROUNDS rounds per shape, the backends interleaved (order alternating), "
@@ -265,10 +268,16 @@ def main():
             x = torch.randn(T, D, device="cuda", dtype=torch.bfloat16)
             logits = torch.randn(T, E, device="cuda")
             tw, ids = torch.topk(torch.softmax(logits, -1), K, dim=-1)
+            if args.routing == "balanced":
+                ids = (torch.arange(T * K, device="cuda") % E).view(T, K)
             ids = ids.to(torch.int32).contiguous()
             tw = tw.float().contiguous()
             flops = 6.0 * T * K * D * I
             touched = int(torch.unique(ids).numel())
+            cnt = torch.bincount(ids.reshape(-1).long(), minlength=E)
+            mtiles = int(((cnt + 127) // 128).sum())  # BM 128 tiles; T K / (128 mtiles) of their rows are used
+            print(f"  {name} T={T} {args.routing}: rows an expert {cnt.float().mean():.1f} +- {cnt.float().std():.1f}, "
+                  f"{mtiles} m-tiles of 128 ({T * K / (128 * mtiles) * 100:.0f}% filled)", flush=True)
             nbytes = touched * 3 * D * I * 2 + 2 * T * D * 2
             roof_us = max(flops / (peak_tf * 1e12), nbytes / (peak_bw * 1e12)) * 1e6
             if args.ab:
@@ -354,7 +363,7 @@ def main():
                 err = ((out.float() - ref.float()).norm() / ref.float().norm()).item() if ref is not None else float("nan")
                 med, lo, hi = bench(fwd, args.reps, flush)
                 share, kernels = kernel_share(fwd)
-                r = dict(preset=name, T=T, D=D, I=I, E=E, K=K, backend=label, us=med, us_min=lo, us_max=hi,
+                r = dict(preset=name, T=T, D=D, I=I, E=E, K=K, routing=args.routing, mtiles128=mtiles, backend=label, us=med, us_min=lo, us_max=hi,
                          tflops=flops / (med * 1e-6) / 1e12, roofline_us=roof_us, roofline_frac=roof_us / med,
                          torch_us=t_torch, speedup_vs_torch=t_torch / med, route_combine_share=share,
                          rel_err_vs_torch=err, kernels_us=kernels)

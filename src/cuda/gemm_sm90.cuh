@@ -37,11 +37,12 @@
 #define SM90_WG_STAGE 16384
 #define SM90_STAGING_BYTES (2 * SM90_WG_STAGE + 1024)
 /* the ring, 1024 for its alignment, then BM 128: the staging and 1024 bytes for
- * the barriers and GEMM 1's gather table (231424 bytes; a block may have 232448);
- * BM 64: only the barriers and the table (x row per A row) */
+ * the barriers, GEMM 1's gather table and the 8 unit slots (231424 bytes; a
+ * block may have 232448); BM 64: only the barriers, the table (x row per A
+ * row) and the slots */
 #define SM90_SMEM_BYTES(bm)                                                                                            \
     (SM90_STAGES(bm) * SM90_STAGE_BYTES(bm, BN) + 1024 +                                                              \
-     ((bm) == 128 ? SM90_STAGING_BYTES : 2 * SM90_STAGES(bm) * 8 + 4 * (bm)))
+     ((bm) == 128 ? SM90_STAGING_BYTES : 2 * SM90_STAGES(bm) * 8 + 4 * (bm) + 32))
 #define NTHREADS 384
 
 /* Quantised B (cuda-quant's prefill, gemm_sm90_q.cu): the weights stay GGUF
@@ -236,6 +237,10 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     auto tab = [&](int i) -> int * {
         return (int *)(smem_raw + (meta + 16 * STAGES + 16 * RAWS + 4 * i - smem_u32(smem_raw)));
     };
+    /* the dynamic order's unit slots, after the table: the producer writes the
+     * number of the CTA's i-th unit into slot i % 8 before the first stage of
+     * that unit can complete, the consumers read it once that stage is full */
+    auto uslot = [&](int i) -> volatile int * { return (volatile int *)tab(BMT + (i & 7)); };
     const int wg = threadIdx.x / 128;
     /* Cluster of CM x CN CTAs (rank = rm + CM * rn): CTAs with the same rm
      * work on the same 128 A rows and split the A load, each multicasting its
@@ -275,6 +280,20 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
     const int total = MU * NU, kblocks = (GC + BK - 1) / BK;
     const int cid = blockIdx.x / CS, ncl = gridDim.x / CS;
     const int GMR = g.gm;
+    /* The order of the units. Static: CTA c takes units c, c + ncl, c + 2 ncl...
+     * Over 30+ rounds the CTAs drift apart, and the m-tiles of one expert (the
+     * raster puts them side by side, in consecutive units, so that they read
+     * each B tile from L2 at about the same time) end up on CTAs that are a
+     * tile or more out of step: the second reads B from DRAM again. ncu
+     * (bench/cuda/s33, H100, gpt-oss-120b T = 4096, 1-2 m-tiles an expert):
+     * GEMM 1 read 5.9 GB from DRAM for 4.2 GB of weights, 4.4 GB when every
+     * expert had exactly one m-tile, and took 1.40x as long. Dynamic (g.sched,
+     * a counter the forward zeroes; 1 x 1 and bf16/f16 B only): a CTA's first
+     * unit is its number, every later one the next from the counter, so units
+     * start in their order whatever the CTAs' pace. The producer takes them
+     * and passes each one's number to the consumers (uslot); a number past
+     * the last tells them to stop. */
+    const bool dyn = CS == 1 && QF == 0 && g.sched != nullptr;
     /* unit mu's m-tile for this CTA: expert, first row (-1: none, the odd
      * leftover of a split list), and whether both CTAs of the pair share it */
     auto job = [&](int mu, int *m0, bool *pair) -> int {
@@ -415,23 +434,30 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             const T *x = (const T *)g.A;
             int stage = 0;
             uint32_t phase = 0;
-            for (int u = cid; u < total; u += ncl) {
+            int u = cid, i = 0;
+            for (;; i++) {
+                asm volatile("bar.sync 1, 128;\n" ::: "memory"); /* the previous tile's copies were issued */
+                if (dyn && i > 0) u = *uslot(i); /* thread 0 put it there before the barrier */
+                if (u >= total) break;
                 int mu, nu, m0;
                 bool pair;
                 moe_cuda_raster(u, MU, NU, GMR, &mu, &nu);
                 const int e = job(mu, &m0, &pair), n0 = nu * NOUT;
                 const int rbase = g.exp_off[e], rows = g.exp_off[e + 1] - rbase;
-                asm volatile("bar.sync 1, 128;\n" ::: "memory"); /* the previous tile's copies were issued */
                 if (tid < BMT) {
                     const int m = m0 + tid;
                     *tab(tid) = m0 >= 0 && m < rows ? g.sorted_pair[rbase + m] / g.K : -1;
                 }
                 asm volatile("bar.sync 1, 128;\n" ::: "memory");
+                /* the next unit (read by all after the next first barrier; the
+                 * slot of unit i + 1 is free: unit i + 1 - 8 has ended) */
+                if (dyn && tid == 0) *uslot(i + 1) = ncl + atomicAdd(g.sched, 1);
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bar(stage), empty = bar(STAGES + stage);
                     wait_empty(empty, phase ^ 1);
                     const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
                     if (tid == 0) {
+                        if (dyn && kb == 0) *uslot(i) = u; /* for the consumers */
                         mbar_expect_tx(full, B_BYTES);
                         load_b(sb, kb, n0, e, full, pair);
                     }
@@ -449,11 +475,22 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     cp_async_arrive(full);
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
+                if (!dyn) u += ncl;
+            }
+            if (dyn) { /* the end: a stage whose full barrier completes without data */
+                wait_empty(bar(STAGES + stage), phase ^ 1);
+                if (tid == 0) {
+                    *uslot(i) = total;
+                    mbar_arrive(bar(stage));
+                }
+                mbar_arrive(bar(stage)); /* 1 + 128 arrivals, as a stage of copies */
             }
         } else if (threadIdx.x == 0) {
             int stage = 0;
             uint32_t phase = 0;
-            for (int u = cid; u < total; u += ncl) {
+            int u = cid, i = 0;
+            for (; u < total; i++) {
+                const int next = dyn ? ncl + atomicAdd(g.sched, 1) : u + ncl; /* claimed as this one starts */
                 int mu, nu, m0;
                 bool pair;
                 moe_cuda_raster(u, MU, NU, GMR, &mu, &nu);
@@ -463,6 +500,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bar(stage), empty = bar(STAGES + stage);
                     wait_empty(empty, phase ^ 1);
+                    if (dyn && kb == 0) *uslot(i) = u; /* for the consumers */
                     mbar_expect_tx(full, STAGE_BYTES);
                     const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
                     const uint32_t da = sa + (BMT / CN) * rn * 128;
@@ -471,6 +509,12 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     load_b(sb, kb, n0, e, full, pair);
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
+                u = next;
+            }
+            if (dyn) { /* the end: a stage whose full barrier completes without data */
+                wait_empty(bar(STAGES + stage), phase ^ 1);
+                *uslot(i) = total;
+                mbar_arrive(bar(stage));
             }
         }
     } else {
@@ -496,7 +540,12 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
         float acc[NACC];
         int stage = 0, sbuf = 0; /* sbuf: the staging buffer the next box goes to */
         uint32_t phase = 0;
-        for (int u = cid; u < total; u += ncl) {
+        for (int u = cid, i = 0;; i++) {
+            if (dyn) { /* the unit's first stage is full: its number is in the slot */
+                mbar_wait(bar(stage), phase);
+                u = *uslot(i);
+            }
+            if (u >= total) break;
             int mu, nu, mt;
             bool pair;
             moe_cuda_raster(u, MU, NU, GMR, &mu, &nu);
@@ -679,6 +728,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                  * would write the next expert's rows) */
                 direct();
             }
+            if (!dyn) u += ncl;
         }
         /* the stores are done before the block ends (their sources are its
          * shared memory, their results the next kernel's input) */

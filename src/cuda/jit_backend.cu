@@ -204,7 +204,7 @@ static void jit_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
     const int gather = moe__cuda_sm90_shape(L, T, &cm, &cn), bm = moe__cuda_sm90_bm(L, T, cm, cn);
     snprintf(buf, n,
              "cuda-jit: sm_90a kernels specialised to D=%lld I=%lld E=%lld K=%lld act=%s %s%s, tiles %sBM 128 (cluster "
-             "%dx%d%s); at this T: %dx%dx64 (gate/up), %dx%dx64 (down) in %dx%d clusters, raster bands of %d, compiled "
+             "%dx%d%s); at this T: %dx%dx64 (gate/up), %dx%dx64 (down) in %dx%d clusters, raster bands of %d%s, compiled "
              "in %.1f ms "
              "(cache %s, %s); T = %lld, device %d (%d SMs): route count/scan/scatter%s, TMA + wgmma warp-specialised "
              "persistent GEMMs, deterministic combine",
@@ -212,7 +212,7 @@ static void jit_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
              moe_type_name(d->act_type), im->fb_up || im->fb_down ? " with biases" : "",
              j->cm == 1 && j->cn == 1 ? "BM 64 and " : "", j->cm, j->cn, j->c21 ? ", and 2x1 for large T" : "",
              bm, moe__cuda_sm90_tile_n(L, 1, cm, cn, bm), bm, moe__cuda_sm90_tile_n(L, 2, cm, cn, bm), cm,
-             cn, moe__cuda_sm90_raster(L, T, bm), j->ms, j->cache_hit ? "hit" : "miss",
+             cn, moe__cuda_sm90_raster(L, T, bm), moe__cuda_sm90_dynamic(L, cm, cn) ? ", units in dynamic order" : "", j->ms, j->cache_hit ? "hit" : "miss",
              j->cache_path[0] ? j->cache_path : "no cache dir", (long long)T, im->device, im->sm_count,
              gather ? " (GEMM 1 gathers x's rows)" : " + permuted copy of x");
 }

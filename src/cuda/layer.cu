@@ -332,7 +332,7 @@ static ws_layout ws_plan(const moe_layer *L, int64_t T, int sm90, int xp) {
     size_t es = 2;
     w.max_mtiles = (int)(TK / (sm90 ? MOE_CUDA_BM_MIN : MOE_CUDA_BM) + (E < TK ? E : TK) + 1);
     size_t o = 0;
-    w.cnt = o; o = align_up(o + sizeof(int) * (size_t)(2 * E)); /* cnt[E], cursor[E] */
+    w.cnt = o; o = align_up(o + sizeof(int) * (size_t)(2 * E + 2)); /* cnt[E], cursor[E], the GEMMs' unit counters */
     w.off = o; o = align_up(o + sizeof(int) * (size_t)(E + 1));
     w.ntiles = o; o = align_up(o + sizeof(int));
     w.tiles = o; o = align_up(o + sizeof(int2) * (size_t)w.max_mtiles);
@@ -821,6 +821,16 @@ static void fill_gemm2(const moe_layer *L, moe_cuda_gemm *g) {
     g->fb0 = g->fb1 = ((const moe_cuda_impl *)L->impl)->fb_down;
 }
 
+/* The sm90 GEMMs on bf16/f16 weights without clusters take their units in
+ * dynamic order, from a counter (gemm_sm90.cuh, g.sched), unless
+ * MOE_SM90_SCHED=0 (read per forward) asks for the static order. Measured:
+ * src/cuda/NOTES.md, session 33. */
+extern "C" int moe__cuda_sm90_dynamic(const moe_layer *L, int cm, int cn) {
+    const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
+    const char *ev = getenv("MOE_SM90_SCHED");
+    return im->sm90 && !im->qfmt1 && cm == 1 && cn == 1 && !(ev && ev[0] == '0');
+}
+
 /* The forward; with group < E (cuda-quant's grouped prefill) the GEMMs run per
  * group of experts [e0, e0 + ne), prep(pctx, e0, ne) first (it puts that
  * group's weights, numbered from 0, where the layer's weights point), then
@@ -858,7 +868,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
     if (moe_cuda_dev_enter(im->device, &g) != cudaSuccess)
         return moe__layer_error(L, MOE_ERR_CUDA, "cudaSetDevice(%d) failed", im->device);
     {
-        MOE_CUDA_CK(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)(2 * E), s));
+        MOE_CUDA_CK(cudaMemsetAsync(cnt, 0, sizeof(int) * (size_t)(2 * E + 2), s));
         const int blk = E <= RT_MAX_E; /* the shared-histogram kernels */
         const unsigned nblk = (unsigned)((TK + RT_THREADS * RT_PER - 1) / (RT_THREADS * RT_PER));
         if (blk) k_count_blk<<<nblk, RT_THREADS, sizeof(int) * (size_t)E, s>>>(a->ids, (int)TK, (int)E, cnt);
@@ -945,6 +955,10 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                 h1.units = h2.units = units;
                 h1.n_mtiles = h2.n_mtiles = nunits;
             }
+            if (ne == E && moe__cuda_sm90_dynamic(L, cm, cn)) {
+                h1.sched = cursor + E; /* zeroed with the counts */
+                h2.sched = cursor + E + 1;
+            }
             if (ne < E) {
                 h1.exp_off = h2.exp_off = off + e0;
                 if (h1.fb0) h1.fb0 += e0 * d->I;
@@ -1012,7 +1026,7 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
     if (im->sm90) snprintf(cl, sizeof cl, ", clusters %dx%d", cm, cn);
     snprintf(buf, n,
              "%s: T = %lld, %s, device %d (sm_%d%d, %d SMs): route count/scan/scatter%s, grouped GEMM gate/up %s "
-             "(%s%s, BM %d, raster bands of %d), GEMM down with weights (n-tiles of %d), deterministic combine over %lld "
+             "(%s%s, BM %d, raster bands of %d%s), GEMM down with weights (n-tiles of %d), deterministic combine over %lld "
              "slots%s",
              L->backend->name, (long long)T, moe_type_name(d->act_type), im->device, im->cc_major, im->cc_minor,
              im->sm_count, im->sm90 && !gather ? " + permuted copy of x" : "",
@@ -1020,6 +1034,7 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
                                 : "TMA + wgmma, warp-specialised persistent")
                       : "cp.async row gather + mma.sync",
              moe_act_name(d->act), cl, bm, im->sm90 ? moe__cuda_sm90_raster(L, T, bm) : 16 /* gemm_sm80.cu */,
+             moe__cuda_sm90_dynamic(L, cm, cn) ? ", units in dynamic order" : "",
              im->sm90 ? moe__cuda_sm90_tile_n(L, 2, cm, cn, bm) : 128 /* gemm_sm80.cu */, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
     if (im->qfmt1 && n > strlen(buf) + 160)
@@ -1114,6 +1129,7 @@ extern "C" int moe__cuda_sm90_bn2(int64_t D) {
  * gpt-oss-20b 1.00). BM 64 (fewer than 48 rows an expert) keeps 16, not
  * measured. MOE_SM90_RASTER=n forces n (read per forward). */
 #define SM90_RASTER_NARROW_ROWS 256
+
 extern "C" int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm) {
     const char *ev = getenv("MOE_SM90_RASTER");
     if (ev && atoi(ev) > 0) return atoi(ev);
