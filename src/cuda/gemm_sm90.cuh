@@ -480,7 +480,9 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             if (dyn) { /* the end: a stage whose full barrier completes without data */
                 wait_empty(bar(STAGES + stage), phase ^ 1);
                 if (tid == 0) {
-                    *uslot(i) = total;
+                    /* slot i holds the number past the last already (the
+                     * others have just read it), but for a CTA without units */
+                    if (i == 0) *uslot(0) = total;
                     mbar_arrive(bar(stage));
                 }
                 mbar_arrive(bar(stage)); /* 1 + 128 arrivals, as a stage of copies */
