@@ -285,6 +285,7 @@ def main():
                 for b, h in layers.items():
                     L = owner[b].L
                     ws = C.c_size_t()
+                    apply_env(b.split(":", 1)[-1])  # the size depends on the knobs (the permuted copy or not)
                     L.moe_layer_workspace_size(h, T, C.byref(ws))
                     wbuf = torch.empty(ws.value, dtype=torch.uint8, device="cuda")
                     out = torch.empty_like(x)
