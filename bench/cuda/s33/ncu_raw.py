@@ -1,8 +1,8 @@
 """Every launch of an ncu --csv --page raw file: the kernel's name and the metrics asked for (not
 the device attributes), each with its unit."""
-import csv, sys
+import csv, lzma, sys
 for f in sys.argv[1:]:
-    rows = [r for r in csv.reader(open(f)) if len(r) > 10]
+    rows = [r for r in csv.reader(lzma.open(f, 'rt') if f.endswith('.xz') else open(f)) if len(r) > 10]
     rows = rows[next((i for i, r in enumerate(rows) if r[0] == "ID"), len(rows)):]
     print("==", f.split('/')[-1])
     if len(rows) < 3: print("   no rows"); continue
