@@ -111,6 +111,15 @@ static void run_cases_static(const char *backend, const char *bm, const char *ga
 TEST(cuda_cases_sm90_static_bm128) { run_cases_static("cuda-sm90", "128", "1"); }
 TEST(cuda_cases_sm90_static_bm64) { run_cases_static("cuda-sm90", "64", "0"); }
 TEST(cuda_cases_jit_static) { run_cases_static("cuda-jit", "128", "0"); }
+/* 2 x 1 clusters in the static order (the default's dynamic order passes each
+ * unit's number from CTA 0 to CTA 1: gemm_sm90.cuh) */
+static void run_cases_cluster_static(const char *backend) {
+    setenv("MOE_SM90_SCHED", "0", 1);
+    run_cases_cluster(backend, "2", "1");
+    unsetenv("MOE_SM90_SCHED");
+}
+TEST(cuda_cases_sm90_cluster2x1_static) { run_cases_cluster_static("cuda-sm90"); }
+TEST(cuda_cases_jit_cluster2x1_static) { run_cases_cluster_static("cuda-jit"); }
 TEST(cuda_cases_sm90_cluster2x1_gather) {
     setenv("MOE_SM90_GATHER", "1", 1);
     run_cases_cluster("cuda-sm90", "2", "1");
@@ -438,7 +447,7 @@ static int rule_forwards(const char *backend, const char *env, const char *const
 
 /* The default 2 x 1 clusters at large T (layer.cu moe__cuda_sm90_shape: D >=
  * 4096, T*K >= 8192, T*K/E >= 128): the description names them (and the
- * raster band) at T = 16384 and not at T = 512, and the forward equals, bit
+ * raster band, and the units' dynamic order) at T = 16384 and not at T = 512, and the forward equals, bit
  * for bit, the one with MOE_SM90_CM=1 (1 x 1; and GEMM 1 gathering x's rows,
  * I <= 2048), itself checked against the reference by the case tables. */
 static void c21_default(const char *backend) {
@@ -462,6 +471,8 @@ static void c21_default(const char *backend) {
                   desc[0]);
         CHECK_MSG(strstr(desc[2], "raster bands of 4") != NULL, "%s T=512: no \"raster bands of 4\": %s", backend,
                   desc[2]);
+        CHECK_MSG(strstr(desc[0], "units in dynamic order") != NULL, "%s T=%d: no \"units in dynamic order\": %s",
+                  backend, CT, desc[0]);
         check_bitwise(backend, "2x1 and 1x1", o[0], o[1], CT, CD);
     }
     dev_inputs_free(&in);

@@ -241,6 +241,9 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
      * number of the CTA's i-th unit into slot i % 8 before the first stage of
      * that unit can complete, the consumers read it once that stage is full */
     auto uslot = [&](int i) -> volatile int * { return (volatile int *)tab(BMT + (i & 7)); };
+    /* 2 x 1 clusters: the barrier of slot i % 8 in CTA 1, on which CTA 0's
+     * producer arrives once it has written the unit's number there */
+    auto ubar = [&](int i) -> uint32_t { return meta + 16 * STAGES + 16 * RAWS + 4 * (BMT + 8) + 8 * (i & 7); };
     const int wg = threadIdx.x / 128;
     /* Cluster of CM x CN CTAs (rank = rm + CM * rn): CTAs with the same rm
      * work on the same 128 A rows and split the A load, each multicasting its
@@ -271,6 +274,8 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             mbar_init(bar(2 * STAGES + j), 1);
             mbar_init(bar(2 * STAGES + RAWS + j), 4); /* the producer's 4 warps */
         }
+        if (CM == 2 && CN == 1)
+            for (int j = 0; j < 8; j++) mbar_init(ubar(j), 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -288,12 +293,16 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
      * (bench/cuda/s33, H100, gpt-oss-120b T = 4096, 1-2 m-tiles an expert):
      * GEMM 1 read 5.9 GB from DRAM for 4.2 GB of weights, 4.4 GB when every
      * expert had exactly one m-tile, and took 1.40x as long. Dynamic (g.sched,
-     * a counter the forward zeroes; 1 x 1 and bf16/f16 B only): a CTA's first
-     * unit is its number, every later one the next from the counter, so units
-     * start in their order whatever the CTAs' pace. The producer takes them
-     * and passes each one's number to the consumers (uslot); a number past
-     * the last tells them to stop. */
-    const bool dyn = CS == 1 && QF == 0 && g.sched != nullptr;
+     * a counter the forward zeroes; bf16/f16 B, 1 x 1 or 2 x 1 through TMA):
+     * a CTA's (cluster's) first unit is its number, every later one the next
+     * from the counter, so units start in their order whatever the CTAs'
+     * pace. The producer takes them and passes each one's number to the
+     * consumers (uslot); a number past the last tells them to stop. In a 2 x 1
+     * cluster CTA 0's producer takes them, writes each into CTA 1's slot too
+     * and arrives on CTA 1's slot barrier (ubar), which CTA 1's producer waits
+     * on: CTA 0 runs at most the ring's depth ahead of CTA 1 (its stages are
+     * freed by both CTAs' consumers), well within the 8 slots. */
+    const bool dyn = QF == 0 && g.sched != nullptr && (CS == 1 || (CM == 2 && CN == 1 && !gather));
     /* unit mu's m-tile for this CTA: expert, first row (-1: none, the odd
      * leftover of a split list), and whether both CTAs of the pair share it */
     auto job = [&](int mu, int *m0, bool *pair) -> int {
@@ -491,8 +500,24 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             int stage = 0;
             uint32_t phase = 0;
             int u = cid, i = 0;
+            /* 2 x 1, dynamic: unit i's number from CTA 0 (rank 1 waits for it) */
+            auto take = [&](int i, int u0) -> int {
+                if (CS == 1 || !dyn) return u0;
+                if (rank == 0) {
+                    uint32_t ra, rb;
+                    asm volatile("mapa.shared::cluster.u32 %0, %1, 1;\n" : "=r"(ra) : "r"(smem_u32((const void *)uslot(i))));
+                    asm volatile("mapa.shared::cluster.u32 %0, %1, 1;\n" : "=r"(rb) : "r"(ubar(i)));
+                    asm volatile("st.shared::cluster.u32 [%0], %1;\n" ::"r"(ra), "r"(u0) : "memory");
+                    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(rb) : "memory");
+                    return u0;
+                }
+                mbar_wait_cluster(ubar(i), (uint32_t)(i >> 3) & 1u);
+                return *uslot(i);
+            };
+            if (CS > 1 && dyn) u = take(0, cid);
             for (; u < total; i++) {
-                const int next = dyn ? ncl + atomicAdd(g.sched, 1) : u + ncl; /* claimed as this one starts */
+                /* the next unit, claimed as this one starts (in a 2 x 1 cluster by CTA 0) */
+                const int next = !dyn ? u + ncl : CS == 1 || rank == 0 ? ncl + atomicAdd(g.sched, 1) : 0;
                 int mu, nu, m0;
                 bool pair;
                 moe_cuda_raster(u, MU, NU, GMR, &mu, &nu);
@@ -502,7 +527,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bar(stage), empty = bar(STAGES + stage);
                     wait_empty(empty, phase ^ 1);
-                    if (dyn && kb == 0) *uslot(i) = u; /* for the consumers */
+                    if (dyn && kb == 0 && (CS == 1 || rank == 0)) *uslot(i) = u; /* for the consumers */
                     mbar_expect_tx(full, STAGE_BYTES);
                     const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
                     const uint32_t da = sa + (BMT / CN) * rn * 128;
@@ -512,10 +537,11 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
                 u = next;
+                if (CS > 1 && dyn) u = take(i + 1, u);
             }
             if (dyn) { /* the end: a stage whose full barrier completes without data */
                 wait_empty(bar(STAGES + stage), phase ^ 1);
-                *uslot(i) = total;
+                if (CS == 1 || rank == 0) *uslot(i) = total; /* CTA 1's holds it: take() */
                 mbar_arrive(bar(stage));
             }
         }

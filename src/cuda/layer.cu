@@ -821,14 +821,15 @@ static void fill_gemm2(const moe_layer *L, moe_cuda_gemm *g) {
     g->fb0 = g->fb1 = ((const moe_cuda_impl *)L->impl)->fb_down;
 }
 
-/* The sm90 GEMMs on bf16/f16 weights without clusters take their units in
- * dynamic order, from a counter (gemm_sm90.cuh, g.sched), unless
- * MOE_SM90_SCHED=0 (read per forward) asks for the static order. Measured:
- * src/cuda/NOTES.md, session 33. */
-extern "C" int moe__cuda_sm90_dynamic(const moe_layer *L, int cm, int cn) {
+/* The sm90 GEMMs on bf16/f16 weights take their units in dynamic order, from
+ * a counter (gemm_sm90.cuh, g.sched), without clusters and in 2 x 1 clusters
+ * that read A through TMA, unless MOE_SM90_SCHED=0 (read per forward) asks for
+ * the static order. Measured: src/cuda/NOTES.md, session 33. */
+extern "C" int moe__cuda_sm90_dynamic(const moe_layer *L, int cm, int cn, int gather) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     const char *ev = getenv("MOE_SM90_SCHED");
-    return im->sm90 && !im->qfmt1 && cm == 1 && cn == 1 && !(ev && ev[0] == '0');
+    return im->sm90 && !im->qfmt1 && ((cm == 1 && cn == 1) || (cm == 2 && cn == 1 && !gather)) &&
+           !(ev && ev[0] == '0');
 }
 
 /* The forward; with group < E (cuda-quant's grouped prefill) the GEMMs run per
@@ -955,7 +956,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                 h1.units = h2.units = units;
                 h1.n_mtiles = h2.n_mtiles = nunits;
             }
-            if (ne == E && moe__cuda_sm90_dynamic(L, cm, cn)) {
+            if (ne == E && moe__cuda_sm90_dynamic(L, cm, cn, gather)) {
                 h1.sched = cursor + E; /* zeroed with the counts */
                 h2.sched = cursor + E + 1;
             }
@@ -1034,7 +1035,7 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
                                 : "TMA + wgmma, warp-specialised persistent")
                       : "cp.async row gather + mma.sync",
              moe_act_name(d->act), cl, bm, im->sm90 ? moe__cuda_sm90_raster(L, T, bm) : 16 /* gemm_sm80.cu */,
-             moe__cuda_sm90_dynamic(L, cm, cn) ? ", units in dynamic order" : "",
+             moe__cuda_sm90_dynamic(L, cm, cn, gather) ? ", units in dynamic order" : "",
              im->sm90 ? moe__cuda_sm90_tile_n(L, 2, cm, cn, bm) : 128 /* gemm_sm80.cu */, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
     if (im->qfmt1 && n > strlen(buf) + 160)
