@@ -478,6 +478,46 @@ static void c21_default(const char *backend) {
     dev_inputs_free(&in);
     for (int v = 0; v < 3; v++) free(o[v]);
 }
+/* The raster rule's wide case (layer.cu moe__cuda_sm90_raster): at T = 16384
+ * in 2 x 1 clusters, bands of 2 where 16 units' A rows exceed the L2 (D = 7168:
+ * 59 MB against the H100's and H200's 50), 16 at D = 4096 (34 MB). The
+ * descriptions only: no forward. */
+static void raster_rule(const char *backend) {
+    char why[256];
+    int ma, mi;
+    if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
+    if (!(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
+    int l2 = 0;
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0);
+    const int Ds[2] = {7168, 4096};
+    for (int v = 0; v < 2; v++) {
+        const int64_t band_a = 16 * 2 * 128 * (int64_t)Ds[v] * 2;
+        char want[64], desc[2048] = "";
+        snprintf(want, sizeof want, "raster bands of %d,", band_a > l2 ? 2 : 16);
+        dev_inputs in = dev_inputs_make(moe_test_seed() + 99, 8, Ds[v], 64, 2, 16);
+        moe_ctx_params p = moe_ctx_default_params();
+        p.device = MOE_DEVICE_CUDA;
+        moe_ctx *ctx = NULL;
+        moe_layer *L = NULL;
+        moe_layer_desc d = bf16_device_desc(8, Ds[v], 64, 2, backend, in.w);
+        CHECK(in.ok);
+        CHECK_STATUS(moe_ctx_create(&p, &ctx), MOE_OK);
+        if (ctx && in.ok && moe_layer_create(ctx, &d, &L) == MOE_OK) {
+            CHECK_STATUS(moe_layer_describe(L, 16384, desc, sizeof desc), MOE_OK);
+            CHECK_MSG(strstr(desc, want) != NULL, "%s D=%d T=16384 (L2 %d bytes): no \"%s\": %s", backend, Ds[v],
+                      l2, want, desc);
+            CHECK_MSG(strstr(desc, "2x1") != NULL, "%s D=%d T=16384: not in 2x1 clusters: %s", backend, Ds[v], desc);
+        } else {
+            moe_test_fail(__FILE__, __LINE__, "%s D=%d: create: %s", backend, Ds[v], ctx ? moe_ctx_last_error(ctx) : "ctx");
+        }
+        moe_layer_free(L);
+        moe_ctx_free(ctx);
+        dev_inputs_free(&in);
+    }
+}
+TEST(cuda_sm90_raster_rule) { raster_rule("cuda-sm90"); }
+TEST(cuda_jit_raster_rule) { raster_rule("cuda-jit"); }
+
 TEST(cuda_sm90_c21_default) { c21_default("cuda-sm90"); }
 TEST(cuda_jit_c21_default) { c21_default("cuda-jit"); }
 

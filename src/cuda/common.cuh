@@ -33,6 +33,7 @@ typedef struct moe_cuda_jit {
 
 typedef struct moe_cuda_impl {
     int device, sm_count, cc_major, cc_minor;
+    int l2_bytes; /* the device's L2 (the raster rule, layer.cu moe__cuda_sm90_raster) */
     int sm90;                 /* this layer runs the Hopper kernels */
     /* sm90: tensor maps of the weights, made once at init (the weights are fixed);
      * tm_down_n has boxes of bn2 / 2 rows (the same as tm_down when bn2 = 256) */
@@ -121,7 +122,7 @@ int moe__cuda_sm90_available(void);
 int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn);
 /* The raster band (m-tiles or units per sweep over the n-tiles) of a forward
  * over T tokens with M tiles of bm rows (layer.cu: the rule). */
-int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm);
+int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm, int cm);
 /* 1 where the GEMMs of a forward in cm x cn clusters (GEMM 1 gathering x's
  * rows or not) take their units in dynamic order (layer.cu: 1 x 1, or 2 x 1
  * through TMA, on bf16/f16 weights, unless MOE_SM90_SCHED=0) */

@@ -597,6 +597,7 @@ static moe_status init_common(moe_layer *L, int sm90) {
     moe_cuda_dev_guard g;
     cudaError_t e = moe_cuda_dev_enter(im->device, &g);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->sm_count, cudaDevAttrMultiProcessorCount, im->device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->l2_bytes, cudaDevAttrL2CacheSize, im->device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_major, cudaDevAttrComputeCapabilityMajor, im->device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_minor, cudaDevAttrComputeCapabilityMinor, im->device);
     if (e == cudaSuccess) e = sm90 ? moe__cuda_gemm_sm90_prepare() : moe__cuda_gemm_sm80_prepare();
@@ -907,7 +908,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g1.cn = cn;
         g1.bm = bm;
         g1.bn = moe__cuda_sm90_tile_n(L, 1, cm, cn, bm);
-        g1.gm = moe__cuda_sm90_raster(L, T, bm);
+        g1.gm = moe__cuda_sm90_raster(L, T, bm, cm);
         g2 = g1;
         fill_gemm2(L, &g2);
         g2.bn = moe__cuda_sm90_tile_n(L, 2, cm, cn, bm);
@@ -1034,7 +1035,7 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
              im->sm90 ? (gather ? "x rows gathered by cp.async, weights by TMA, wgmma, warp-specialised persistent"
                                 : "TMA + wgmma, warp-specialised persistent")
                       : "cp.async row gather + mma.sync",
-             moe_act_name(d->act), cl, bm, im->sm90 ? moe__cuda_sm90_raster(L, T, bm) : 16 /* gemm_sm80.cu */,
+             moe_act_name(d->act), cl, bm, im->sm90 ? moe__cuda_sm90_raster(L, T, bm, cm) : 16 /* gemm_sm80.cu */,
              moe__cuda_sm90_dynamic(L, cm, cn, gather) ? ", units in dynamic order" : "",
              im->sm90 ? moe__cuda_sm90_tile_n(L, 2, cm, cn, bm) : 128 /* gemm_sm80.cu */, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
@@ -1128,13 +1129,23 @@ extern "C" int moe__cuda_sm90_bn2(int64_t D) {
  * 0.97 (4096: 0.99), gpt-oss-20b T = 2048 0.99; with more rows 16 stays
  * (mixtral T = 16384 4: 1.03, 8: 0.98; gpt-oss-120b T = 16384 4: 1.01; qwen3,
  * gpt-oss-20b 1.00). BM 64 (fewer than 48 rows an expert) keeps 16, not
- * measured. MOE_SM90_RASTER=n forces n (read per forward). */
+ * measured. With the units in dynamic order (session 33), bands of 2 where
+ * 16 units' A rows (GEMM 1's, cm m-tiles a unit) exceed the L2: deepseek-v3 T =
+ * 16384 in 2 x 1 clusters (59 MB of A against 50 MB) 0.959 in two calls on an
+ * H200 (bands of 4: 0.967, 0.977; 1: 0.959), at T = 8192 (bands of 4 by the
+ * rule above) 2 and 4 even; the others even or slower (gpt-oss-120b T = 16384
+ * 4: 1.02, mixtral 0.99-1.00, qwen3 1.01; NOTES.md session 33). Tried before
+ * in the static order (session 14 run 7): 1.005, noise. MOE_SM90_RASTER=n
+ * forces n (read per forward). */
 #define SM90_RASTER_NARROW_ROWS 256
 
-extern "C" int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm) {
+extern "C" int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm, int cm) {
+    const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     const char *ev = getenv("MOE_SM90_RASTER");
     if (ev && atoi(ev) > 0) return atoi(ev);
-    return bm == 128 && T * L->desc.K <= (int64_t)SM90_RASTER_NARROW_ROWS * L->desc.E ? 4 : 16;
+    if (bm == 128 && T * L->desc.K <= (int64_t)SM90_RASTER_NARROW_ROWS * L->desc.E) return 4;
+    const int64_t band_a = 16 * (int64_t)cm * bm * L->desc.D * 2; /* bytes of A rows in 16 units */
+    return im->l2_bytes > 0 && band_a > im->l2_bytes ? 2 : 16;
 }
 
 /* GEMM 1's n-tile with BM 128 and no clusters: 240 (gate and up boxes of 120
