@@ -14,7 +14,7 @@
  * Every output element is owned by one task and every sum runs in an order
  * fixed by the data alone (src/cpu/cpu.h), so results are bitwise the same
  * for any thread count. Kernels: src/cpu/kernels.inc per instruction set,
- * chosen once from cpuid (MOE_CPU_ISA=scalar|avx2|avxvnni|avx512 lowers it).
+ * chosen once from cpuid (MOE_CPU_ISA=scalar|avx2|avxvnni|avx512 forces one the CPU runs).
  * BF16 weights are read from a copy made at layer creation, each kernel
  * call's rows interleaved into one stream (repack below; MOE_CPU_REPACK=0:
  * in place). Matches the reference backend (src/ref/ref.c) within the case table's
@@ -55,31 +55,39 @@ extern const moe__backend moe__backend_cpu;
 /* Instruction set                                                           */
 /* ------------------------------------------------------------------------ */
 
-static int isa_level_cpu(void) {
-    static int level = -1;
-    if (level >= 0) return level;
-    int l = 0;
+/* Which of the paths (scalar, avx2, avxvnni, avx512: isa_by_level's order)
+ * this CPU runs, bit i for path i. They are not a ladder: a CPU with the
+ * AVX-512 set may lack AVX-VNNI, the VEX form of VPDPBUSD that kern_avxvnni.c
+ * is built with (AMD Zen 4 has AVX512_VNNI but not AVX_VNNI), and forcing
+ * that path there ended the process on SIGILL. */
+static unsigned isa_mask_cpu(void) {
+    static int mask = -1;
+    if (mask >= 0) return (unsigned)mask;
+    unsigned m = 1u;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (avx2) l = 1;
-    if (avx2 && __builtin_cpu_supports("avxvnni")) l = 2;
+    if (avx2) m |= 2u;
+    if (avx2 && __builtin_cpu_supports("avxvnni")) m |= 4u;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16") && avx2)
-        l = 3;
+        m |= 8u;
 #endif
-    level = l;
-    return l;
+    mask = (int)m;
+    return m;
 }
 
 static const moe__cpu_isa *const isa_by_level[4] = {&moe__cpu_isa_scalar, &moe__cpu_isa_avx2, &moe__cpu_isa_avxvnni,
                                                     &moe__cpu_isa_avx512};
 
-/* The path for a new layer: the best the CPU has, or MOE_CPU_ISA if lower.
- * A forced path the CPU lacks is an error (the caller asked for it). */
+/* The path for a new layer: the best the CPU has, or MOE_CPU_ISA if the CPU
+ * runs it. A forced path the CPU lacks is an error (the caller asked for it). */
 static moe_status choose_isa(moe_layer *L, const moe__cpu_isa **out) {
-    int have = isa_level_cpu();
+    const unsigned mask = isa_mask_cpu();
+    int have = 0;
+    for (int i = 0; i < 4; i++)
+        if (mask & (1u << i)) have = i;
     const char *env = getenv("MOE_CPU_ISA");
     int want = have;
     if (env && *env) {
@@ -89,9 +97,15 @@ static moe_status choose_isa(moe_layer *L, const moe__cpu_isa **out) {
         if (i == 4)
             return moe__layer_error(L, MOE_ERR_INVALID_ARGUMENT,
                                     "MOE_CPU_ISA=%s, expected scalar, avx2, avxvnni or avx512", env);
-        if (i > have)
-            return moe__layer_error(L, MOE_ERR_BACKEND_UNAVAILABLE, "MOE_CPU_ISA=%s but this CPU supports only %s", env,
-                                    isa_by_level[have]->name);
+        if (!(mask & (1u << i))) {
+            char list[64] = "";
+            for (int j = 0; j < 4; j++)
+                if (mask & (1u << j))
+                    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
+                             isa_by_level[j]->name);
+            return moe__layer_error(L, MOE_ERR_BACKEND_UNAVAILABLE, "MOE_CPU_ISA=%s but this CPU supports only %s",
+                                    env, list);
+        }
         want = i;
     }
     *out = isa_by_level[want];

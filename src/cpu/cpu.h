@@ -3,7 +3,7 @@
  * phases) shares with the kernel files, one per instruction set
  * (kern_scalar.c, kern_avx2.c, kern_avxvnni.c, kern_avx512.c; the SIMD ones
  * are one body, kernels.inc, built three times). Chosen once from cpuid;
- * MOE_CPU_ISA=scalar|avx2|avxvnni|avx512 forces a lower path.
+ * MOE_CPU_ISA=scalar|avx2|avxvnni|avx512 forces a path the CPU runs.
  *
  * Every kernel is a "dot" micro-kernel: R weight rows x N activation rows,
  * each output the dot product of one weight row and one activation row over
