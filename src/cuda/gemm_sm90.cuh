@@ -292,7 +292,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
      * tile or more out of step: the second reads B from DRAM again. ncu
      * (bench/cuda/s33, H100, gpt-oss-120b T = 4096, 1-2 m-tiles an expert):
      * GEMM 1 read 5.9 GB from DRAM for 4.2 GB of weights, 4.4 GB when every
-     * expert had exactly one m-tile, and took 1.40x as long. Dynamic (g.sched,
+     * expert had exactly one m-tile, and took 1.37x as long. Dynamic (g.sched,
      * a counter the forward zeroes; bf16/f16 B, 1 x 1 or 2 x 1 through TMA):
      * a CTA's (cluster's) first unit is its number, every later one the next
      * from the counter, so units start in their order whatever the CTAs'
@@ -505,7 +505,8 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                 if (CS == 1 || !dyn) return u0;
                 if (rank == 0) {
                     uint32_t ra, rb;
-                    asm volatile("mapa.shared::cluster.u32 %0, %1, 1;\n" : "=r"(ra) : "r"(smem_u32((const void *)uslot(i))));
+                    const uint32_t sl = smem_u32((const void *)uslot(i));
+                    asm volatile("mapa.shared::cluster.u32 %0, %1, 1;\n" : "=r"(ra) : "r"(sl));
                     asm volatile("mapa.shared::cluster.u32 %0, %1, 1;\n" : "=r"(rb) : "r"(ubar(i)));
                     asm volatile("st.shared::cluster.u32 [%0], %1;\n" ::"r"(ra), "r"(u0) : "memory");
                     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(rb) : "memory");
