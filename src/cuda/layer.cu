@@ -1132,7 +1132,8 @@ extern "C" int moe__cuda_sm90_bn2(int64_t D) {
  * measured. With the units in dynamic order (session 33), bands of 2 where
  * 16 units' A rows (GEMM 1's, cm m-tiles a unit) exceed the L2: deepseek-v3 T =
  * 16384 in 2 x 1 clusters (59 MB of A against 50 MB) 0.959 in two calls on an
- * H200 (bands of 4: 0.967, 0.977; 1: 0.959), at T = 8192 (bands of 4 by the
+ * H200 (bands of 4: 0.967, 0.977; 1: 0.959) and 0.996 [0.84, 1.11] in a third,
+ * 0.918 [0.75, 1.01] on an H100 (noisy, none slower), at T = 8192 (bands of 4 by the
  * rule above) 2 and 4 even; the others even or slower (gpt-oss-120b T = 16384
  * 4: 1.02, mixtral 0.99-1.00, qwen3 1.01; NOTES.md session 33). Tried before
  * in the static order (session 14 run 7): 1.005, noise. MOE_SM90_RASTER=n
