@@ -259,20 +259,32 @@ static __global__ void __launch_bounds__(1024) k_group_tiles(const int2 *__restr
  * (tiles, k_scan's or k_group_tiles' order: by expert, m0 ascending) two at a
  * time, one per CTA of the pair. An expert's m-tiles 2i and 2i + 1 make a
  * paired unit (the pair multicasts B); the odd last m-tiles of experts with an
- * odd count follow, two experts to a unit (each CTA loads its own B), the
- * last one alone (.y = -1) if their number is odd. So the pairing pads no
- * rows; before, a pair took 2 bm rows of one expert and an expert with 129
- * rows cost two half-empty units. One block; writes units[0, P + ceil(L / 2)). */
+ * odd count go two experts to a unit (each CTA loads its own B), the last one
+ * alone (.y = -1) if their number is odd. So the pairing pads no rows; before,
+ * a pair took 2 bm rows of one expert and an expert with 129 rows cost two
+ * half-empty units. near: the units in the order of their first m-tile, so
+ * that a split unit runs beside its first expert's paired units and near its
+ * second's, which then read B through L2; else (MOE_SM90_PAIRS=0) the split
+ * units after all the paired ones, where they read their experts' B from DRAM
+ * a second time (ncu, bench/cuda/s34 run 1: deepseek-v3 T = 16384 GEMM 1 read
+ * 26.6 GB for 15 GB of weights and 1.9 GB of A). One block; writes
+ * units[0, P + ceil(L / 2)), P paired units and L odd m-tiles. */
 static __global__ void __launch_bounds__(1024) k_pair_units(const int2 *__restrict__ tiles, const int *__restrict__ ntl,
-                                                           int bm, int2 *__restrict__ units, int *__restrict__ nunits) {
-    __shared__ int s_w[2][32], s_carry[2];
+                                                           int bm, int near, int2 *__restrict__ units,
+                                                           int *__restrict__ nunits) {
+    /* s_lpos: the unit of each even-ranked odd m-tile of the chunk (near);
+     * s_prev: that of the previous chunk's last one, if its partner is here */
+    __shared__ int s_w[2][32], s_carry[2], s_lpos[1024], s_prev;
     const int n = *ntl, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    int P = 0; /* paired units, ahead of the split ones */
-    for (int base = 0; base < n; base += 1024) {
+    int P = 0; /* paired units, ahead of the split ones (!near) */
+    for (int base = 0; !near && base < n; base += 1024) {
         const int i = base + tid;
         P += __syncthreads_count(i + 1 < n && (tiles[i].y / bm) % 2 == 0 && tiles[i + 1].x == tiles[i].x);
     }
-    if (tid == 0) s_carry[0] = s_carry[1] = 0;
+    if (tid == 0) {
+        s_carry[0] = s_carry[1] = 0;
+        s_prev = 0;
+    }
     __syncthreads();
     for (int base = 0; base < n; base += 1024) {
         const int i = base + tid;
@@ -295,22 +307,35 @@ static __global__ void __launch_bounds__(1024) k_pair_units(const int2 *__restri
         }
         __syncthreads();
         const unsigned below = (1u << lane) - 1u;
-        if (head) units[s_carry[0] + s_w[0][warp] + __popc(bh & below)] = make_int2(i, i + 1);
-        if (left) {
-            const int k = s_carry[1] + s_w[1][warp] + __popc(bl & below);
-            ((int *)&units[P + k / 2])[k & 1] = i;
+        const int c0 = s_carry[1];
+        /* paired units and odd m-tiles before tile i */
+        const int hb = s_carry[0] + s_w[0][warp] + __popc(bh & below), k = c0 + s_w[1][warp] + __popc(bl & below);
+        if (!near) {
+            if (head) units[hb] = make_int2(i, i + 1);
+            if (left) ((int *)&units[P + k / 2])[k & 1] = i;
+        } else {
+            const int pos = hb + (k + 1) / 2; /* the units that start before tile i */
+            if (head) units[pos] = make_int2(i, i + 1);
+            if (left && !(k & 1)) {
+                units[pos] = make_int2(i, -1);
+                s_lpos[k - c0] = pos;
+            }
         }
         __syncthreads();
+        if (near && left && (k & 1)) units[k - 1 >= c0 ? s_lpos[k - 1 - c0] : s_prev].y = i;
+        __syncthreads(); /* s_prev read, before thread 1023 sets it for the next chunk */
         if (tid == 1023) { /* the last warp's exclusive sums plus its own counts: this chunk's totals */
             s_carry[0] += s_w[0][31] + __popc(bh);
-            s_carry[1] += s_w[1][31] + __popc(bl);
+            const int c1 = s_carry[1] + s_w[1][31] + __popc(bl);
+            if ((c1 & 1) && c1 - 1 >= c0) s_prev = s_lpos[c1 - 1 - c0];
+            s_carry[1] = c1;
         }
         __syncthreads();
     }
     if (tid == 0) {
         const int L = s_carry[1];
-        if (L & 1) units[P + L / 2].y = -1;
-        *nunits = P + (L + 1) / 2;
+        if (!near && (L & 1)) units[P + L / 2].y = -1;
+        *nunits = s_carry[0] + (L + 1) / 2;
     }
 }
 
@@ -952,10 +977,15 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                 h1.n_mtiles = h2.n_mtiles = gntl;
             }
             if (cm == 2) { /* the pairs of m-tiles the 2 x 1 clusters take */
-                k_pair_units<<<1, 1024, 0, s>>>(h1.tiles, h1.n_mtiles, bm, units, nunits);
+                const char *pv = getenv("MOE_SM90_PAIRS");
+                k_pair_units<<<1, 1024, 0, s>>>(h1.tiles, h1.n_mtiles, bm, !(pv && pv[0] == '0'), units, nunits);
                 MOE_CUDA_CK(cudaGetLastError());
                 h1.units = h2.units = units;
                 h1.n_mtiles = h2.n_mtiles = nunits;
+            }
+            {
+                const char *sv = getenv("MOE_SM90_SKIP");
+                h1.skip = h2.skip = !(sv && sv[0] == '0');
             }
             if (ne == E && moe__cuda_sm90_dynamic(L, cm, cn, gather)) {
                 h1.sched = cursor + E; /* zeroed with the counts */
