@@ -635,43 +635,40 @@ TEST(cuda_sm90_dynamic_order) { dynamic_order("cuda-sm90"); }
 TEST(cuda_jit_dynamic_order) { dynamic_order("cuda-jit"); }
 
 /* 2 x 1 clusters' units in the order of their first m-tile (layer.cu
- * k_pair_units) and the warpgroups without rows that skip their wgmmas
- * (gemm_sm90.cuh, g.skip): each forward equals, bit for bit, the one with
- * the split units after the paired ones (MOE_SM90_PAIRS=0), the one without
- * the skip (MOE_SM90_SKIP=0) and the one in 1 x 1 clusters, which has no
- * units. E = 1200 experts of 128 +- 11 rows: m-tiles in 2 x 1 units of both
- * kinds past k_pair_units' first 1024 (a split unit across its chunks); E =
- * 24 of 1000 rows: last m-tiles of every size, some of at most 64 rows. */
-static void pairs_and_skip(const char *backend) {
+ * k_pair_units): the forward equals, bit for bit, the one with the split
+ * units after the paired ones (MOE_SM90_PAIRS=0) and the one in 1 x 1
+ * clusters, which has no units. E = 1200 experts of 128 +- 11 rows: units of
+ * both kinds past k_pair_units' first chunk of 1024 m-tiles (a split unit
+ * across two chunks); E = 24 of 1000 rows: 7-9 m-tiles an expert. */
+static void pair_order(const char *backend) {
     char desc[4][2048], why[256];
     int ma, mi;
     if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
     if (!(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
-    const int64_t Ta[3] = {38400, 38400, 38400}, Tb[4] = {6000, 6000, 6000, 6000};
-    const char *const pairs[2] = {NULL, "0"}, *const skip[2] = {NULL, "0"}, *const cm[1] = {"1"};
+    const int64_t Ta[3] = {38400, 38400, 38400}, Tb[3] = {6000, 6000, 6000};
+    const char *const pairs[2] = {NULL, "0"}, *const cm[1] = {"1"};
     dev_inputs a = dev_inputs_make(moe_test_seed() + 99, 1200, 128, 128, 4, 38400);
     dev_inputs b = dev_inputs_make(moe_test_seed() + 101, 24, 512, 640, 4, 6000);
-    uint16_t *o[7];
-    for (int v = 0; v < 7; v++) o[v] = malloc(2 * (size_t)(v < 3 ? 38400 * 128 : 6000 * 512));
+    uint16_t *o[6];
+    for (int v = 0; v < 6; v++) o[v] = malloc(2 * (size_t)(v < 3 ? 38400 * 128 : 6000 * 512));
     setenv("MOE_SM90_CM", "2", 1);
     int ok = rule_forwards(backend, "MOE_SM90_PAIRS", pairs, &a, 1200, 128, 128, 4, Ta, 2, o, desc);
-    ok = ok && rule_forwards(backend, "MOE_SM90_CM", cm, &a, 1200, 128, 128, 4, Ta + 2, 1, o + 2, desc + 2);
-    ok = ok && rule_forwards(backend, "MOE_SM90_SKIP", skip, &b, 24, 512, 640, 4, Tb, 2, o + 3, desc);
+    ok = ok && rule_forwards(backend, "MOE_SM90_PAIRS", pairs, &b, 24, 512, 640, 4, Tb, 2, o + 3, desc);
+    ok = ok && rule_forwards(backend, "MOE_SM90_CM", cm, &a, 1200, 128, 128, 4, Ta + 2, 1, o + 2, desc);
+    ok = ok && rule_forwards(backend, "MOE_SM90_CM", cm, &b, 24, 512, 640, 4, Tb + 2, 1, o + 5, desc);
     unsetenv("MOE_SM90_CM");
-    ok = ok && rule_forwards(backend, "MOE_SM90_SKIP", skip, &b, 24, 512, 640, 4, Tb + 2, 2, o + 5, desc + 2);
     if (ok) {
-        check_bitwise(backend, "2x1 units by first m-tile and split units last", o[0], o[1], Ta[0], 128);
+        check_bitwise(backend, "2x1 units by first m-tile and split units last (E = 1200)", o[0], o[1], Ta[0], 128);
         check_bitwise(backend, "2x1 and 1x1 (E = 1200)", o[0], o[2], Ta[0], 128);
-        check_bitwise(backend, "2x1 with and without the skip", o[3], o[4], Tb[0], 512);
-        check_bitwise(backend, "1x1 with and without the skip", o[5], o[6], Tb[0], 512);
+        check_bitwise(backend, "2x1 units by first m-tile and split units last (E = 24)", o[3], o[4], Tb[0], 512);
         check_bitwise(backend, "2x1 and 1x1 (E = 24)", o[3], o[5], Tb[0], 512);
     }
     dev_inputs_free(&a);
     dev_inputs_free(&b);
-    for (int v = 0; v < 7; v++) free(o[v]);
+    for (int v = 0; v < 6; v++) free(o[v]);
 }
-TEST(cuda_sm90_pairs_skip) { pairs_and_skip("cuda-sm90"); }
-TEST(cuda_jit_pairs_skip) { pairs_and_skip("cuda-jit"); }
+TEST(cuda_sm90_pair_order) { pair_order("cuda-sm90"); }
+TEST(cuda_jit_pair_order) { pair_order("cuda-jit"); }
 
 TEST(cuda_bad_ids_graph_sm80) { bad_ids_and_graph("cuda-sm80", 0, NULL); }
 TEST(cuda_bad_ids_graph_sm90) { bad_ids_and_graph("cuda-sm90", 1, NULL); }

@@ -83,8 +83,6 @@ typedef struct moe_cuda_gemm {
     int gm;                   /* sm90 raster: m-tiles (units) per band of n-tiles (moe_cuda_raster) */
     int *sched;               /* sm90 1 x 1 or 2 x 1 (A by TMA), bf16/f16 B: a zeroed counter, the units in
                                  dynamic order (gemm_sm90.cuh); NULL: the static order */
-    int skip;                 /* sm90 BM 128, bf16/f16 B: a consumer warpgroup whose 64 rows all lie past the
-                                 expert's issues no wgmma for that unit (gemm_sm90.cuh) */
     int gather;               /* sm90 mode 1, cn = 1: A = x [T, C], rows x[sorted_pair[r] / K] copied by the
                                  producer warp (cp.async), no permuted copy */
     int qfmt;                 /* sm90: B0/B1 are GGUF blocks of this format (decode.h MOE_DF_Q8_0, Q4_K, Q5_K,

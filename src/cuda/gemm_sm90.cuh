@@ -580,23 +580,6 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
             moe_cuda_raster(u, MU, NU, GMR, &mu, &nu);
             const int e = job(mu, &mt, &pair), n0 = (nu * CN + rn) * NOUT;
             const int rbase = g.exp_off[e], rows = mt >= 0 ? g.exp_off[e + 1] - rbase : 0, m0 = mt >= 0 ? mt : 0;
-            /* A warpgroup whose 64 rows all lie past the expert's (an expert's
-             * last m-tile of at most 64 rows, or the CTA of a split unit
-             * without an m-tile) frees each stage as it fills and issues no
-             * wgmma: its partner computes alone, and takes the tensor cores'
-             * whole rate. A loop of its own ahead of the accumulator init, as
-             * ptxas then keeps the wgmmas pipelined (C7515: the comment below).
-             * Session 8 measured this skip 2-19% slower, when DRAM re-reads
-             * bounded those shapes (the static order); NOTES.md, session 34. */
-            if (QF == 0 && BMT == 128 && g.skip && m0 + cw * 64 >= rows) {
-                for (int kb = 0; kb < kblocks; kb++) {
-                    mbar_wait(bar(stage), phase);
-                    if (lane == 0) release(bar(STAGES + stage));
-                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
-                }
-                if (!dyn) u += ncl;
-                continue;
-            }
             /* The biases (or 0) start the accumulators and every wgmma adds to
              * them: the loads are independent and overlap the first full-barrier
              * wait, where the epilogue used to wait for each column's load in
@@ -631,7 +614,9 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
              * a warpgroup whose rows all lie past the expert's, inside the loop
              * or as a second loop). The skip, as a loop of its own ahead of
              * the accumulator init, compiled clean but measured 2-19% slower
-             * (NOTES.md, session 8). */
+             * (NOTES.md, session 8), and 0.98-1.03 in the dynamic order
+             * (session 34: the tiles it spares are bound by their B traffic
+             * through L2 and DRAM, not by their MMAs). */
             int prev = -1;
             /* BM 128, GEMM 2: the pair indices of the thread's two fragment rows,
              * loaded here without waiting for them, and their routing weights,

@@ -983,10 +983,6 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                 h1.units = h2.units = units;
                 h1.n_mtiles = h2.n_mtiles = nunits;
             }
-            {
-                const char *sv = getenv("MOE_SM90_SKIP");
-                h1.skip = h2.skip = !(sv && sv[0] == '0');
-            }
             if (ne == E && moe__cuda_sm90_dynamic(L, cm, cn, gather)) {
                 h1.sched = cursor + E; /* zeroed with the counts */
                 h2.sched = cursor + E + 1;
