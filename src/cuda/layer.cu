@@ -266,9 +266,14 @@ static __global__ void __launch_bounds__(1024) k_group_tiles(const int2 *__restr
  * that a split unit runs beside its first expert's paired units and near its
  * second's, which then read B through L2; else (MOE_SM90_PAIRS=0) the split
  * units after all the paired ones, where they read their experts' B from DRAM
- * a second time (ncu, bench/cuda/s34 run 1: deepseek-v3 T = 16384 GEMM 1 read
- * 26.6 GB for 15 GB of weights and 1.9 GB of A). One block; writes
- * units[0, P + ceil(L / 2)), P paired units and L odd m-tiles. */
+ * a second time (ncu, bench/cuda/s34 run 1, H100: qwen3 T = 4096 in 2 x 1 read
+ * 1.33 GB in GEMM 1, 1.03 GB in this order, for 0.8 GB of weights). The layer,
+ * this order over the other (bench/cuda/s34): H200 deepseek-v3 T = 2048 /
+ * 4096 / 8192 / 16384 0.995 / 0.917-0.930 / 0.949 / 0.944, mixtral T = 4096 /
+ * 16384 0.993 / 0.996 (runs 5-6, 5-7 rounds); H100 deepseek-v3 T = 4096 /
+ * 16384 0.991 / 1.011, mixtral 0.953 / 0.904 (run 3, 3 rounds; wide ranges);
+ * forced 2 x 1 on qwen3 T = 4096 0.84 (run 4). One block; writes units[0, P +
+ * ceil(L / 2)), P paired units and L odd m-tiles. */
 static __global__ void __launch_bounds__(1024) k_pair_units(const int2 *__restrict__ tiles, const int *__restrict__ ntl,
                                                            int bm, int near, int2 *__restrict__ units,
                                                            int *__restrict__ nunits) {
@@ -934,6 +939,14 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g1.bm = bm;
         g1.bn = moe__cuda_sm90_tile_n(L, 1, cm, cn, bm);
         g1.gm = moe__cuda_sm90_raster(L, T, bm, cm);
+        {
+            /* A through TMA in boxes of 64 rows with BM 128 without A multicast:
+             * an m-tile's second 64 rows load only where it has them (gemm_sm90.cuh);
+             * MOE_SM90_ABOX=128 (read per forward): one box of 128 rows.
+             * Measured: src/cuda/NOTES.md, session 34. */
+            const char *ab = getenv("MOE_SM90_ABOX");
+            g1.abox = !im->qfmt1 && bm == 128 && cn == 1 && !(ab && atoi(ab) == 128) ? 64 : 0;
+        }
         g2 = g1;
         fill_gemm2(L, &g2);
         g2.bn = moe__cuda_sm90_tile_n(L, 2, cm, cn, bm);
@@ -1203,7 +1216,13 @@ extern "C" int moe__cuda_sm90_tile_n(const moe_layer *L, int gemm, int cm, int c
  * to 256-row units and lost at T=4096: 1.03, s8 runs 5-6); mixtral T=4096 0.97;
  * left out: qwen3 (D = 2048: 1.13 / 1.06 at T = 4096 / 16384), gpt-oss-20b (D =
  * 2880: 1.03 / 0.99; its 1 x 1 kernels have n-tiles of 240), gpt-oss-120b
- * (0.98 / 0.99, within noise). With clusters GEMM 1 reads the permuted copy
+ * (0.98 / 0.99, within noise). Again in session 34, with the units in
+ * dynamic order and k_pair_units' order (bench/cuda/s34 runs 4-6, 5-7
+ * rounds): H200 qwen3 1.13 / 1.17, gpt-oss-20b 1.02-1.08 at T = 1024-16384,
+ * gpt-oss-120b 0.955-0.984 at T = 4096 (one m-tile and a partial one an
+ * expert, whose B the pair then reads once) but 1.015-1.06 at T = 1024,
+ * 1536, 6144 and 16384; H100 gpt-oss-120b T = 4096 0.943, qwen3 1.10: a gain
+ * at one point is not a rule. With clusters GEMM 1 reads the permuted copy
  * through TMA: the gather, possible at 2 x 1, measured slower there (deepseek-
  * v3 1.03 / 1.05 of the copy, gpt-oss-120b 1.07, mixtral 1.01-1.03; only qwen3
  * gained), so it runs only where MOE_SM90_GATHER=1 asks. MOE_SM90_CM /

@@ -25,11 +25,12 @@ M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__bytes_read.sum,
 for v in $NCU; do
   IFS=: read -r p T env <<< "$v"
   b=cuda-decode; [ -n "$env" ] && b="cuda-decode@$env"
+  nm=$(echo "$env" | tr '=+' '_-')  # '=' and '+' in a file name keep it from coming back
   timeout 150 ncu --clock-control none -k "regex:gemm" --metrics $M --launch-count 2 --csv --page raw \
     python3 bench/cuda/bench_layer.py --lib /tmp/b/libmoe.so --probe --backends "$b" --presets $p \
-    --tokens $T --out /tmp/probe.json > "$OUT/ncu_${p}_${T}_${env}.csv" 2>&1
-  echo "== $p T=$T $env"; python3 bench/cuda/s33/ncu_raw.py "$OUT/ncu_${p}_${T}_${env}.csv" | tail -n +2 | cut -c1-400
-  xz -f "$OUT/ncu_${p}_${T}_${env}.csv"
+    --tokens $T --out /tmp/probe.json > "$OUT/ncu_${p}_${T}_${nm}.csv" 2>&1
+  echo "== $p T=$T $env"; python3 bench/cuda/s33/ncu_raw.py "$OUT/ncu_${p}_${T}_${nm}.csv" | tail -n +2 | cut -c1-400
+  xz -f "$OUT/ncu_${p}_${T}_${nm}.csv"
 done
 [ -n "$AB" ] && PYTHONUNBUFFERED=1 timeout ${ABT:-400} python3 bench/cuda/bench_layer.py --lib /tmp/b/libmoe.so \
   --backends "${ABBACKENDS:-cuda-decode,cuda-decode@MOE_SM90_SKIP=0,cuda-decode@MOE_SM90_PAIRS=0}" --ab $AB --reps 5 \
