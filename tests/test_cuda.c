@@ -670,43 +670,6 @@ static void pair_order(const char *backend) {
 TEST(cuda_sm90_pair_order) { pair_order("cuda-sm90"); }
 TEST(cuda_jit_pair_order) { pair_order("cuda-jit"); }
 
-/* BM 128's A through TMA in boxes of 64 rows (gemm_sm90.cuh, g.abox): an
- * m-tile's second 64 rows load only where it has them, and the second
- * warpgroup of a shorter one computes on stale rows that are never stored.
- * The forward equals, bit for bit, the one with one box of 128 rows
- * (MOE_SM90_ABOX=128): 1 x 1 through the permuted copy, 1 x 1 gathering (GEMM
- * 2 reads h through TMA), 2 x 1; E = 24 experts of 1000 +- 30 rows, so last
- * m-tiles of every size. check_bitwise also fails on a NaN, as stale rows
- * (shared memory is not cleared) would leave if they reached a stored row. */
-static void a_boxes(const char *backend) {
-    char desc[4][2048], why[256];
-    int ma, mi;
-    if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
-    if (!(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; %s needs sm_90", ma, mi, backend);
-    enum { CE = 24, CD = 512, CI = 640, CK = 4, CT = 6000 };
-    const int64_t Ts[2] = {CT, CT};
-    const char *const abox[2] = {NULL, "128"}, *const what[3] = {"1x1, the copy", "1x1, the gather", "2x1"};
-    const char *const gat[3] = {"0", "1", NULL}, *const cm[3] = {NULL, NULL, "2"};
-    dev_inputs in = dev_inputs_make(moe_test_seed() + 103, CE, CD, CI, CK, CT);
-    uint16_t *o[6];
-    for (int v = 0; v < 6; v++) o[v] = malloc(2 * (size_t)CT * CD);
-    int ok = 1;
-    for (int j = 0; j < 3 && ok; j++) {
-        if (gat[j]) setenv("MOE_SM90_GATHER", gat[j], 1);
-        if (cm[j]) setenv("MOE_SM90_CM", cm[j], 1);
-        setenv("MOE_SM90_BM", "128", 1);
-        ok = rule_forwards(backend, "MOE_SM90_ABOX", abox, &in, CE, CD, CI, CK, Ts, 2, o + 2 * j, desc);
-        unsetenv("MOE_SM90_GATHER");
-        unsetenv("MOE_SM90_CM");
-        unsetenv("MOE_SM90_BM");
-        if (ok) check_bitwise(backend, what[j], o[2 * j], o[2 * j + 1], CT, CD);
-    }
-    dev_inputs_free(&in);
-    for (int v = 0; v < 6; v++) free(o[v]);
-}
-TEST(cuda_sm90_a_boxes) { a_boxes("cuda-sm90"); }
-TEST(cuda_jit_a_boxes) { a_boxes("cuda-jit"); }
-
 TEST(cuda_bad_ids_graph_sm80) { bad_ids_and_graph("cuda-sm80", 0, NULL); }
 TEST(cuda_bad_ids_graph_sm90) { bad_ids_and_graph("cuda-sm90", 1, NULL); }
 TEST(cuda_bad_ids_graph_sm90_bm64) { bad_ids_and_graph("cuda-sm90", 1, "64"); }

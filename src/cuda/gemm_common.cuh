@@ -81,8 +81,6 @@ typedef struct moe_cuda_gemm {
     int bn;                   /* sm90 n-tile: 256, or 240 with cm = cn = 1 (GEMM 1: BM 128 only; gate/up: bn / 2
                                  outputs); layer.cu moe__cuda_sm90_tile_n */
     int gm;                   /* sm90 raster: m-tiles (units) per band of n-tiles (moe_cuda_raster) */
-    int abox;                 /* sm90, A through TMA: the map's box rows (moe__cuda_sm90_tmap_a_out); 64 with BM
-                                 128 and cn = 1: an m-tile's second 64 rows come in a box of their own */
     int *sched;               /* sm90 1 x 1 or 2 x 1 (A by TMA), bf16/f16 B: a zeroed counter, the units in
                                  dynamic order (gemm_sm90.cuh); NULL: the static order */
     int gather;               /* sm90 mode 1, cn = 1: A = x [T, C], rows x[sorted_pair[r] / K] copied by the

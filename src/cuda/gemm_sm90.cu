@@ -237,17 +237,15 @@ extern "C" int moe__cuda_sm90_tmap_a(const moe_cuda_gemm *g, int rows, CUtensorM
     return encode(tm, g->A, g->dtype, 2, dims, strides, box, why, n);
 }
 
-/* tm[0], A: [TK, C] rows in expert order, in boxes of g->abox rows (layer.cu:
- * 64 with BM 128 on bf16/f16 B, whose kernel loads an m-tile's second 64 rows
- * only where it has them) or, where that is 0, BM / CN (with CN = 2 each CTA of
- * a pair loads half of the BM rows). tm[1], the output (h [TK, I] or y [TK, D],
- * rows in expert order) in the boxes of BM 128's staged epilogue: 64 rows of 64
- * columns (128B swizzle) for n-tiles of 256, of 40 (unswizzled) for 240. Made
- * per call: the workspace moves. */
+/* tm[0], A: [TK, C] rows in expert order; with CN = 2 each CTA of a pair loads
+ * half of the BM rows. tm[1], the output (h [TK, I] or y [TK, D], rows in
+ * expert order) in the boxes of BM 128's staged epilogue: 64 rows of 64 columns
+ * (128B swizzle) for n-tiles of 256, of 40 (unswizzled) for 240. Made per call:
+ * the workspace moves. */
 extern "C" int moe__cuda_sm90_tmap_a_out(const moe_cuda_gemm *g, CUtensorMap *tm, char *why, size_t n) {
     if (g->mode == 1 && g->gather) /* the producer copies x rows itself; the kernel never reads this map */
         memset(&tm[0], 0, sizeof tm[0]);
-    else if (moe__cuda_sm90_tmap_a(g, g->abox ? g->abox : g->bm / g->cn, &tm[0], why, n))
+    else if (moe__cuda_sm90_tmap_a(g, g->bm / g->cn, &tm[0], why, n))
         return -1;
     cuuint64_t odims[2] = {(cuuint64_t)g->N, (cuuint64_t)g->TK};
     cuuint64_t ostrides[1] = {(cuuint64_t)g->N * 2};

@@ -525,28 +525,15 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
                 const int e = job(mu, &m0, &pair), n0 = (nu * CN + rn) * NOUT;
                 /* no m-tile (-1): the rows after the expert's, never stored */
                 const int arow = (m0 >= 0 ? g.exp_off[e] + m0 : g.exp_off[e + 1]) + (BMT / CN) * rn;
-                /* BM 128 without A multicast, A in boxes of 64 rows (g.abox): the
-                 * second box only where the m-tile has rows past its first 64.
-                 * Else the second warpgroup computes on the rows the stage held
-                 * before, and its rows, past the expert's, are never stored:
-                 * an expert's short last m-tile reads no A rows it does not use. */
-                const bool a2 = BMT == 128 && CN == 1 && g.abox == 64 && m0 >= 0 &&
-                                g.exp_off[e + 1] - (g.exp_off[e] + m0) > 64;
-                const uint32_t tx = CN == 1 && BMT == 128 && g.abox == 64 && !a2 ? STAGE_BYTES - A_BYTES / 2
-                                                                                  : STAGE_BYTES;
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bar(stage), empty = bar(STAGES + stage);
                     wait_empty(empty, phase ^ 1);
                     if (dyn && kb == 0 && (CS == 1 || rank == 0)) *uslot(i) = u; /* for the consumers */
-                    mbar_expect_tx(full, tx);
+                    mbar_expect_tx(full, STAGE_BYTES);
                     const uint32_t sa = sbase + stage * STAGE_BYTES, sb = sa + A_BYTES;
                     const uint32_t da = sa + (BMT / CN) * rn * 128;
-                    if (CN == 1) {
-                        tma_2d(da, &tmA, kb * BK, arow, full);
-                        if (a2) tma_2d(da + 64 * 128, &tmA, kb * BK, arow + 64, full);
-                    } else {
-                        tma_2d_mc(da, &tmA, kb * BK, arow, full, maskA);
-                    }
+                    if (CN == 1) tma_2d(da, &tmA, kb * BK, arow, full);
+                    else tma_2d_mc(da, &tmA, kb * BK, arow, full, maskA);
                     load_b(sb, kb, n0, e, full, pair);
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }

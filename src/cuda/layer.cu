@@ -939,14 +939,6 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g1.bm = bm;
         g1.bn = moe__cuda_sm90_tile_n(L, 1, cm, cn, bm);
         g1.gm = moe__cuda_sm90_raster(L, T, bm, cm);
-        {
-            /* A through TMA in boxes of 64 rows with BM 128 without A multicast:
-             * an m-tile's second 64 rows load only where it has them (gemm_sm90.cuh);
-             * MOE_SM90_ABOX=128 (read per forward): one box of 128 rows.
-             * Measured: src/cuda/NOTES.md, session 34. */
-            const char *ab = getenv("MOE_SM90_ABOX");
-            g1.abox = !im->qfmt1 && bm == 128 && cn == 1 && !(ab && atoi(ab) == 128) ? 64 : 0;
-        }
         g2 = g1;
         fill_gemm2(L, &g2);
         g2.bn = moe__cuda_sm90_tile_n(L, 2, cm, cn, bm);
