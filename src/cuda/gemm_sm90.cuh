@@ -614,7 +614,7 @@ static __device__ __forceinline__ void gemm_sm90_body(const CUtensorMap &tmA, co
              * a warpgroup whose rows all lie past the expert's, inside the loop
              * or as a second loop). The skip, as a loop of its own ahead of
              * the accumulator init, compiled clean but measured 2-19% slower
-             * (NOTES.md, session 8), and 0.98-1.03 in the dynamic order
+             * (NOTES.md, session 8), and 0.97-1.06 in the dynamic order
              * (session 34: the tiles it spares are bound by their B traffic
              * through L2 and DRAM, not by their MMAs). */
             int prev = -1;
