@@ -637,9 +637,10 @@ TEST(cuda_jit_dynamic_order) { dynamic_order("cuda-jit"); }
 /* 2 x 1 clusters' units in the order of their first m-tile (layer.cu
  * k_pair_units): the forward equals, bit for bit, the one with the split
  * units after the paired ones (MOE_SM90_PAIRS=0) and the one in 1 x 1
- * clusters, which has no units. E = 1200 experts of 128 +- 11 rows: units of
- * both kinds past k_pair_units' first chunk of 1024 m-tiles (a split unit
- * across two chunks); E = 24 of 1000 rows: 7-9 m-tiles an expert. */
+ * clusters, which has no units. E = 1200 experts of 128 +- 11 rows: some 1800
+ * m-tiles, units of both kinds past k_pair_units' first chunk of 1024 (in
+ * about half the seeds a split unit's two m-tiles fall in different chunks,
+ * the case s_prev carries); E = 24 of 1000 rows: 7-9 m-tiles an expert. */
 static void pair_order(const char *backend) {
     char desc[4][2048], why[256];
     int ma, mi;
