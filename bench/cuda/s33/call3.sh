@@ -3,23 +3,9 @@
 # order test, graphs), compute-sanitizer, then the layer A/B of the static order (MOE_SM90_SCHED=0)
 # against the default in one library, and ncu's DRAM bytes of gpt-oss-120b's GEMMs.
 #   OUT=out CARRY=dir [TESTS=..] [SAN="tool:test .."] [AB=rounds] [PRESETS=..] [TOKENS=..] bash bench/cuda/s33/call3.sh
-OUT=${OUT:-out}; mkdir -p "$OUT" /tmp/b
-xz -dc "$CARRY/bins.tar.xz" | tar -x -C /tmp/b
-export MOE_CACHE_DIR=/tmp/moe-jit-cache MOE_TEST_SEED=${MOE_TEST_SEED:-3303}
-Q=name,driver_version,clocks.max.sm,clocks.sm,power.draw,temperature.gpu
-nvidia-smi --query-gpu=$Q --format=csv,noheader | tee "$OUT/gpu.txt"
-for t in $TESTS; do
-  timeout ${TT:-200} /tmp/b/moe-tests $t >> "$OUT/tests.log" 2>&1
-  rc=$?; [ $rc -ge 124 ] && echo "TIMEOUT after ${TT:-200} s: moe-tests $t" | tee -a "$OUT/tests.log"
-done
-[ -n "$TESTS" ] && { echo "== GPU tests"; grep -E "^FAIL|^  " "$OUT/tests.log" | cut -c1-300 | head -20
-  echo "$(grep -c '^ok' "$OUT/tests.log") passed, $(grep -c '^FAIL' "$OUT/tests.log") failed, $(grep -c '^skip' "$OUT/tests.log") skipped, $(grep -c '^TIMEOUT' "$OUT/tests.log") timed out"; }
-for st in $SAN; do
-  IFS=: read -r tool test <<< "$st"
-  echo "== $tool $test" >> "$OUT/sanitizer.log"
-  timeout 240 compute-sanitizer --tool $tool /tmp/b/moe-tests $test >> "$OUT/sanitizer.log" 2>&1
-done
-[ -n "$SAN" ] && { echo "== sanitizer"; grep -E "^== |ERROR SUMMARY|RACECHECK SUMMARY|^FAIL|passed" "$OUT/sanitizer.log"; }
+. bench/cuda/device_common.sh
+dev_setup 3303
+dev_tests
 [ -n "$AB" ] && PYTHONUNBUFFERED=1 timeout ${ABT:-400} python3 bench/cuda/bench_layer.py --lib /tmp/b/libmoe.so \
   --backends "cuda-decode@MOE_SM90_SCHED=0,cuda-decode" --ab $AB --reps 5 \
   --presets ${PRESETS:-gpt-oss-120b,qwen3-30b-a3b,gpt-oss-20b,deepseek-v3,mixtral-8x7b} --tokens ${TOKENS:-512,4096,16384} \
@@ -32,5 +18,5 @@ for v in $NCU; do
     --tokens $T --out /tmp/probe.json > "$OUT/ncu_${p}_${T}_${env}.csv" 2>&1
   echo "== $p T=$T $env"; python3 bench/cuda/s33/ncu_raw.py "$OUT/ncu_${p}_${T}_${env}.csv" | tail -n +2
 done
-nvidia-smi --query-gpu=$Q --format=csv,noheader | tee -a "$OUT/gpu.txt"
+dev_gpu
 exit 0
