@@ -204,6 +204,8 @@ typedef struct dec_impl {
                                   * its own, k_qg_quant, as before session 30) */
     int qg_bps;                  /* their instances for 2 or 3 blocks an SM (qg_init; MOE_QG_BPS) */
     int qg_bps_env;              /* MOE_QG_BPS set: qg_bps for every format and token tile */
+    int qg_lin1, qg_lin2;        /* their gate/up and down stages copied by linear chunks (moe__qg_linear;
+                                  * MOE_QG_LIN=0: MXFP4's and Q6_K's row by row) */
     char qg_why[120];            /* why they do not, for describe */
 } dec_impl;
 
@@ -663,6 +665,7 @@ static void qp_init(moe_layer *L, dec_impl *im) {
 }
 
 static void sv_init(moe_layer *L, dec_impl *im);
+static void set_weight(moe_dec_args *a, int which, const moe_tensor *t);
 
 /* The int8 tensor-core kernels (decode_qmma.cu) take cuda-quant's forwards
  * between the streaming kernels and the prefill path where both formats have
@@ -715,6 +718,18 @@ static void qg_init(moe_layer *L, dec_impl *im) {
     const char *bps = getenv("MOE_QG_BPS");
     im->qg_bps_env = bps && (bps[0] == '2' || bps[0] == '3');
     im->qg_bps = im->qg_bps_env ? bps[0] - '0' : L->desc.D <= 3072 || L->desc.I <= 3072 ? 3 : 2;
+    {
+        const char *lin = getenv("MOE_QG_LIN");
+        const int knob = !(lin && lin[0] == '0');
+        moe_dec_args w1, w2;
+        memset(&w1, 0, sizeof w1);
+        memset(&w2, 0, sizeof w2);
+        set_weight(&w1, 0, L->gated ? &im->gate : &im->up);
+        if (L->gated) set_weight(&w1, 1, &im->up);
+        set_weight(&w2, 0, &im->down);
+        im->qg_lin1 = moe__qg_linear(im->fmt1, knob, &w1, L->gated);
+        im->qg_lin2 = moe__qg_linear(im->fmt2, knob, &w2, 0);
+    }
     im->qg = 1;
 }
 
@@ -1787,6 +1802,8 @@ static moe_status dec_forward(moe_layer *L, const moe__fwd *fa) {
                 MOE_CUDA_CK(moe__qg_quant(x, d->act_type, (int)Tn, (int)D, (int8_t *)(ws + w.xq), xd, xs, ux, im->fmt1,
                                           im->pdl, s));
                 a1.xb = ws + w.xq;
+                a1.qg_lin = im->qg_lin1;
+                a2.qg_lin = im->qg_lin2;
                 if (im->qg_hq) { /* h quantised in the gate/up launch's epilogue (its blocks hold whole blocks of 32) */
                     a1.hq = (int8_t *)(ws + w.hq);
                     a1.hqd = hd;
@@ -1933,11 +1950,12 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
         snprintf(buf + o, n - o,
                  "x quantised to int8 blocks of 32, gate/up (%s, row tiles of %d) and down (row tiles of %d) int8 "
                  "tensor-core kernels (mma.sync m16n8k32, 4 warps, weight rows and activation blocks through a "
-                 "cp.async ring, %d and %d blocks an SM), h quantised %s, %d token tiles of 8 per pass, "
-                 "%s, deterministic slot-order combine%s, no repacking (GGUF blocks read in place)",
+                 "cp.async ring, %d and %d blocks an SM, stages copied %s and %s), h quantised %s, %d token tiles "
+                 "of 8 per pass, %s, deterministic slot-order combine%s, no repacking (GGUF blocks read in place)",
                  L->gated ? "fused" : "up only", moe__qg_rows(im->fmt1) / (L->gated ? 2 : 1), moe__qg_rows(im->fmt2),
                  qg_launch_bps(im, im->fmt1, qg_pick_nt(im, TK, d->E)),
                  qg_launch_bps(im, im->fmt2, qg_pick_nt(im, TK, d->E)),
+                 im->qg_lin1 ? "by linear 16-byte chunks" : "row by row", im->qg_lin2 ? "by linear 16-byte chunks" : "row by row",
                  im->qg_hq ? "in the gate/up launch's epilogue" : "between them by a launch of its own",
                  qg_pick_nt(im, TK, d->E), launch, up);
     else

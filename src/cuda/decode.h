@@ -77,6 +77,8 @@ typedef struct moe_dec_args {
     int8_t *hq;
     float *hqd, *hqs;
     int hq_ldx, hq_nib;
+    /* the int8 kernels copy their stages by linear 16-byte chunks (1: moe__qg_linear), or row by row (0) */
+    int qg_lin;
 } moe_dec_args;
 
 /* Launches the expert kernel of format fmt (one of the file's formats), phase
@@ -107,6 +109,11 @@ static inline int moe__qg_bps(int fmt, int bps) { return fmt == MOE_DF_Q5_K || f
  * block's 128 rows by 20-bit offsets / 16 from its first row, so a row stride
  * must stay below 128 KB (Q8_0 rows of ~123 K elements, Q4_K of ~233 K; the
  * presets' longest are 15 KB). Longer rows leave the layer to the other paths. */
+/* whether the int8 kernels of format fmt copy their stages by linear 16-byte chunks (moe_dec_args.qg_lin) on
+ * the weights of a (w0, and w1 where gated): Q4_K and Q5_K always, the others where the weights' address and
+ * strides are multiples of 16 bytes; MXFP4 and Q6_K (stages of 136 and 210 bytes a row) only with knob set
+ * (MOE_QG_LIN=0: row by row, as before session 35) */
+int moe__qg_linear(int fmt, int knob, const moe_dec_args *a, int gated);
 static inline int moe__qg_row_stride_ok(int64_t row_bytes) { return row_bytes >= 0 && row_bytes < ((int64_t)1 << 17); }
 
 /* How cuda-sm90's GEMMs on GGUF blocks (gemm_sm90_q.cu) have TMA read one

@@ -439,21 +439,27 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
      * each a word made once a block: bits 0-19 the source offset / 16 from its
      * tensor's row rb (below 2^20: the layer takes these kernels only for row
      * strides below 128 KB, moe__qg_row_stride_ok), 20-30 the destination / 16,
-     * 31 up (gated: the up half
-     * of the tiles); ~0: none. A row past N copies row rb (its fragments are
-     * never stored). For stages of a multiple of 16 bytes (Q4_K, Q5_K, Q8_0,
-     * Q4_0) on 16-byte aligned rows, so that every offset is 0: always for
-     * Q4_K and Q5_K (weight_ok), where the data and strides allow for Q8_0 and
-     * Q4_0 (lin_ok; else, and for a last short stage, the loop below). Per
+     * 31 up (gated: the up half of the tiles); ~0: none. A row past N copies
+     * row rb (its fragments are never stored). On 16-byte aligned rows: always
+     * for Q4_K and Q5_K (weight_ok), where the data and strides allow for the
+     * others (a.qg_lin; else, and for a last short stage, the loop below). Per
      * stage ~6 instructions a chunk instead of ~25 a row: ncu's stall samples
      * put half of a Q4_K block's warp time in the eight-row loop, its address
-     * registers waiting on the copies issued before them (session 18). */
-    constexpr bool LINF = SBB % 16 == 0 && (MIN || F == MOE_DF_Q8_0 || F == MOE_DF_Q4_0);
-    constexpr int NCH = SBB / 16, CPT = LINF ? (ROWS * NCH + QG_THREADS - 1) / QG_THREADS : 1;
+     * registers waiting on the copies issued before them (session 18).
+     * Stages of b = SBB mod 16 bytes past whole chunks (MXFP4's 136: b = 8;
+     * Q6_K's 210: b = 2; session 35): stage s's span starts b s (mod 16)
+     * bytes into the chunk at or below it, so NCH = SBB / 16 + 1 chunks from
+     * there hold it (the row staged at that offset, as the row loop stages it).
+     * On rows of a multiple of 16 bytes the last stage's span ends on a chunk's
+     * end (NCH 16 = SBB + 16 - b), so no byte past a row is read; that needs 16
+     * to be a multiple of b, else some stage would take NCH + 1 chunks.
+     * The host says where (a.qg_lin, moe__qg_linear). */
+    constexpr int SBR = SBB % 16;
+    constexpr bool LINF = SBR == 0 || 16 % (SBR ? SBR : 1) == 0;
+    constexpr int NCH = (SBB + 15) / 16, CPT = LINF ? (ROWS * NCH + QG_THREADS - 1) / QG_THREADS : 1;
     static_assert(!LINF || ROWS * QG_PITCH / 16 < 2048, "destination in 11 bits");
-    const bool lin_ok =
-        LINF && (MIN || !((((uintptr_t)a.w0 | (uintptr_t)a.w0_se | (uintptr_t)a.w0_sn) |
-                           (GATED ? ((uintptr_t)a.w1 | (uintptr_t)a.w1_se | (uintptr_t)a.w1_sn) : 0)) & 15));
+    static_assert(!LINF || 16 * NCH <= QG_PITCH, "a stage row's chunks within its pitch");
+    const bool lin_ok = LINF && a.qg_lin; /* moe__qg_linear */
     uint32_t lin[CPT];
     const uint8_t *lb0 = a.w0 + (int64_t)e * a.w0_se + (int64_t)row_base * a.w0_sn;
     const uint8_t *lb1 = GATED ? a.w1 + (int64_t)e * a.w1_se + (int64_t)row_base * a.w1_sn : lb0;
@@ -511,14 +517,15 @@ __global__ void __launch_bounds__(QG_THREADS, BPS) k_qg(const moe_dec_args a, co
             const uint32_t st_s = qg_smem(st);
             const int u0 = s * KU, nu = min(KU, U - u0), bytes = nu == KU ? SBB : nu * BPU;
             if (lin_ok && (MIN || nu == KU)) {
-                const uint8_t *b0s = lb0 + (int64_t)s * SBB, *b1s = lb1 + (int64_t)s * SBB;
+                const int64_t sb = (int64_t)s * SBB;
+                const uint8_t *b0s = lb0 + (sb & ~(int64_t)15), *b1s = lb1 + (sb & ~(int64_t)15);
 #pragma unroll
                 for (int k = 0; k < CPT; k++) {
                     const uint32_t v = lin[k];
                     if (ROWS * NCH % QG_THREADS && v == ~0u) break;
                     qg_cp16(st_s + 16 * ((v >> 20) & 0x7FFu), ((v >> 31) ? b1s : b0s) + 16 * (v & 0xFFFFFu), 16);
                 }
-                if (tid < ROWS) st[ROWS * QG_PITCH + tid] = 0; /* the offsets */
+                if (tid < ROWS) st[ROWS * QG_PITCH + tid] = (uint8_t)(SBR ? sb & 15 : 0); /* the offsets */
             } else
 #pragma unroll
             for (int k = 0; k < (MIN ? 0 : 8); k++) {
@@ -987,6 +994,29 @@ static cudaError_t qg_launch_fmt(int ph, int nt, int bps, const moe_dec_args *a,
     else
         return bps >= 3 ? qg_launch_nt<F, 3>(ph, nt, a, xd, xs, ldx, grid, s)
                         : qg_launch_nt<F, 2>(ph, nt, a, xd, xs, ldx, grid, s);
+}
+
+/* k_qg's linear stage copies (LIN) for format F's weights w0 (and w1 where gated): Q4_K and Q5_K always
+ * (their rows are whole 144- and 176-byte super-blocks, 16-byte aligned: weight_ok); the others where the
+ * data and the strides are 16-byte aligned, MXFP4 and Q6_K (stages 8 and 2 bytes past whole chunks) only
+ * with knob set (MOE_QG_LIN, default 1) */
+template <int F> static int qg_linear_fmt(int knob, const moe_dec_args *a, int gated) {
+    if (qg_fmt<F>::MIN) return 1;
+    if (qg_fmt<F>::SBB % 16 && !knob) return 0;
+    uintptr_t al = (uintptr_t)a->w0 | (uintptr_t)a->w0_se | (uintptr_t)a->w0_sn;
+    if (gated) al |= (uintptr_t)a->w1 | (uintptr_t)a->w1_se | (uintptr_t)a->w1_sn;
+    return !(al & 15);
+}
+int moe__qg_linear(int fmt, int knob, const moe_dec_args *a, int gated) {
+    switch (fmt) {
+    case MOE_DF_Q8_0: return qg_linear_fmt<MOE_DF_Q8_0>(knob, a, gated);
+    case MOE_DF_Q4_0: return qg_linear_fmt<MOE_DF_Q4_0>(knob, a, gated);
+    case MOE_DF_Q4_K: return qg_linear_fmt<MOE_DF_Q4_K>(knob, a, gated);
+    case MOE_DF_Q5_K: return qg_linear_fmt<MOE_DF_Q5_K>(knob, a, gated);
+    case MOE_DF_Q6_K: return qg_linear_fmt<MOE_DF_Q6_K>(knob, a, gated);
+    case MOE_DF_MXFP4: return qg_linear_fmt<MOE_DF_MXFP4>(knob, a, gated);
+    default: return 0;
+    }
 }
 
 cudaError_t moe__qg_launch(int fmt, int ph, int nt, int bps, const moe_dec_args *a, const float *xd, const float *xs,
