@@ -902,21 +902,24 @@ TEST(cuda_quant_i8_hq) {
     moe_ctx_free(ctx);
     CHECK(runs > 0);
 }
-/* The int8 kernels' stages of MXFP4 (136 bytes a row) and Q6_K (210) copied
- * by linear 16-byte chunks where the rows are 16-byte aligned (the default)
- * against row by row (MOE_QG_LIN=0, the form before session 35): the same
- * bytes staged at the same places, so the same output bit for bit (the two
- * layers' errors against the reference the same double). Shapes with aligned
- * rows on one side or both (MXFP4 rows of 512 and 1024 elements, Q6_K of 2048;
- * MXFP4's 352 and Q6_K's 256 are not), so that both copy forms run in one
- * layer; gated (both gate/up layouts, the GPT-OSS activation with biases) and
- * up-only, each token tile. The layer says which form each phase runs, so a
- * case cannot pass on the other. Its memcheck run is the check that the last
- * stage of the last row reads nothing past the weights. */
+/* The int8 kernels' stages copied by linear 16-byte chunks on 16-byte
+ * aligned rows, MXFP4's 136- and Q6_K's 210-byte stages too (the default),
+ * against the copies before session 35 (MOE_QG_LIN=0: those two formats row
+ * by row): the same bytes staged at the same places, so the same output bit
+ * for bit (the two layers' errors against the reference the same double).
+ * Shapes with rows aligned on one side, the other or both (MXFP4 rows of
+ * 512 and 1024 elements, Q6_K's of 2048; MXFP4's 352, with a short last
+ * stage, and Q6_K's 256 are not), so that both forms run in one layer; Q8_0,
+ * whose aligned rows took linear copies before, as the control; gated (both
+ * gate/up layouts, the GPT-OSS activation with biases) and up-only, each token
+ * tile. The layer says which copies each phase runs (lin by default, lin0
+ * with MOE_QG_LIN=0), so a case cannot pass on the other. Its memcheck run
+ * checks that the last stage of a row reads nothing past it. */
 TEST(cuda_quant_i8_lin) {
-    static const struct { moe_type t; int64_t D, I; int lin1, lin2; } sh[] = {
-        {MOE_TYPE_MXFP4, 512, 1024, 1, 1}, {MOE_TYPE_MXFP4, 352, 512, 0, 1},
-        {MOE_TYPE_Q6_K, 2048, 256, 1, 0},  {MOE_TYPE_Q6_K, 256, 2048, 0, 1},
+    static const struct { moe_type t; int64_t D, I; int lin[2], lin0[2]; } sh[] = {
+        {MOE_TYPE_MXFP4, 512, 1024, {1, 1}, {0, 0}}, {MOE_TYPE_MXFP4, 352, 512, {0, 1}, {0, 0}},
+        {MOE_TYPE_Q6_K, 2048, 256, {1, 0}, {0, 0}},  {MOE_TYPE_Q6_K, 256, 2048, {0, 1}, {0, 0}},
+        {MOE_TYPE_Q8_0, 352, 512, {0, 1}, {0, 1}},
     };
     static const char *nts[] = {"1", "2", "4"};
     static const char *form[] = {"row by row", "by linear 16-byte chunks"};
@@ -931,13 +934,14 @@ TEST(cuda_quant_i8_lin) {
     int runs = 0;
     for (size_t i = 0; i < sizeof sh / sizeof sh[0] && !moe_test_failed(); i++) {
         for (int f = 0; f < 2 && !moe_test_failed(); f++) {
-            char desc[2048] = "", want[160];
+            char desc[2048] = "", want[200];
             i8_env(NULL, NULL);
             if (!f) setenv("MOE_QG_LIN", "0", 1);
             CHECK(zero_quant_describe(ctx, sh[i].t, 16, 8, sh[i].D, sh[i].I, 2, desc, sizeof desc));
             unsetenv("MOE_QG_LIN");
             i8_unenv();
-            snprintf(want, sizeof want, "stages copied %s and %s", form[f && sh[i].lin1], form[f && sh[i].lin2]);
+            const int *m = f ? sh[i].lin : sh[i].lin0;
+            snprintf(want, sizeof want, "stages copied %s and %s)", form[m[0]], form[m[1]]);
             CHECK_MSG(strstr(desc, "int8 tensor-core kernels") && strstr(desc, want), "%s D %lld I %lld MOE_QG_LIN %s: "
                       "want \"%s\" in: %s", moe_type_name(sh[i].t), (long long)sh[i].D, (long long)sh[i].I,
                       f ? "(default)" : "0", want, desc);
@@ -959,7 +963,7 @@ TEST(cuda_quant_i8_lin) {
                 CHECK_MSG(r == MOE_CASE_PASS, "%s D %lld I %lld tiles %s (MOE_QG_LIN %s): %s", moe_type_name(sh[i].t),
                           (long long)sh[i].D, (long long)sh[i].I, nts[v], f ? "default" : "0", msg);
             }
-            CHECK_MSG(err[0] == err[1], "%s D %lld I %lld tiles %s: error %.17g with linear copies, %.17g row by row: "
+            CHECK_MSG(err[0] == err[1], "%s D %lld I %lld tiles %s: error %.17g with linear copies, %.17g before: "
                       "the outputs differ", moe_type_name(sh[i].t), (long long)sh[i].D, (long long)sh[i].I, nts[v],
                       err[1], err[0]);
             i8_unenv();
