@@ -21,17 +21,20 @@
 
 /* cuda-decode's early hand-over to the grouped GEMM (host arithmetic, no GPU):
  * the five presets' bf16 shapes get the T measured on the H200 and the H100
- * (bench/decode/s10 runs 25-26, s27 run 4): deepseek-v3 from T = 2, gpt-oss
- * from T = 4 (not 3, where the streaming kernels win), mixtral (E <= 4K) not
- * at T = 2 (the streaming kernels win; from 3 by max_t), qwen3 not below max_t. */
+ * (bench/decode/s10 runs 25-26, s27 run 4, s35 run 6): deepseek-v3 from T = 2,
+ * mixtral (E <= 4K) not at T = 2 (the streaming kernels win; from 3 by max_t),
+ * gpt-oss and qwen3 not below max_t (T > 6: the streaming kernels lead at T =
+ * 4-6 since session 32). */
 TEST(decode_gemm_min_t_presets) {
-    static const struct { const char *name; int64_t E, K, D, I, want; } p[] = {
-        {"qwen3-30b-a3b", 128, 8, 2048, 768, INT64_MAX}, {"mixtral-8x7b", 8, 2, 4096, 14336, INT64_MAX},
-        {"deepseek-v3", 256, 8, 7168, 2048, 2},          {"gpt-oss-20b", 32, 4, 2880, 2880, 4},
-        {"gpt-oss-120b", 128, 4, 2880, 2880, 4},
+    static const struct { const char *name; int64_t E, K, D, I, want, max_t; } p[] = {
+        {"qwen3-30b-a3b", 128, 8, 2048, 768, INT64_MAX, 6}, {"mixtral-8x7b", 8, 2, 4096, 14336, INT64_MAX, 2},
+        {"deepseek-v3", 256, 8, 7168, 2048, 2, 6},          {"gpt-oss-20b", 32, 4, 2880, 2880, INT64_MAX, 6},
+        {"gpt-oss-120b", 128, 4, 2880, 2880, INT64_MAX, 6},
     };
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         const int64_t max_t = moe__dec_max_t(p[i].E, p[i].K);
+        CHECK_MSG(max_t == p[i].max_t, "%s: decode kernels to T = %lld, expected %lld", p[i].name, (long long)max_t,
+                  (long long)p[i].max_t);
         const int64_t got = moe__dec_gemm_min_t(p[i].E, p[i].K, 3.0 * 2.0 * (double)p[i].D * (double)p[i].I, max_t);
         CHECK_MSG(got == p[i].want, "%s: hand-over from T = %lld, expected %lld", p[i].name, (long long)got,
                   (long long)p[i].want);

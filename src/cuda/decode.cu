@@ -1576,8 +1576,12 @@ static void sv_init(moe_layer *L, dec_impl *im) {
      * Session 32's down plan in one wave (sv_down_one_wave) took qwen3 T = 3-4
      * to 72.5 / 89.2 us against the mma kernels' 78.2 / 96.7 on an H200 (s32
      * run 5; T = 5 even, T = 6 4% behind) and 95.4 / 117.0 against 98.1 / 122.8
-     * on an H100 (run 4): rows of I < 2048 stream to T = 4 */
-    int64_t def = dense ? (d->I >= 2048 ? 3 : 4) : moe__dec_stream_max_t(im->fmt1, expert_bytes(L), im->qg, d->E, d->K);
+     * on an H100 (run 4): rows of I < 2048 stream to T = 4. Session 35 (s35 run 6,
+     * H200): the streaming kernels lead the grouped GEMM on gpt-oss at T = 4-6 and
+     * qwen3 at T = 5 (moe__dec_max_t, now 6 where E > 4K): dense rows stream up to
+     * T = 6, the hand-over to the GEMM (the mma kernels run dense layers only where
+     * the streaming kernels cannot, or with MOE_DECODE_STREAM=0) */
+    int64_t def = dense ? 6 : moe__dec_stream_max_t(im->fmt1, expert_bytes(L), im->qg, d->E, d->K);
     if (def < 1) def = 1;
     /* both launches must fit in shared memory: chunks of the largest T that does */
     if (sv_chunk(L, im, 1, NULL, NULL, NULL, NULL, NULL, 0, 1, NULL, NULL) != cudaSuccess) {

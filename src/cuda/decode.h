@@ -178,18 +178,27 @@ cudaError_t moe__dec_mark_used(const int32_t *ids, int TK, int E, unsigned char 
  * Session 10 (H200 and H100, bench/decode/s10 runs 25-26, T = 2..8): since session
  * 9's GEMM tiles the GEMM also leads gpt-oss at T = 4 and 8 (within 3.5% where it
  * does not), so T > 4 stands; below it, large touched experts go to the GEMM
- * earlier (moe__dec_gemm_min_t, below). */
-static inline int64_t moe__dec_max_t(int64_t E, int64_t K) { return E <= 4 * K ? 2 : 4; }
+ * earlier (moe__dec_gemm_min_t, below).
+ * Session 35 (H200, bench/decode/s35 run 6, after sessions 32-34 sped up the streaming
+ * kernels at T = 3-6 and changed the GEMM's order of units): the streaming kernels
+ * lead gpt-oss-20b at T = 4 / 5 / 6 by 8.8 / 4.6 / 7.7%, gpt-oss-120b by 9.3 / 1.3 /
+ * 2.7% and qwen3 at T = 5 by 7.7% (T = 6 1% behind); the GEMM leads from T = 8. So
+ * T > 6 where E > 4K. */
+static inline int64_t moe__dec_max_t(int64_t E, int64_t K) { return E <= 4 * K ? 2 : 6; }
 
 /* cuda-decode (dense weights) hands T >= this to the grouped GEMM even below
  * its T threshold max_t: the first T >= 2 at which the experts a forward is
- * expected to touch (E (1 - (1 - K/E)^T), uniform routing) hold 620 MB or more
- * of weights (expert_bytes each); INT64_MAX if none up to max_t. Measured on
+ * expected to touch (E (1 - (1 - K/E)^T), uniform routing) hold
+ * MOE_DEC_GEMM_MIN_BYTES or more of weights (expert_bytes each); INT64_MAX if
+ * none up to max_t. Session 10's 620 MB was measured on
  * an H200 and an H100 (bench/decode/s10, runs 25-26, every dense preset at
  * T = 2, 3, 4): the GEMM wins by 4-7% at deepseek-v3 T = 2-4 (1.4 GB at T =
  * 2), by 1-4% at mixtral T = 2 (1.2 GB) and by 3.5-6% at gpt-oss-20b/120b
- * T = 4 (660 / 760 MB), and loses by 4-10% at gpt-oss T = 3 (530 / 580 MB). */
-#define MOE_DEC_GEMM_MIN_BYTES 620e6
+ * T = 4 (660 / 760 MB), and loses by 4-10% at gpt-oss T = 3 (530 / 580 MB).
+ * Session 35 (bench/decode/s35 run 6): the streaming kernels now lead gpt-oss at
+ * T = 4-6 (up to 1.1 GB on gpt-oss-120b at T = 6), deepseek-v3 T = 2 (1.39 GB)
+ * and mixtral T = 3 (1.6 GB) stay even or ahead on the GEMM: 1.2 GB. */
+#define MOE_DEC_GEMM_MIN_BYTES 1.2e9
 /* P(a given expert is not among the K distinct experts of any of T tokens)
  * = (1 - K / E)^T; E (1 - that) experts are touched on average. */
 static inline double moe__dec_untouched(int64_t T, int64_t K, int64_t E) {
