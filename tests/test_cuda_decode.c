@@ -847,6 +847,31 @@ TEST(cuda_quant_i8_ragged) {
     i8_unenv();
     moe_ctx_free(ctx);
 }
+/* Variant v of the int8 kernels' A/B cases: T = 40, K = 2, weights wt; v = 0
+ * SwiGLU with separate gate and up, 1 the GPT-OSS activation on interleaved
+ * gate/up with biases, 2 GELU up-only. */
+static moe_case i8_ab_case(const char *name, int64_t E, int64_t D, int64_t I, moe_type wt, int v) {
+    const moe_act act = v == 1 ? MOE_ACT_SWIGLU_OAI : v == 2 ? MOE_ACT_GELU : MOE_ACT_SWIGLU;
+    moe_case c = {name, 40, E, D, I, 2, act, v == 1 ? MOE_GATE_UP_INTERLEAVED : MOE_GATE_UP_SEPARATE, v == 1, wt,
+                  MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
+    return c;
+}
+/* Case c (down in type down) on cuda-quant twice, with var=0 and with var
+ * unset, each against the reference; the two outputs must be the same bit
+ * for bit (the two errors the same double). what names the case. */
+static void i8_ab_same(moe_ctx *ctx, const moe_case *c, moe_type down, const char *var, unsigned seed,
+                       const char *what) {
+    char msg[1024];
+    double err[2] = {-1.0, -2.0};
+    for (int f = 0; f < 2; f++) {
+        if (!f) setenv(var, "0", 1);
+        moe_case_result r = moe_case_run_down(c, down, ctx, "cuda-quant", seed, &err[f], msg, sizeof msg);
+        unsetenv(var);
+        CHECK_MSG(r == MOE_CASE_PASS, "%s (%s %s): %s", what, var, f ? "unset" : "0", msg);
+    }
+    CHECK_MSG(err[0] == err[1], "%s: error %.17g by default, %.17g with %s=0: the outputs differ", what, err[1],
+              err[0], var);
+}
 /* The int8 kernels' gate/up launch quantising h in its epilogue (the
  * default) against a launch of its own after it (MOE_QG_HQ=0, the form
  * before): the same integers and scales, so the same output, bit for bit
@@ -881,24 +906,11 @@ TEST(cuda_quant_i8_hq) {
         for (int v = 0; v < 3 && !moe_test_failed(); v++) {
             i8_env(nts[v], NULL);
             const int kq = ty[i].g >= MOE_TYPE_Q2_K && ty[i].g <= MOE_TYPE_Q6_K; /* 256-element blocks */
-            const moe_act act = v == 1 ? MOE_ACT_SWIGLU_OAI : v == 2 ? MOE_ACT_GELU : MOE_ACT_SWIGLU;
-            moe_case c = {"i8-hq", 40, 8, kq ? 512 : 96, kq ? 768 : 96, 2, act,
-                          v == 1 ? MOE_GATE_UP_INTERLEAVED : MOE_GATE_UP_SEPARATE, v == 1, ty[i].g, MOE_TYPE_BF16,
-                          ROUTE_RANDOM, 0, 0};
-            char msg[1024];
-            double err[2] = {-1.0, -2.0};
-            for (int f = 0; f < 2; f++) {
-                if (!f) setenv("MOE_QG_HQ", "0", 1);
-                moe_case_result r = moe_case_run_down(&c, ty[i].d, ctx, "cuda-quant",
-                                                      moe_test_seed() + 131u * (unsigned)(3 * i + v), &err[f], msg,
-                                                      sizeof msg);
-                unsetenv("MOE_QG_HQ");
-                CHECK_MSG(r == MOE_CASE_PASS, "%s/%s tiles %s (MOE_QG_HQ %s): %s", moe_type_name(ty[i].g),
-                          moe_type_name(ty[i].d), nts[v], f ? "default" : "0", msg);
-            }
-            CHECK_MSG(err[0] == err[1], "%s/%s tiles %s: error %.17g with h quantised by gate/up, %.17g by its own "
-                      "launch: the outputs differ", moe_type_name(ty[i].g), moe_type_name(ty[i].d), nts[v], err[1],
-                      err[0]);
+            const moe_case c = i8_ab_case("i8-hq", 8, kq ? 512 : 96, kq ? 768 : 96, ty[i].g, v);
+            char what[160];
+            snprintf(what, sizeof what, "%s/%s tiles %s, h quantised by gate/up (MOE_QG_HQ unset) or by a launch of its own",
+                     moe_type_name(ty[i].g), moe_type_name(ty[i].d), nts[v]);
+            i8_ab_same(ctx, &c, ty[i].d, "MOE_QG_HQ", moe_test_seed() + 131u * (unsigned)(3 * i + v), what);
             i8_unenv();
             runs++;
         }
@@ -951,24 +963,11 @@ TEST(cuda_quant_i8_lin) {
         }
         for (int v = 0; v < 3 && !moe_test_failed(); v++) {
             i8_env(nts[v], NULL);
-            const moe_act act = v == 1 ? MOE_ACT_SWIGLU_OAI : v == 2 ? MOE_ACT_GELU : MOE_ACT_SWIGLU;
-            moe_case c = {"i8-lin", 40, 4, sh[i].D, sh[i].I, 2, act,
-                          v == 1 ? MOE_GATE_UP_INTERLEAVED : MOE_GATE_UP_SEPARATE, v == 1, sh[i].t, MOE_TYPE_BF16,
-                          ROUTE_RANDOM, 0, 0};
-            char msg[1024];
-            double err[2] = {-1.0, -2.0};
-            for (int f = 0; f < 2; f++) {
-                if (!f) setenv("MOE_QG_LIN", "0", 1);
-                moe_case_result r = moe_case_run_down(&c, sh[i].t, ctx, "cuda-quant",
-                                                      moe_test_seed() + 137u * (unsigned)(3 * i + v), &err[f], msg,
-                                                      sizeof msg);
-                unsetenv("MOE_QG_LIN");
-                CHECK_MSG(r == MOE_CASE_PASS, "%s D %lld I %lld tiles %s (MOE_QG_LIN %s): %s", moe_type_name(sh[i].t),
-                          (long long)sh[i].D, (long long)sh[i].I, nts[v], f ? "default" : "0", msg);
-            }
-            CHECK_MSG(err[0] == err[1], "%s D %lld I %lld tiles %s: error %.17g with linear copies, %.17g before: "
-                      "the outputs differ", moe_type_name(sh[i].t), (long long)sh[i].D, (long long)sh[i].I, nts[v],
-                      err[1], err[0]);
+            const moe_case c = i8_ab_case("i8-lin", 4, sh[i].D, sh[i].I, sh[i].t, v);
+            char what[160];
+            snprintf(what, sizeof what, "%s D %lld I %lld tiles %s, linear copies (MOE_QG_LIN unset) or the copies before",
+                     moe_type_name(sh[i].t), (long long)sh[i].D, (long long)sh[i].I, nts[v]);
+            i8_ab_same(ctx, &c, sh[i].t, "MOE_QG_LIN", moe_test_seed() + 137u * (unsigned)(3 * i + v), what);
             i8_unenv();
             runs++;
         }

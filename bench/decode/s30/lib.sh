@@ -33,3 +33,14 @@ s30_sanitize() {
   timeout 240 compute-sanitizer --tool racecheck --print-limit 5 /tmp/b/moe-tests $2 > $W/racecheck.log 2>&1
   echo "racecheck: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' $W/racecheck.log | tail -1) $(tail -n1 $W/racecheck.log)"
 }
+
+# the GPU tests of the filters in $1 (one filter a process, in parallel, each under timeout $2, default
+# 300 s), then a line a filter and the failures (session 35's calls; the calls above inline the same)
+s30_run_tests() {
+  for t in $1; do
+    ( timeout ${2:-300} stdbuf -oL /tmp/b/moe-tests $t ) > $W/tests_$t.log 2>&1 &
+  done
+  wait
+  echo "== tests"; for f in $W/tests_*.log; do echo "$(basename $f): $(tail -n1 $f)"; done
+  grep -hE "FAIL|error" $W/tests_*.log | cut -c1-300 | head -20
+}

@@ -1,4 +1,5 @@
 #!/bin/bash
+# (Its test block became s30_run_tests in ../s30/lib.sh after the session's runs: the same lines.)
 # Session 35, device call 1 (and RUN=N for later ones): the int8 kernels' MXFP4 and Q6_K stages copied by
 # linear 16-byte chunks (the default) against row by row (MOE_QG_LIN=0, the form before) in one binary.
 # Tests: the int8 and quant case tables, the T sweep on the int8 kernels and the new cuda_quant_i8_lin (one
@@ -12,12 +13,7 @@ W=/tmp/w$RUN
 s30_unpack
 export MOE_TEST_SEED=350$RUN
 if [ "${TESTS:-1}" = 1 ]; then
-  for t in ${TESTLIST:-cuda_quant_i8_ cuda_quant_cases_i8 cuda_quant_sweep_T_i8}; do
-    ( timeout ${TT:-240} stdbuf -oL /tmp/b/moe-tests $t ) > $W/tests_$t.log 2>&1 &
-  done
-  wait
-  echo "== tests"; for f in $W/tests_*.log; do echo "$(basename $f): $(tail -n1 $f)"; done
-  grep -hE "FAIL|error" $W/tests_*.log | cut -c1-300 | head -20
+  s30_run_tests "${TESTLIST:-cuda_quant_i8_ cuda_quant_cases_i8 cuda_quant_sweep_T_i8}" ${TT:-240}
   s30_sanitize cuda_quant_i8_lin cuda_quant_i8_lin
 fi
 A="--quant --default --no-kdec --reps 10 --routings 2"

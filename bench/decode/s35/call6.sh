@@ -1,4 +1,5 @@
 #!/bin/bash
+# (Its test block became s30_run_tests in ../s30/lib.sh after the session's runs: the same lines.)
 # Session 35, device call 6: the dense hand-over from the decode kernels to the grouped GEMM, re-measured
 # after sessions 33-34 changed the GEMM's order of units (dynamic order, 2 x 1 units by first m-tile). Every
 # dense preset at T = TOKENS: the streaming kernels ("stream"), the layer a user gets ("default"), cuda-sm90
@@ -13,12 +14,7 @@ s30_unpack
 if [ "${TESTS:-0}" = 1 ]; then # the dense decode GPU tests and the host decode tests first
   export MOE_TEST_SEED=350$RUN
   ( timeout 100 /tmp/b/moe-tests decode_ ) > $W/tests_host_decode_.log 2>&1
-  for t in cuda_decode_ cuda_stream_; do
-    ( timeout 300 stdbuf -oL /tmp/b/moe-tests $t ) > $W/tests_$t.log 2>&1 &
-  done
-  wait
-  echo "== tests"; for f in $W/tests_*.log; do echo "$(basename $f): $(tail -n1 $f)"; done
-  grep -hE "FAIL|error" $W/tests_*.log | cut -c1-300 | head -20
+  s30_run_tests "cuda_decode_ cuda_stream_" 300
 fi
 T=${TOKENS:-2,3,4,5,6,8}
 for r in $(seq 1 ${ROUNDS:-2}); do
