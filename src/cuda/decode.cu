@@ -1959,7 +1959,8 @@ static void dec_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
                  L->gated ? "fused" : "up only", moe__qg_rows(im->fmt1) / (L->gated ? 2 : 1), moe__qg_rows(im->fmt2),
                  qg_launch_bps(im, im->fmt1, qg_pick_nt(im, TK, d->E)),
                  qg_launch_bps(im, im->fmt2, qg_pick_nt(im, TK, d->E)),
-                 im->qg_lin1 ? "by linear 16-byte chunks" : "row by row", im->qg_lin2 ? "by linear 16-byte chunks" : "row by row",
+                 im->qg_lin1 ? "by linear 16-byte chunks" : "row by row",
+                 im->qg_lin2 ? "by linear 16-byte chunks" : "row by row",
                  im->qg_hq ? "in the gate/up launch's epilogue" : "between them by a launch of its own",
                  qg_pick_nt(im, TK, d->E), launch, up);
     else

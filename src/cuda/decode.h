@@ -105,15 +105,15 @@ int moe__qg_rows(int fmt);
 /* the blocks an SM format fmt's instances run at when bps is asked for (Q5_K
  * and Q6_K have instances for two only) */
 static inline int moe__qg_bps(int fmt, int bps) { return fmt == MOE_DF_Q5_K || fmt == MOE_DF_Q6_K ? 2 : bps; }
-/* Row strides the int8 kernels take: their linear stage copies address a
- * block's 128 rows by 20-bit offsets / 16 from its first row, so a row stride
- * must stay below 128 KB (Q8_0 rows of ~123 K elements, Q4_K of ~233 K; the
- * presets' longest are 15 KB). Longer rows leave the layer to the other paths. */
 /* whether the int8 kernels of format fmt copy their stages by linear 16-byte chunks (moe_dec_args.qg_lin) on
  * the weights of a (w0, and w1 where gated): Q4_K and Q5_K always, the others where the weights' address and
  * strides are multiples of 16 bytes; MXFP4 and Q6_K (stages of 136 and 210 bytes a row) only with knob set
  * (MOE_QG_LIN=0: row by row, as before session 35) */
 int moe__qg_linear(int fmt, int knob, const moe_dec_args *a, int gated);
+/* Row strides the int8 kernels take: their linear stage copies address a
+ * block's 128 rows by 20-bit offsets / 16 from its first row, so a row stride
+ * must stay below 128 KB (Q8_0 rows of ~123 K elements, Q4_K of ~233 K; the
+ * presets' longest are 15 KB). Longer rows leave the layer to the other paths. */
 static inline int moe__qg_row_stride_ok(int64_t row_bytes) { return row_bytes >= 0 && row_bytes < ((int64_t)1 << 17); }
 
 /* How cuda-sm90's GEMMs on GGUF blocks (gemm_sm90_q.cu) have TMA read one
