@@ -1221,6 +1221,59 @@ TEST(cuda_quant_prefill_gguf_gemm) {
     moe_ctx_free(ctx);
 }
 
+/* The GGUF GEMMs' units in dynamic order (gemm_sm90_q.cu's register-A kernel,
+ * 256 and 64 tokens a tile; session 36): the layer says so, not with
+ * MOE_SM90_SCHED=0 nor on the kernel that decodes B (BM 128, static), and the
+ * forward equals the static order's bit for bit (the two layers' errors
+ * against the reference the same double). T = 2048, E = 32, K = 4: some 256
+ * rows an expert, 1-2 tiles of 256 (with the tails) or 4-5 of 64, so that
+ * either GEMM has more units than an H100's or H200's CTAs and the two orders
+ * give the CTAs different units; experts of unequal rows; gated and up-only. */
+TEST(cuda_quant_prefill_gguf_order) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) SKIP("no CUDA device");
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    if (major != 9) {
+        moe_ctx_free(ctx);
+        SKIP("quantised B runs on sm_90a (Hopper)");
+    }
+    setenv("MOE_QUANT_PREFILL_T", "0", 1);
+    setenv("MOE_QUANT_PREFILL_FUSED", "1", 1); /* the GGUF GEMMs at every T */
+    static const char *qs[] = {"256", "64", "128"};
+    for (int k = 0; k < 3 && !moe_test_failed(); k++)
+        for (int f = 0; f < 2 && !moe_test_failed(); f++) {
+            char desc[4096] = "";
+            setenv("MOE_SM90_QS", qs[k], 1);
+            if (!f) setenv("MOE_SM90_SCHED", "0", 1);
+            CHECK(zero_quant_describe(ctx, MOE_TYPE_Q8_0, 2048, 32, 256, 256, 4, desc, sizeof desc));
+            unsetenv("MOE_SM90_SCHED");
+            unsetenv("MOE_SM90_QS");
+            const int want = f && k < 2, has = strstr(desc, "units in dynamic order") != NULL;
+            CHECK_MSG(has == want && strstr(desc, "on the GGUF blocks") != NULL,
+                      "MOE_SM90_QS=%s MOE_SM90_SCHED=%s: \"units in dynamic order\" %s: %s", qs[k],
+                      f ? "(unset)" : "0", has ? "present" : "missing", desc);
+        }
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q6_K};
+    int runs = 0;
+    for (int i = 0; i < 4 && !moe_test_failed(); i++)
+        for (int k = 0; k < 2 && !moe_test_failed(); k++) {
+            setenv("MOE_SM90_QS", qs[k], 1);
+            moe_case c = {"gguf-order", 2048, 32, 256, 256, 4, i & 1 ? MOE_ACT_GELU : MOE_ACT_SWIGLU,
+                          MOE_GATE_UP_SEPARATE, 0, q[i], MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
+            char what[160];
+            snprintf(what, sizeof what, "%s %s, %s tokens a tile, units in dynamic order (MOE_SM90_SCHED unset) or static",
+                     moe_type_name(q[i]), moe_act_name(c.act), qs[k]);
+            i8_ab_same(ctx, &c, q[i], "MOE_SM90_SCHED", moe_test_seed() + 139u * (unsigned)(2 * i + k), what);
+            unsetenv("MOE_SM90_QS");
+            runs++;
+        }
+    unsetenv("MOE_QUANT_PREFILL_FUSED");
+    unsetenv("MOE_QUANT_PREFILL_T");
+    moe_ctx_free(ctx);
+    CHECK(runs > 0);
+}
+
 /* Ids out of range on the device: skipped pairs, nothing out of bounds, the
  * other slots still summed; a token with every id out of range gets 0. */
 TEST(cuda_decode_bad_ids) {

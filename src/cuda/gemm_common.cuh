@@ -81,8 +81,9 @@ typedef struct moe_cuda_gemm {
     int bn;                   /* sm90 n-tile: 256, or 240 with cm = cn = 1 (GEMM 1: BM 128 only; gate/up: bn / 2
                                  outputs); layer.cu moe__cuda_sm90_tile_n */
     int gm;                   /* sm90 raster: m-tiles (units) per band of n-tiles (moe_cuda_raster) */
-    int *sched;               /* sm90 1 x 1 or 2 x 1 (A by TMA), bf16/f16 B: a zeroed counter, the units in
-                                 dynamic order (gemm_sm90.cuh); NULL: the static order */
+    int *sched;               /* sm90 1 x 1 or 2 x 1 (A by TMA), bf16/f16 B or GGUF B in BM 64 / 256: a zeroed
+                                 counter, the units in dynamic order (gemm_sm90.cuh, gemm_sm90_q.cu); NULL: the
+                                 static order */
     int gather;               /* sm90 mode 1, cn = 1: A = x [T, C], rows x[sorted_pair[r] / K] copied by the
                                  producer warp (cp.async), no permuted copy */
     int qfmt;                 /* sm90: B0/B1 are GGUF blocks of this format (decode.h MOE_DF_Q8_0, Q4_K, Q5_K,

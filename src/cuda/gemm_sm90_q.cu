@@ -88,7 +88,7 @@ static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90
 #define QS_WT(nt) (2 * (nt) * 4) /* a warpgroup's routing weights, two tiles in turn */
 #define QS_SMEM(qf, nt) \
     (1024 + QS_STAGES(qf, nt) * QS_STAGE(qf, nt) + 8 * QS_STGW(nt) + 2 * QS_WT(nt) + 2 * QS_STAGES(qf, nt) * 8 +       \
-     QS_STAGES(qf, nt) * 16)
+     QS_STAGES(qf, nt) * 32)
 
 /* the kernel's second maps of B0 and B1 (Q6_K; zero for the other formats) */
 struct QsX {
@@ -694,7 +694,8 @@ template <> struct Sm90Quant<SM90_QF_Q3_K> : QsRows<128, 2, 110, 4> {
  * consumers read it after that barrier instead of a chain of dependent
  * global loads (tiles[mu], then exp_off[e], exp_off[e + 1]) at every tile */
 struct QsHead {
-    int e, rbase, rows, y; /* y: tiles[mu].y (start row and size code), -1: no m-tile */
+    int e, rbase, rows, y; /* y: tiles[mu].y (start row and size code), -1: no m-tile; e -1: no more units */
+    int nu;                /* the unit's n-tile */
 };
 
 /* the consumer warpgroups' state across tiles */
@@ -959,7 +960,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
     uint32_t sbase = (smem_u32(smem_raw) + 1023) & ~1023u;
     const uint32_t stg0 = sbase + STAGES * STB, wt0 = stg0 + 8 * QS_STGW(NT), meta = wt0 + 2 * QS_WT(NT);
     auto bar = [&](int i) -> uint32_t { return meta + 8 * i; }; /* full[s], empty[s] = bar(STAGES + s) */
-    const uint32_t head = meta + 16 * STAGES;                  /* QsHead of stage s at head + 16 s */
+    const uint32_t head = meta + 16 * STAGES;                  /* QsHead of stage s at head + 32 s */
     const int wg = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
@@ -976,7 +977,10 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
         if (threadIdx.x == 0) {
             int stage = 0;
             uint32_t phase = 0;
-            for (int u = blockIdx.x; u < total; u += gridDim.x) {
+            for (int u = blockIdx.x; u < total;) {
+                /* the next unit, claimed as this one starts (dynamic order:
+                 * from the counter, see gemm_sm90.cuh; static: u + the grid) */
+                const int next = g.sched ? (int)gridDim.x + atomicAdd(g.sched, 1) : u + (int)gridDim.x;
                 int mu, nu;
                 moe_cuda_raster(u, MU, NU, g.gm, &mu, &nu);
                 const int2 t = g.tiles[mu];
@@ -989,9 +993,10 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bar(stage), sa = sbase + stage * STB;
                     mbar_wait(bar(STAGES + stage), phase ^ 1);
-                    if (kb == 0) /* the tile, for the consumers (QsHead) */
-                        asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};\n" ::"r"(head + 16 * stage), "r"(e),
-                                     "r"(rbase), "r"(rend - rbase), "r"(t.y)
+                    if (kb == 0) /* the unit, for the consumers (QsHead) */
+                        asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};\n"
+                                     "st.shared.s32 [%0+16], %5;\n" ::"r"(head + 32 * stage),
+                                     "r"(e), "r"(rbase), "r"(rend - rbase), "r"(t.y), "r"(nu)
                                      : "memory");
                     mbar_expect_tx(full, tx);
                     tma_2d(sa, ta, kb * BK, arow, full);
@@ -1003,7 +1008,12 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                                               (g.qa0 >> (GATED && h ? 3 : 0)) & 7, g.qsn);
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
+                u = next;
             }
+            /* the end: a stage whose full barrier completes without data, e = -1 in its head */
+            mbar_wait(bar(STAGES + stage), phase ^ 1);
+            asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(head + 32 * stage), "r"(-1) : "memory");
+            mbar_arrive(bar(stage));
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(QS_CREGS(NT)));
@@ -1017,24 +1027,25 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
         c.phase = 0;
         float acc[NT / 2];
         uint32_t fa[16], fb[16];
-        for (int u = blockIdx.x; u < total; u += gridDim.x) {
-            int mu, nu;
-            moe_cuda_raster(u, MU, NU, g.gm, &mu, &nu);
-            mbar_wait(bar(c.stage), c.phase); /* the tile's first stage: its QsHead */
+        for (;;) {
+            mbar_wait(bar(c.stage), c.phase); /* the unit's first stage: its QsHead */
             /* read by lane 0, the lane that releases the stage (its arrive
              * then follows the read in program order; reads by the other
              * lanes were reported by racecheck against the producer's next
              * write of the slot, bench/decode/s24 run 1), and shuffled */
             QsHead h;
             if ((threadIdx.x & 31) == 0)
-                asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];\n"
-                             : "=r"(h.e), "=r"(h.rbase), "=r"(h.rows), "=r"(h.y)
-                             : "r"(head + 16 * c.stage));
+                asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%5];\n"
+                             "ld.shared.s32 %4, [%5+16];\n"
+                             : "=r"(h.e), "=r"(h.rbase), "=r"(h.rows), "=r"(h.y), "=r"(h.nu)
+                             : "r"(head + 32 * c.stage));
             h.e = __shfl_sync(0xffffffffu, h.e, 0);
+            if (h.e < 0) break; /* the producer's end */
+            h.nu = __shfl_sync(0xffffffffu, h.nu, 0);
             h.rbase = __shfl_sync(0xffffffffu, h.rbase, 0);
             h.rows = __shfl_sync(0xffffffffu, h.rows, 0);
             h.y = __shfl_sync(0xffffffffu, h.y, 0);
-            const int e = h.e, n0 = nu * NOUT, rbase = h.rbase;
+            const int e = h.e, n0 = h.nu * NOUT, rbase = h.rbase;
             const int rows = h.y >= 0 ? h.rows : 0, m0 = h.y >= 0 ? QS_TILE_ROW(h.y) : 0;
             const int code = NT == 256 && h.y >= 0 ? QS_TILE_CODE(h.y) : 0;
             constexpr int N128 = NT == 256 ? 128 : NT; /* tail tiles: NT = 256 only */

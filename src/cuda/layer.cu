@@ -852,14 +852,17 @@ static void fill_gemm2(const moe_layer *L, moe_cuda_gemm *g) {
     g->fb0 = g->fb1 = ((const moe_cuda_impl *)L->impl)->fb_down;
 }
 
-/* The sm90 GEMMs on bf16/f16 weights take their units in dynamic order, from
- * a counter (gemm_sm90.cuh, g.sched), without clusters and in 2 x 1 clusters
- * that read A through TMA, unless MOE_SM90_SCHED=0 (read per forward) asks for
- * the static order. Measured: src/cuda/NOTES.md, session 33. */
-extern "C" int moe__cuda_sm90_dynamic(const moe_layer *L, int cm, int cn, int gather) {
+/* The sm90 GEMMs take their units in dynamic order, from a counter
+ * (gemm_sm90.cuh, g.sched), without clusters and in 2 x 1 clusters that read A
+ * through TMA, and on GGUF blocks in the register-A kernel (BM 64 / 256,
+ * gemm_sm90_q.cu; its BM 128 kernel, whose producer decodes B, keeps the
+ * static order), unless MOE_SM90_SCHED=0 (read per forward) asks for the
+ * static order. Measured: src/cuda/NOTES.md, session 33 (bf16/f16),
+ * src/cuda/NOTES_decode.md, session 36 (GGUF). */
+extern "C" int moe__cuda_sm90_dynamic(const moe_layer *L, int cm, int cn, int gather, int bm) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     const char *ev = getenv("MOE_SM90_SCHED");
-    return im->sm90 && !im->qfmt1 && ((cm == 1 && cn == 1) || (cm == 2 && cn == 1 && !gather)) &&
+    return im->sm90 && (!im->qfmt1 || bm != 128) && ((cm == 1 && cn == 1) || (cm == 2 && cn == 1 && !gather)) &&
            !(ev && ev[0] == '0');
 }
 
@@ -988,7 +991,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                 h1.units = h2.units = units;
                 h1.n_mtiles = h2.n_mtiles = nunits;
             }
-            if (ne == E && moe__cuda_sm90_dynamic(L, cm, cn, gather)) {
+            if (ne == E && moe__cuda_sm90_dynamic(L, cm, cn, gather, bm)) {
                 h1.sched = cursor + E; /* zeroed with the counts */
                 h2.sched = cursor + E + 1;
             }
@@ -1067,7 +1070,7 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
                                 : "TMA + wgmma, warp-specialised persistent")
                       : "cp.async row gather + mma.sync",
              moe_act_name(d->act), cl, bm, im->sm90 ? moe__cuda_sm90_raster(L, T, bm, cm) : 16 /* gemm_sm80.cu */,
-             moe__cuda_sm90_dynamic(L, cm, cn, gather) ? ", units in dynamic order" : "",
+             moe__cuda_sm90_dynamic(L, cm, cn, gather, bm) ? ", units in dynamic order" : "",
              im->sm90 ? moe__cuda_sm90_tile_n(L, 2, cm, cn, bm) : 128 /* gemm_sm80.cu */, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
     if (im->qfmt1 && n > strlen(buf) + 160)
