@@ -498,17 +498,31 @@ static int64_t qp_pairs_fused(int fmt1, int fmt2, double eb, int qg) {
  * 1150), deepseek-v3 ahead to 256; Q3_K decodes slowest (1.6-2.1x bf16): qwen3
  * 2048 (128) 1.94 / 2.33, 4096 2.09 / 1.93 (near 190), mixtral 512 (128) 1.93 /
  * 2.46, 1024 2.10 / 1.98 (near 225), deepseek-v3 ahead at 256 (1.56 / 1.90);
- * gate/up Q3_K with down Q4_K (Q3_K_M) qwen3 near 220, mixtral near 425. */
+ * gate/up Q3_K with down Q4_K (Q3_K_M) qwen3 near 220, mixtral near 425.
+ * Session 36 (bench/decode/s36 runs 4-5, H200), after the GGUF GEMMs took the
+ * dynamic order of units and the bf16 GEMMs behind dequantising had taken it
+ * in sessions 33-34 (GGUF GEMMs / dequantising, us; pairs in brackets):
+ * qwen3 Q6_K T = 3072 (192) 944 / 1099, 3584 (224) 969 / 1118, 4096 (256)
+ * 1291 / 1211: the GGUF GEMMs' time steps up where the average expert passes
+ * 256 rows (a tail tile each for half of them), so 256 -> 240; with Q4_K
+ * gate/up 4096 1106 / 1131 (256 kept). gpt-oss-20b MXFP4 T = 4096 (512) 2069
+ * / 2171, 5120 (640) 2569 / 2482, 8192 (1024) 3805 / 3238; gpt-oss-120b 16384
+ * (512) 8151 / 9538, 20480 (640) 10434 / 10715, 24576 (768) 12030 / 11960:
+ * crossings near 580 and 740, 1536 -> 640 below 20 MB (20b T = 5120 1.035x
+ * the faster path). The other bounds held: run 4's rule was within 1% of
+ * the faster path at 33 of 37 points, two of the others those above, and
+ * mixtral Q6_K T = 4096 1.046, gpt-oss-20b MXFP4 16384 1.012, within the
+ * 5-10% that one path took from one layer object to another there. */
 static int64_t qp_fused_max_pairs(int fmt1, int fmt2, double eb) {
     const int big = eb >= 20e6;
     if (fmt1 == MOE_DF_Q6_K || fmt2 == MOE_DF_Q6_K)
-        return !big ? 256 : fmt1 == MOE_DF_Q6_K ? 512 : 1024;
+        return !big ? (fmt1 == MOE_DF_Q6_K ? 240 : 256) : fmt1 == MOE_DF_Q6_K ? 512 : 1024;
     if (fmt1 == MOE_DF_Q2_K) return eb >= 8e6 ? 1024 : 384;
     if (fmt1 == MOE_DF_Q3_K) return eb < 8e6 ? 192 : fmt2 == MOE_DF_Q3_K ? 256 : 384;
     if (fmt1 == MOE_DF_Q4_K || fmt1 == MOE_DF_Q5_K) return big ? 1024 : fmt1 == MOE_DF_Q5_K ? 512 : 768;
     if (fmt1 == MOE_DF_Q8_0) return big ? 1536 : 768;
     if (fmt1 == MOE_DF_Q4_0) return eb >= 10e6 ? 1536 : 768;
-    if (fmt1 == MOE_DF_MXFP4) return 1536;
+    if (fmt1 == MOE_DF_MXFP4) return big ? 1536 : 640;
     return INT64_MAX;
 }
 

@@ -5,7 +5,8 @@
 # Tests (TESTS=1): the new cuda_quant_prefill_gguf_order, the GGUF GEMMs' case runs, the forced prefill
 # path and the bf16 dynamic-order tests (one filter a process); SAN=1: memcheck and racecheck on the new
 # test's GGUF GEMM kernels (run 1 gave the filter as regex:, which compute-sanitizer refused: no check).
-# Then ROUNDS rounds of bench_decode --prefill (GGUF GEMMs forced, no dequantising rows) of PRESETS x QTYPES at TOKENS, static then dynamic; the A/B table last (runN/ab_table.txt).
+# Then ROUNDS rounds of bench_decode --prefill (GGUF GEMMs forced, no dequantising rows) of PRESETS x
+# QTYPES at TOKENS, static then dynamic; the A/B table last (runN/ab_table.txt).
 #   RUN=1 ROUNDS=2 OUT=out CARRY=build-gpu/carryN bash bench/decode/s36/call1.sh
 RUN=${RUN:-1}
 W=/tmp/w$RUN
