@@ -858,12 +858,22 @@ static void fill_gemm2(const moe_layer *L, moe_cuda_gemm *g) {
  * gemm_sm90_q.cu; its BM 128 kernel, whose producer decodes B, keeps the
  * static order), unless MOE_SM90_SCHED=0 (read per forward) asks for the
  * static order. Measured: src/cuda/NOTES.md, session 33 (bf16/f16),
- * src/cuda/NOTES_decode.md, session 36 (GGUF). */
-extern "C" int moe__cuda_sm90_dynamic(const moe_layer *L, int cm, int cn, int gather, int bm) {
+ * src/cuda/NOTES_decode.md, session 36 (GGUF). On GGUF blocks the layers of
+ * few experts (E <= SM90_QS_STATIC_MAX_E) with SM90_QS_STATIC_PAIRS pairs an
+ * expert or more keep the static order: mixtral (E = 8), dynamic / static, H200
+ * (bench/decode/s36 run 9, 4 rounds): T = 512 (128 pairs) 0.956, 2048 (512)
+ * 1.019-1.028, 4096 (1024) 1.07-1.08, 8192 ~1.0; H100 (run 8) T = 2048
+ * 1.04-1.05, 4096 1.01-1.04. Layers of 32 experts and more gained or held at
+ * 512 pairs (gpt-oss-20b T = 4096 0.975-0.991, deepseek-v3 16384 0.995). */
+#define SM90_QS_STATIC_MAX_E 16
+#define SM90_QS_STATIC_PAIRS 512
+extern "C" int moe__cuda_sm90_dynamic(const moe_layer *L, int64_t T, int cm, int cn, int gather, int bm) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     const char *ev = getenv("MOE_SM90_SCHED");
-    return im->sm90 && (!im->qfmt1 || bm != 128) && ((cm == 1 && cn == 1) || (cm == 2 && cn == 1 && !gather)) &&
-           !(ev && ev[0] == '0');
+    const moe_layer_desc *d = &L->desc;
+    if (im->qfmt1 && (bm == 128 || (d->E <= SM90_QS_STATIC_MAX_E && T * d->K >= (int64_t)SM90_QS_STATIC_PAIRS * d->E)))
+        return 0;
+    return im->sm90 && ((cm == 1 && cn == 1) || (cm == 2 && cn == 1 && !gather)) && !(ev && ev[0] == '0');
 }
 
 /* The forward; with group < E (cuda-quant's grouped prefill) the GEMMs run per
@@ -991,7 +1001,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                 h1.units = h2.units = units;
                 h1.n_mtiles = h2.n_mtiles = nunits;
             }
-            if (ne == E && moe__cuda_sm90_dynamic(L, cm, cn, gather, bm)) {
+            if (ne == E && moe__cuda_sm90_dynamic(L, T, cm, cn, gather, bm)) {
                 h1.sched = cursor + E; /* zeroed with the counts */
                 h2.sched = cursor + E + 1;
             }
@@ -1070,7 +1080,7 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
                                 : "TMA + wgmma, warp-specialised persistent")
                       : "cp.async row gather + mma.sync",
              moe_act_name(d->act), cl, bm, im->sm90 ? moe__cuda_sm90_raster(L, T, bm, cm) : 16 /* gemm_sm80.cu */,
-             moe__cuda_sm90_dynamic(L, cm, cn, gather, bm) ? ", units in dynamic order" : "",
+             moe__cuda_sm90_dynamic(L, T, cm, cn, gather, bm) ? ", units in dynamic order" : "",
              im->sm90 ? moe__cuda_sm90_tile_n(L, 2, cm, cn, bm) : 128 /* gemm_sm80.cu */, (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
     if (im->qfmt1 && n > strlen(buf) + 160)
