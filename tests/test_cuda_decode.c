@@ -1223,8 +1223,8 @@ TEST(cuda_quant_prefill_gguf_gemm) {
 
 /* The GGUF GEMMs' units in dynamic order (gemm_sm90_q.cu's register-A kernel,
  * 256 and 64 tokens a tile; session 36): the layer says so, not with
- * MOE_SM90_SCHED=0 nor on the kernel that decodes B (BM 128, static) nor on
- * a layer of 8 experts from 512 pairs an expert, and the
+ * MOE_SM90_SCHED=0 nor on the kernel that decodes B (BM 128, static); GEMM
+ * 2's raster bands by its own A rows where those exceed the L2; and the
  * forward equals the static order's bit for bit (the two layers' errors
  * against the reference the same double). T = 2048, E = 32, K = 4: some 256
  * rows an expert, 1-2 tiles of 256 (with the tails) or 4-5 of 64, so that
@@ -1255,15 +1255,17 @@ TEST(cuda_quant_prefill_gguf_order) {
                       "MOE_SM90_QS=%s MOE_SM90_SCHED=%s: \"units in dynamic order\" %s: %s", qs[k],
                       f ? "(unset)" : "0", has ? "present" : "missing", desc);
         }
-    /* layers of few experts keep the static order from 512 pairs an expert
-     * (layer.cu moe__cuda_sm90_dynamic): E = 8, K = 2, T = 1024 / 2048 */
+    /* GEMM 2's raster bands sized by its own A rows (layer.cu
+     * moe__cuda_sm90_raster2): E = 8, K = 2, T = 2048, 256 tokens a tile; I =
+     * 14336 puts 117 MB of h in 16 units (more than a Hopper's L2: bands of 2
+     * for down only), I = 256 2 MB (GEMM 1's bands) */
     for (int t = 0; t < 2 && !moe_test_failed(); t++) {
         char desc[4096] = "";
-        CHECK(zero_quant_describe(ctx, MOE_TYPE_Q4_K, 1024 << t, 8, 256, 256, 2, desc, sizeof desc));
-        const int has = strstr(desc, "units in dynamic order") != NULL;
-        CHECK_MSG(has == !t && strstr(desc, "on the GGUF blocks") != NULL,
-                  "E = 8, %d pairs an expert: \"units in dynamic order\" %s: %s", 256 << t, has ? "present" : "missing",
-                  desc);
+        CHECK(zero_quant_describe(ctx, MOE_TYPE_Q4_K, 2048, 8, 256, t ? 14336 : 256, 2, desc, sizeof desc));
+        const int dyn = strstr(desc, "units in dynamic order") != NULL, b2 = strstr(desc, "raster bands of 2)") != NULL;
+        CHECK_MSG(dyn && b2 == t && strstr(desc, "raster bands of 16") != NULL && strstr(desc, "on the GGUF blocks"),
+                  "E = 8, I = %d: want the dynamic order, GEMM 1's bands of 16, down's of 2 %s: %s", t ? 14336 : 256,
+                  t ? "named" : "not named", desc);
     }
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q6_K};
     int runs = 0;

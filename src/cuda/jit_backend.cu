@@ -213,7 +213,7 @@ static void jit_describe(const moe_layer *L, int64_t T, char *buf, size_t n) {
              j->cm == 1 && j->cn == 1 ? "BM 64 and " : "", j->cm, j->cn, j->c21 ? ", and 2x1 for large T" : "",
              bm, moe__cuda_sm90_tile_n(L, 1, cm, cn, bm), bm, moe__cuda_sm90_tile_n(L, 2, cm, cn, bm), cm,
              cn, moe__cuda_sm90_raster(L, T, bm, cm),
-             moe__cuda_sm90_dynamic(L, T, cm, cn, gather, bm) ? ", units in dynamic order" : "", j->ms,
+             moe__cuda_sm90_dynamic(L, cm, cn, gather, bm) ? ", units in dynamic order" : "", j->ms,
              j->cache_hit ? "hit" : "miss",
              j->cache_path[0] ? j->cache_path : "no cache dir", (long long)T, im->device, im->sm_count,
              gather ? " (GEMM 1 gathers x's rows)" : " + permuted copy of x");

@@ -858,22 +858,14 @@ static void fill_gemm2(const moe_layer *L, moe_cuda_gemm *g) {
  * gemm_sm90_q.cu; its BM 128 kernel, whose producer decodes B, keeps the
  * static order), unless MOE_SM90_SCHED=0 (read per forward) asks for the
  * static order. Measured: src/cuda/NOTES.md, session 33 (bf16/f16),
- * src/cuda/NOTES_decode.md, session 36 (GGUF). On GGUF blocks the layers of
- * few experts (E <= SM90_QS_STATIC_MAX_E) with SM90_QS_STATIC_PAIRS pairs an
- * expert or more keep the static order: mixtral (E = 8), dynamic / static, H200
- * (bench/decode/s36 run 9, 4 rounds): T = 512 (128 pairs) 0.956, 2048 (512)
- * 1.019-1.028, 4096 (1024) 1.07-1.08, 8192 ~1.0; H100 (run 8) T = 2048
- * 1.04-1.05, 4096 1.01-1.04. Layers of 32 experts and more gained or held at
- * 512 pairs (gpt-oss-20b T = 4096 0.975-0.991, deepseek-v3 16384 0.995). */
-#define SM90_QS_STATIC_MAX_E 16
-#define SM90_QS_STATIC_PAIRS 512
-extern "C" int moe__cuda_sm90_dynamic(const moe_layer *L, int64_t T, int cm, int cn, int gather, int bm) {
+ * src/cuda/NOTES_decode.md, session 36 (GGUF: mixtral, whose GEMM 2 lost to
+ * the dynamic order until its raster bands were sized by its own A rows,
+ * moe__cuda_sm90_raster2). */
+extern "C" int moe__cuda_sm90_dynamic(const moe_layer *L, int cm, int cn, int gather, int bm) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     const char *ev = getenv("MOE_SM90_SCHED");
-    const moe_layer_desc *d = &L->desc;
-    if (im->qfmt1 && (bm == 128 || (d->E <= SM90_QS_STATIC_MAX_E && T * d->K >= (int64_t)SM90_QS_STATIC_PAIRS * d->E)))
-        return 0;
-    return im->sm90 && ((cm == 1 && cn == 1) || (cm == 2 && cn == 1 && !gather)) && !(ev && ev[0] == '0');
+    if ((ev && ev[0] == '0') || !im->sm90 || !((cm == 1 && cn == 1) || (cm == 2 && cn == 1 && !gather))) return 0;
+    return !im->qfmt1 || bm != 128;
 }
 
 /* The forward; with group < E (cuda-quant's grouped prefill) the GEMMs run per
@@ -954,6 +946,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g1.gm = moe__cuda_sm90_raster(L, T, bm, cm);
         g2 = g1;
         fill_gemm2(L, &g2);
+        g2.gm = moe__cuda_sm90_raster2(L, T, bm, cm);
         g2.bn = moe__cuda_sm90_tile_n(L, 2, cm, cn, bm);
         /* the narrow maps were made for bn1 / bn2 (weight_tmaps): a tile of any
          * other width would read boxes of the wrong height and never complete
@@ -1001,7 +994,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
                 h1.units = h2.units = units;
                 h1.n_mtiles = h2.n_mtiles = nunits;
             }
-            if (ne == E && moe__cuda_sm90_dynamic(L, T, cm, cn, gather, bm)) {
+            if (ne == E && moe__cuda_sm90_dynamic(L, cm, cn, gather, bm)) {
                 h1.sched = cursor + E; /* zeroed with the counts */
                 h2.sched = cursor + E + 1;
             }
@@ -1068,20 +1061,23 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
     int cm, cn;
     const int gather = moe__cuda_sm90_shape(L, T, &cm, &cn);
     const int bm = im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM;
-    char cl[48] = "";
+    char cl[48] = "", b2[40] = "";
     if (im->sm90) snprintf(cl, sizeof cl, ", clusters %dx%d", cm, cn);
+    if (im->sm90 && moe__cuda_sm90_raster2(L, T, bm, cm) != moe__cuda_sm90_raster(L, T, bm, cm))
+        snprintf(b2, sizeof b2, ", raster bands of %d", moe__cuda_sm90_raster2(L, T, bm, cm));
     snprintf(buf, n,
              "%s: T = %lld, %s, device %d (sm_%d%d, %d SMs): route count/scan/scatter%s, grouped GEMM gate/up %s "
-             "(%s%s, BM %d, raster bands of %d%s), GEMM down with weights (n-tiles of %d), deterministic combine over %lld "
-             "slots%s",
+             "(%s%s, BM %d, raster bands of %d%s), GEMM down with weights (n-tiles of %d%s), deterministic combine over "
+             "%lld slots%s",
              L->backend->name, (long long)T, moe_type_name(d->act_type), im->device, im->cc_major, im->cc_minor,
              im->sm_count, im->sm90 && !gather ? " + permuted copy of x" : "",
              im->sm90 ? (gather ? "x rows gathered by cp.async, weights by TMA, wgmma, warp-specialised persistent"
                                 : "TMA + wgmma, warp-specialised persistent")
                       : "cp.async row gather + mma.sync",
              moe_act_name(d->act), cl, bm, im->sm90 ? moe__cuda_sm90_raster(L, T, bm, cm) : 16 /* gemm_sm80.cu */,
-             moe__cuda_sm90_dynamic(L, T, cm, cn, gather, bm) ? ", units in dynamic order" : "",
-             im->sm90 ? moe__cuda_sm90_tile_n(L, 2, cm, cn, bm) : 128 /* gemm_sm80.cu */, (long long)d->K,
+             moe__cuda_sm90_dynamic(L, cm, cn, gather, bm) ? ", units in dynamic order" : "",
+             im->sm90 ? moe__cuda_sm90_tile_n(L, 2, cm, cn, bm) : 128 /* gemm_sm80.cu */, b2,
+             (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
     if (im->qfmt1 && n > strlen(buf) + 160)
         snprintf(buf + strlen(buf), n - strlen(buf), "; GGUF weights (%s / %s) %s",
@@ -1191,6 +1187,22 @@ extern "C" int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm, int 
     if (bm == 128 && T * L->desc.K <= (int64_t)SM90_RASTER_NARROW_ROWS * L->desc.E) return 4;
     const int64_t band_a = 16 * (int64_t)cm * bm * L->desc.D * 2; /* bytes of A rows in 16 units */
     return im->l2_bytes > 0 && band_a > im->l2_bytes ? 2 : 16;
+}
+
+/* GEMM 2's bands: GEMM 1's, but on GGUF blocks sized by GEMM 2's own A rows (h,
+ * I wide): mixtral's I = 14336 puts 117 MB of h in 16 units of 256 tokens.
+ * There the dynamic order had lost 2-8% at 512-1024 pairs an expert, in GEMM
+ * 2 (ncu, bench/decode/s36 run 13, T = 2048: DRAM 1.27 -> 1.70 GB, L2 hits
+ * 77 -> 69%), and bands of 2 took the loss away (run 14, 3 rounds, against
+ * the static order with bands of 16: T = 2048 0.998-1.001, 4096 0.967-0.986).
+ * Not for bf16/f16 B (both GEMMs in bands of 2 ran mixtral T = 2048 1.03x
+ * slower there; GEMM 2's alone not measured). */
+extern "C" int moe__cuda_sm90_raster2(const moe_layer *L, int64_t T, int bm, int cm) {
+    const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
+    const char *ev = getenv("MOE_SM90_RASTER");
+    if (!im->qfmt1 || (ev && atoi(ev) > 0)) return moe__cuda_sm90_raster(L, T, bm, cm);
+    const int64_t band_a = 16 * (int64_t)cm * bm * L->desc.I * 2;
+    return im->l2_bytes > 0 && band_a > im->l2_bytes ? 2 : moe__cuda_sm90_raster(L, T, bm, cm);
 }
 
 /* GEMM 1's n-tile with BM 128 and no clusters: 240 (gate and up boxes of 120
