@@ -1052,6 +1052,23 @@ TEST(cuda_quant_prefill_forced) {
     moe_ctx_free(ctx);
 }
 
+/* A context for the GEMMs on GGUF blocks (sm_90a kernels), or NULL and why not. */
+static moe_ctx *gguf_gemm_ctx(const char **why) {
+    moe_ctx *ctx = cuda_ctx();
+    if (!ctx) {
+        *why = "no CUDA device";
+        return NULL;
+    }
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    if (major != 9) {
+        moe_ctx_free(ctx);
+        *why = "quantised B runs on sm_90a (Hopper)";
+        return NULL;
+    }
+    return ctx;
+}
+
 /* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90, Hopper; rows of
  * every GGUF type that TMA can address): the layer says
  * which prefill it runs (MOE_QUANT_PREFILL_FUSED=0: the dequantising one), and on the
@@ -1061,14 +1078,9 @@ TEST(cuda_quant_prefill_forced) {
  * weights and sums (reported: Q8_0's weights are the dequantised ones, Q4_K's
  * carry one more f32 rounding in the GGUF GEMMs). */
 TEST(cuda_quant_prefill_gguf_gemm) {
-    moe_ctx *ctx = cuda_ctx();
-    if (!ctx) SKIP("no CUDA device");
-    int major = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-    if (major != 9) {
-        moe_ctx_free(ctx);
-        SKIP("quantised B runs on sm_90a (Hopper)");
-    }
+    const char *why = "";
+    moe_ctx *ctx = gguf_gemm_ctx(&why);
+    if (!ctx) SKIP("%s", why);
     setenv("MOE_QUANT_PREFILL_T", "0", 1);
     /* Q8_0 rows whose strides are not multiples of 16 bytes: D = 320 and
      * I = 192 make rows of 340 and 204 bytes (4 and 12 mod 16: TMA groups of 4
@@ -1231,14 +1243,9 @@ TEST(cuda_quant_prefill_gguf_gemm) {
  * either GEMM has more units than an H100's or H200's CTAs and the two orders
  * give the CTAs different units; experts of unequal rows; gated and up-only. */
 TEST(cuda_quant_prefill_gguf_order) {
-    moe_ctx *ctx = cuda_ctx();
-    if (!ctx) SKIP("no CUDA device");
-    int major = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-    if (major != 9) {
-        moe_ctx_free(ctx);
-        SKIP("quantised B runs on sm_90a (Hopper)");
-    }
+    const char *why = "";
+    moe_ctx *ctx = gguf_gemm_ctx(&why);
+    if (!ctx) SKIP("%s", why);
     setenv("MOE_QUANT_PREFILL_T", "0", 1);
     setenv("MOE_QUANT_PREFILL_FUSED", "1", 1); /* the GGUF GEMMs at every T */
     static const char *qs[] = {"256", "64", "128"};
