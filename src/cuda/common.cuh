@@ -123,10 +123,12 @@ int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn);
 /* The raster band (m-tiles or units per sweep over the n-tiles) of a forward
  * over T tokens with M tiles of bm rows (layer.cu: the rule). */
 int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm, int cm);
+/* ... of GEMM 2 (on GGUF blocks sized by its own A rows, I wide) */
 int moe__cuda_sm90_raster2(const moe_layer *L, int64_t T, int bm, int cm);
 /* 1 where the GEMMs of a forward in cm x cn clusters (GEMM 1 gathering x's
- * rows or not) take their units in dynamic order (layer.cu: 1 x 1, or 2 x 1
- * through TMA, on bf16/f16 weights, unless MOE_SM90_SCHED=0) */
+ * rows or not) with m-tiles of bm take their units in dynamic order (layer.cu:
+ * 1 x 1, or 2 x 1 through TMA; on GGUF blocks not with bm 128; unless
+ * MOE_SM90_SCHED=0) */
 int moe__cuda_sm90_dynamic(const moe_layer *L, int cm, int cn, int gather, int bm);
 /* GEMM 2's n-tile for a layer of D output columns (layer.cu: the rule and
  * where it was measured; MOE_SM90_BN2 forces 256 or 240). */
