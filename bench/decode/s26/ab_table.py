@@ -11,9 +11,10 @@ import os
 import sys
 
 
-def main(paths):
-    times = collections.defaultdict(lambda: collections.defaultdict(list))
-    pct = collections.defaultdict(lambda: collections.defaultdict(list))
+def load(paths, fields):
+    """The variants in the order first seen, and for each field in fields its values by (preset, type,
+    T, path) and variant (a list: one value a round). Also used by ../s36/prefill_ab.py."""
+    vals = {f: collections.defaultdict(lambda: collections.defaultdict(list)) for f in fields}
     order = []
     for p in paths:
         v = os.path.splitext(os.path.basename(p))[0].split("_")[-1]
@@ -24,8 +25,14 @@ def main(paths):
                 continue
             r = json.loads(line)
             k = (r["preset"], r["wtype"], r["T"], r.get("variant", ""))
-            times[k][v].append(r["median_us"])
-            pct[k][v].append(r["pct_read_bw"])
+            for f in fields:
+                vals[f][k][v].append(r[f])
+    return order, vals
+
+
+def main(paths):
+    order, vals = load(paths, ("median_us", "pct_read_bw"))
+    times, pct = vals["median_us"], vals["pct_read_bw"]
     print("| preset | type | T | path | " + " | ".join(order) + " | " + " | ".join(f"{v}/{order[0]}" for v in order[1:]) + " |")
     print("|---" * (4 + 2 * len(order) - 1) + "|")
     for k in sorted(times):

@@ -5,26 +5,16 @@ type, T, path): us, x the same run's bf16 (ratio_to_bf16), and the ratio to the 
 
     python3 bench/decode/s36/prefill_ab.py r1_static.jsonl r1_dyn.jsonl r2_static.jsonl r2_dyn.jsonl
 """
-import collections
-import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "s26"))
+from ab_table import load  # noqa: E402
+
 
 def main(paths):
-    us = collections.defaultdict(lambda: collections.defaultdict(list))
-    xb = collections.defaultdict(lambda: collections.defaultdict(list))
-    order = []
-    for p in paths:
-        v = os.path.splitext(os.path.basename(p))[0].split("_")[-1]
-        if v not in order:
-            order.append(v)
-        for line in open(p):
-            if line.strip():
-                r = json.loads(line)
-                k = (r["preset"], r["wtype"], r["T"], r["variant"])
-                us[k][v].append(r["median_us"])
-                xb[k][v].append(r["ratio_to_bf16"])
+    order, vals = load(paths, ("median_us", "ratio_to_bf16"))
+    us, xb = vals["median_us"], vals["ratio_to_bf16"]
     print("| preset | type | T | path | " + " | ".join(f"{v} us (x bf16)" for v in order) + " | " +
           " | ".join(f"{v}/{order[0]} (rounds)" for v in order[1:]) + " |")
     print("|---" * (4 + 2 * len(order) - 1) + "|")
