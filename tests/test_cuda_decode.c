@@ -1294,6 +1294,71 @@ TEST(cuda_quant_prefill_gguf_order) {
     CHECK(runs > 0);
 }
 
+/* An expert's last 24 or fewer rows beyond a full 256-token tile folded into
+ * that tile (gemm_sm90_q.cu's kernel with folded tiles, qs_tile FOLD, k_scan's
+ * code 3; session 37). The layer says so where the rule folds (the average
+ * expert's rows within 16 of 256: E = 8, K = 2, T = 1064) and not where it
+ * does not (T = 1360, 340 rows) nor with MOE_SM90_QS_FOLD=0; and the forward
+ * with MOE_SM90_QS_FOLD=1 (that kernel, folding) equals the one with =0 (the
+ * kernel of three k-loops, those rows in a tail tile of 64) bit for bit:
+ * every GGUF type (each its own stage count), gated and up-only, biases, the
+ * GPT-OSS form, f16 activations (a token's two pairs on one expert). K = 2;
+ * E = 8, T = 1064: some 266 rows an expert, so that about half the experts
+ * run one folded tile and the others one tile, or a tile and a tail of 64;
+ * E = 4, T = 1040: some 520, two tiles and a tail of 64, or a tile and a
+ * folded one; E = 8, T = 1360: some 340, a tile and a tail of 128 (in the
+ * folding kernel's one k-loop). */
+TEST(cuda_quant_prefill_gguf_fold) {
+    const char *why = "";
+    moe_ctx *ctx = gguf_gemm_ctx(&why);
+    if (!ctx) SKIP("%s", why);
+    setenv("MOE_QUANT_PREFILL_T", "0", 1);
+    setenv("MOE_QUANT_PREFILL_FUSED", "1", 1); /* the GGUF GEMMs at every T */
+    setenv("MOE_SM90_QS", "256", 1);
+    for (int f = 0; f < 3 && !moe_test_failed(); f++) {
+        char desc[4096] = "";
+        if (f == 2) setenv("MOE_SM90_QS_FOLD", "0", 1);
+        const int64_t T = f == 1 ? 1360 : 1064;
+        CHECK(zero_quant_describe(ctx, MOE_TYPE_Q4_K, T, 8, 256, 256, 2, desc, sizeof desc));
+        unsetenv("MOE_SM90_QS_FOLD");
+        const int has = strstr(desc, "folded into it") != NULL;
+        CHECK_MSG(has == (f == 0) && strstr(desc, "on the GGUF blocks") != NULL && strstr(desc, "256 tokens a tile"),
+                  "T = %lld, MOE_SM90_QS_FOLD=%s: \"folded into it\" %s: %s", (long long)T, f == 2 ? "0" : "(unset)",
+                  has ? "present" : "missing", desc);
+    }
+    static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q6_K,
+                                 MOE_TYPE_Q5_K, MOE_TYPE_Q4_0, MOE_TYPE_Q2_K, MOE_TYPE_Q3_K};
+    int runs = 0;
+    for (int i = 0; i < 8 && !moe_test_failed(); i++)
+        for (int v = 0; v < 3 && !moe_test_failed(); v++) {
+            moe_case c = {"gguf-fold", v == 0 ? 1064 : v == 1 ? 1040 : 1360, v == 1 ? 4 : 8, 256, 256, 2, MOE_ACT_SWIGLU,
+                          MOE_GATE_UP_SEPARATE, 0, q[i], MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
+            const int w = (3 * i + v) % 4; /* the variant of this run */
+            if (w == 1) { c.act = MOE_ACT_GELU; c.bias = 1; }                           /* up only */
+            if (w == 2) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; }
+            if (w == 3) { c.act_type = MOE_TYPE_F16; c.layout = MOE_GATE_UP_CONCAT; c.routing = ROUTE_DUPLICATE; }
+            const unsigned seed = moe_test_seed() + 151u * (unsigned)(3 * i + v);
+            double err[2] = {-1.0, -2.0};
+            for (int f = 0; f < 2 && !moe_test_failed(); f++) {
+                char msg[1024];
+                setenv("MOE_SM90_QS_FOLD", f ? "1" : "0", 1);
+                moe_case_result r = moe_case_run_down(&c, q[i], ctx, "cuda-quant", seed, &err[f], msg, sizeof msg);
+                unsetenv("MOE_SM90_QS_FOLD");
+                CHECK_MSG(r == MOE_CASE_PASS, "%s %s, E = %d, T = %d, MOE_SM90_QS_FOLD=%d: %s", moe_type_name(q[i]),
+                          moe_act_name(c.act), (int)c.E, (int)c.T, f, msg);
+            }
+            CHECK_MSG(err[0] == err[1],
+                      "%s %s, E = %d, T = %d: error %.17g folding, %.17g not (MOE_SM90_QS_FOLD=1 / 0): the outputs differ",
+                      moe_type_name(q[i]), moe_act_name(c.act), (int)c.E, (int)c.T, err[1], err[0]);
+            runs++;
+        }
+    unsetenv("MOE_SM90_QS");
+    unsetenv("MOE_QUANT_PREFILL_FUSED");
+    unsetenv("MOE_QUANT_PREFILL_T");
+    moe_ctx_free(ctx);
+    CHECK(runs > 0);
+}
+
 /* Ids out of range on the device: skipped pairs, nothing out of bounds, the
  * other slots still summed; a token with every id out of range gets 0. */
 TEST(cuda_decode_bad_ids) {

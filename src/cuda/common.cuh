@@ -57,6 +57,8 @@ typedef struct moe_cuda_impl {
                                  -1 the rule per forward (moe__cuda_sm90_bm) */
     int qs_tail;              /* m-tiles of 256: an expert's last rows in a tile of 128 or 64 when they are that
                                  few (MOE_CUDA_TILE_CODE); MOE_SM90_QS_TAIL=0 turns it off */
+    int qs_fold;              /* ... and (with qs_tail) its last 24 or fewer rows beyond a full tile folded into that
+                                 tile: -1 by the rule (moe__cuda_sm90_fold), MOE_SM90_QS_FOLD=0 never, =1 always */
     CUtensorMap tm_qg64, tm_qu64, tm_qd64;
     CUtensorMap tm_qg64h, tm_qu64h, tm_qd64h; /* ... Q6_K's second maps (moe__cuda_quant_box2) of the same rows */
     /* GEMM 1's and 2's Q8_0 / MXFP4 rows in groups (moe_cuda_gemm qlg, qmq, qsn, qa0; all 0: none); with groups
@@ -125,6 +127,7 @@ int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn);
 int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm, int cm);
 /* ... of GEMM 2 (on GGUF blocks sized by its own A rows, I wide) */
 int moe__cuda_sm90_raster2(const moe_layer *L, int64_t T, int bm, int cm);
+int moe__cuda_sm90_fold(const moe_layer *L, int64_t T, int bm);
 /* 1 where the GEMMs of a forward in cm x cn clusters (GEMM 1 gathering x's
  * rows or not) with m-tiles of bm take their units in dynamic order (layer.cu:
  * 1 x 1, or 2 x 1 through TMA; on GGUF blocks not with bm 128; unless

@@ -70,7 +70,8 @@ typedef struct moe_cuda_gemm {
     const int32_t *sorted_pair; /* [TK] pair index t*K+k in expert order */
     const int32_t *exp_off;   /* [E+1] first sorted row of each expert */
     const int2 *tiles;        /* [max_mtiles] (expert, m0) of bm-row m-tiles, in expert order; m0 < 2^28, bits
-                                 28-29 a smaller last tile of the expert (MOE_CUDA_TILE_CODE: bm 256 on GGUF weights) */
+                                 28-29 a smaller or folded last tile of the expert (MOE_CUDA_TILE_CODE: bm 256 on GGUF
+                                 weights) */
     const int32_t *n_mtiles;  /* [1] tiles in use (cm = 2: units in use) */
     const int2 *units;        /* cm = 2: [max_mtiles] work units, two indices into tiles (rm = 0, 1; the second -1
                                  for none): one expert's m-tiles 2i, 2i + 1 (paired), or two experts' odd last ones */
@@ -88,6 +89,7 @@ typedef struct moe_cuda_gemm {
                                  producer warp (cp.async), no permuted copy */
     int qfmt;                 /* sm90: B0/B1 are GGUF blocks of this format (decode.h MOE_DF_Q8_0, Q4_K, Q5_K,
                                  Q6_K, MXFP4), decoded in the kernel (gemm_sm90_q.cu); 0: bf16/f16 weights */
+    int qfold;                /* bm 256 on GGUF B: the register-A kernel with folded tiles (the tile list's code 3) */
     int qlg, qmq, qsn, qa0;   /* ... Q8_0 / MXFP4 / Q6_K rows whose stride is not a multiple of 16 bytes (TMA's strides)
                                  or whose start is not 16-byte aligned (gemm_sm90_q.cu QsGroups): the maps address
                                  groups of 2^qlg rows (a multiple of 16 bytes) from the 16-byte boundary at or below
@@ -99,10 +101,14 @@ typedef struct moe_cuda_gemm {
 } moe_cuda_gemm;
 
 /* An expert's last m-tile when the tile list has tails (k_scan, gemm_sm90_q.cu):
- * its rows (up to 128 or 64) run a tile of that many tokens; code 0 = bm */
+ * its rows (up to 128 or 64) run a tile of that many tokens; code 0 = bm.
+ * Folded (code 3): an expert's last rows beyond a full tile, when
+ * MOE_CUDA_TILE_FOLD or fewer, go with that tile (bm + up to 24 rows, whose
+ * weights are then decoded once) */
 #define MOE_CUDA_TILE_ROW(y) ((y) & 0x0fffffff)
-#define MOE_CUDA_TILE_CODE(y) (((y) >> 28) & 3) /* 0: bm rows, 1: 128, 2: 64 */
+#define MOE_CUDA_TILE_CODE(y) (((y) >> 28) & 3) /* 0: bm rows, 1: 128, 2: 64, 3: bm + up to 24 */
 #define MOE_CUDA_TILE_TAIL(r) ((r) <= 64 ? 2 : (r) <= 128 ? 1 : 0)
+#define MOE_CUDA_TILE_FOLD 24
 
 #ifdef __CUDACC__
 /* ---- device helpers ---- */

@@ -71,9 +71,8 @@ static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90
 #define QS_CTAS64 2
 #endif
 #define QS_CTAS(nt) ((nt) == 64 ? QS_CTAS64 : 1)
-#define QS_CREGS(nt) (QS_CTAS(nt) == 2 ? 96 : 232) /* setmaxnreg of the consumers (the producer: 40) */
-/* Q6_K's and Q3_K's box sets (176 and 128 bytes a row) leave room for 3 stages */
-#define QS_STAGES(qf, nt) ((qf) == SM90_QF_Q6_K || (qf) == SM90_QF_Q3_K ? 3 : (nt) == 256 || QS_CTAS(nt) == 2 ? 4 : 8)
+#define QS_CREGS(nt) (QS_CTAS(nt) == 2 ? 96 : 232) /* setmaxnreg of the consumers */
+#define QS_PREGS(nt) 40                             /* and of the producer */
 /* one box set of 64 rows */
 #define QS_RH(qf)                                                                                                      \
     ((qf) == SM90_QF_Q8_0    ? 64 * 80                                                                                 \
@@ -83,12 +82,23 @@ static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90
      : (qf) == SM90_QF_Q2_K  ? 64 * 96                                                                                 \
      : (qf) == SM90_QF_Q3_K  ? 64 * 128                                                                                \
                              : 3 * 64 * 16)
+/* The kernel's token rows a stage (NT): 64, 256, or QS_NTF = 256 and room
+ * for an expert's last MOE_CUDA_TILE_FOLD (24) or fewer rows beyond a full
+ * tile (the kernel with folded tiles, qs_tile FOLD) */
+#define QS_NTF (256 + MOE_CUDA_TILE_FOLD)
 #define QS_STAGE(qf, nt) ((nt) * BK * 2 + 2 * QS_RH(qf))
 #define QS_STGW(nt) ((nt) == 64 ? 2048 : 4096) /* a warp's staging: its 8 or 16 columns of up to 256 or 128 tokens */
 #define QS_WT(nt) (2 * (nt) * 4) /* a warpgroup's routing weights, two tiles in turn */
-#define QS_SMEM(qf, nt) \
-    (1024 + QS_STAGES(qf, nt) * QS_STAGE(qf, nt) + 8 * QS_STGW(nt) + 2 * QS_WT(nt) + 2 * QS_STAGES(qf, nt) * 8 +       \
-     QS_STAGES(qf, nt) * 32)
+#define QS_SMEM_S(qf, nt, ns) (1024 + (ns) * QS_STAGE(qf, nt) + 8 * QS_STGW(nt) + 2 * QS_WT(nt) + (ns) * (2 * 8 + 32))
+/* stages: with 64 tokens 4 (two CTAs an SM; Q6_K's and Q3_K's box sets, 176
+ * and 128 bytes a row, leave room for 3) or 8 (one CTA); with 256 or QS_NTF
+ * 4 where they fit in the SM's 227 KB, else 3 (Q6_K, Q3_K) */
+#define QS_SMEM_MAX 232448
+#define QS_STAGES(qf, nt)                                                                                              \
+    ((nt) == 64 ? ((qf) == SM90_QF_Q6_K || (qf) == SM90_QF_Q3_K ? 3 : QS_CTAS(nt) == 2 ? 4 : 8)                        \
+     : QS_SMEM_S(qf, nt, 4) <= QS_SMEM_MAX ? 4                                                                         \
+                                           : 3)
+#define QS_SMEM(qf, nt) QS_SMEM_S(qf, nt, QS_STAGES(qf, nt))
 
 /* the kernel's second maps of B0 and B1 (Q6_K; zero for the other formats) */
 struct QsX {
@@ -698,22 +708,178 @@ struct QsHead {
     int nu;                /* the unit's n-tile */
 };
 
-/* the consumer warpgroups' state across tiles */
+/* the consumer warpgroups' state across tiles; the staging, the routing
+ * weights' tables and the barriers at fixed offsets from the ring (QS_OFF_*),
+ * so that they take no registers through the k-loops */
 struct QsCons {
-    uint32_t sbase, meta, stg0, wt0;
+    uint32_t sbase;
     int stage, parity;
     uint32_t phase;
 };
+#define QS_OFF_STG(qf, nt) (QS_STAGES(qf, nt) * QS_STAGE(qf, nt))
+#define QS_OFF_WT(qf, nt) (QS_OFF_STG(qf, nt) + 8 * QS_STGW(nt))
+#define QS_OFF_META(qf, nt) (QS_OFF_WT(qf, nt) + 2 * QS_WT(nt))
 
-/* One tile of NTT tokens (NTT <= NT: the ring's stages are laid out for NT)
- * for a consumer warpgroup: the k-blocks, then the epilogue. */
-template <int ACT, typename T, int QF, int NT, int NTT>
-static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (&fa)[16], uint32_t (&fb)[16],
-                                               const moe_cuda_gemm &g, int e, int n0, int rbase, int rows, int m0,
-                                               int kblocks) {
+/* The epilogue of NTE tokens of a tile (rows m0.. of the expert's) for a
+ * consumer warpgroup: out^T through shared memory, a warp at a time.
+ * The accumulators of 8 tokens x 8 rows are an m8n8 fragment (row gq,
+ * tokens 2q, 2q + 1); stmatrix .trans writes it token-major, 16 bytes a
+ * token, into the warp's own staging, which the warp copies out with
+ * 16-byte stores. Only GEMM 2's routing weights (wrt: the tile's, one a
+ * thread for every 128 tokens) need the warpgroup: one barrier an
+ * epilogue, the table alternating between two buffers (a warp writes a
+ * buffer again after the next epilogue's barrier, which every warp
+ * reaches after its reads of this one). */
+template <int ACT, typename T, int QF, int NT, int NTE>
+static __device__ __forceinline__ void qs_epilogue(QsCons &c, const float *acc, const float *wrt,
+                                                   const moe_cuda_gemm &g, int rbase, int rows, int m0, int o0) {
     constexpr int MODE = ACT < 0 ? 2 : 1;
     constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
-    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(QF, NT), NG = NTT / 8;
+    constexpr int NG = NTE / 8, NW = (NTE + 127) / 128;
+    uint32_t tid;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+    const int N = g.N, cw = (int)(tid >> 7) - 1, t128 = tid & 127, lane = tid & 31, w4 = t128 >> 5, gq = lane >> 2,
+              q = lane & 3;
+    const uint32_t wtab = c.sbase + QS_OFF_WT(QF, NT) + cw * QS_WT(NT) + c.parity * (NT * 4),
+                   stg = c.sbase + QS_OFF_STG(QF, NT) + (4 * cw + w4) * QS_STGW(NT);
+    c.parity ^= 1;
+    if (MODE == 2) {
+#pragma unroll
+        for (int j = 0; j < NW; j++)
+            if (t128 + 128 * j < NTE)
+                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(wtab + 4 * (t128 + 128 * j)), "f"(wrt[j]) : "memory");
+        asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+    }
+    const int mi = lane >> 3, mr = lane & 7; /* the stmatrix row this lane addresses */
+    if (GATED) {
+        /* the warp's 8 outputs of every token: one matrix a group of 8 tokens */
+        __syncwarp();
+#pragma unroll
+        for (int b = 0; b < NG; b += 4) {
+            uint32_t r[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                r[i] = b + i >= NG ? 0u /* NTE = 8, 16, 24: rows past it, never stored */
+                                   : moe_cuda_pack2<T>(
+                                         moe_cuda_act(ACT, acc[4 * (b + i)], acc[4 * (b + i) + 2], g.alpha, g.limit),
+                                         moe_cuda_act(ACT, acc[4 * (b + i) + 1], acc[4 * (b + i) + 3], g.alpha, g.limit));
+            stsm_x4_trans(stg + 16 * (8 * (b + mi) + mr), r);
+        }
+        __syncwarp();
+        /* every chunk loaded before the first store, so that the loads do
+         * not wait on the stores in between */
+        const int col = o0 - gq;
+        constexpr int NJ = (NTE + 31) / 32;
+#if QS_STG
+        uint4 v[NJ];
+#pragma unroll
+        for (int j = 0; j < NJ; j++) v[j] = lds128(stg + 16 * (lane + 32 * j));
+#pragma unroll
+        for (int j = 0; j < NJ; j++) {
+            const int tok = lane + 32 * j;
+            if (tok < NTE && m0 + tok < rows && col < N)
+                stg128((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col, v[j]);
+        }
+#else
+#pragma unroll
+        for (int j = 0; j < NJ; j++) {
+            const int tok = lane + 32 * j;
+            if (tok < NTE && m0 + tok < rows && col < N)
+                *(uint4 *)((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col) = lds128(stg + 16 * tok);
+        }
+#endif
+    } else {
+        /* the warp's 16 outputs (rows gq and gq + 8 of its slab), 128
+         * tokens a pass, 32 bytes a token: the halves of a token's row
+         * swapped every 4 tokens so that a matrix's 8 rows hit every bank */
+        constexpr int PT = NTE < 128 ? NTE : 128, GP = PT / 8;
+#pragma unroll
+        for (int pass = 0; pass < NTE / PT; pass++) {
+            __syncwarp();
+#pragma unroll
+            for (int b = 0; b < GP; b += 2) {
+                const int bg = GP * pass + b;
+                uint32_t r[4];
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    if (b + i >= GP) { /* NTE = 8 or 24: the matrices past it, never stored */
+                        r[2 * i] = r[2 * i + 1] = 0u;
+                        continue;
+                    }
+                    const float *a = acc + 4 * (bg + i);
+                    float v[4];
+                    if (MODE == 2) {
+                        float2 wt;
+                        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                                     : "=f"(wt.x), "=f"(wt.y)
+                                     : "r"(wtab + 4 * (8 * (bg + i) + 2 * q)));
+                        v[0] = wt.x * a[0];
+                        v[1] = wt.y * a[1];
+                        v[2] = wt.x * a[2];
+                        v[3] = wt.y * a[3];
+                    } else {
+#pragma unroll
+                        for (int k = 0; k < 4; k++) v[k] = moe_cuda_act(ACT, 0.f, a[k], g.alpha, g.limit);
+                    }
+                    r[2 * i] = moe_cuda_pack2<T>(v[0], v[1]);
+                    r[2 * i + 1] = moe_cuda_pack2<T>(v[2], v[3]);
+                }
+                const int tok = 8 * (b + (mi >> 1)) + mr;
+                stsm_x4_trans(stg + 32 * tok + 16 * ((mi & 1) ^ ((tok >> 2) & 1)), r);
+            }
+            __syncwarp();
+            const int col0 = o0 - gq;
+            constexpr int NJ = (PT + 15) / 16; /* 32 chunks of 16 bytes a step, two a token */
+#if QS_STG
+            uint4 v[NJ];
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
+                v[j] = lds128(stg + 32 * tok + 16 * (part ^ ((tok >> 2) & 1)));
+            }
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
+                const int col = col0 + 8 * part, m = m0 + PT * pass + tok;
+                if (tok < PT && m < rows && col < N) stg128((T *)g.out + (int64_t)(rbase + m) * N + col, v[j]);
+            }
+#else
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
+                const int col = col0 + 8 * part, m = m0 + PT * pass + tok;
+                if (tok < PT && m < rows && col < N)
+                    *(uint4 *)((T *)g.out + (int64_t)(rbase + m) * N + col) =
+                        lds128(stg + 32 * tok + 16 * (part ^ ((tok >> 2) & 1)));
+            }
+#endif
+        }
+    }
+}
+
+/* One tile of NTT tokens (NTT <= NT: the ring's stages are laid out for NT)
+ * for a consumer warpgroup: the k-blocks, then the epilogue. FOLD (the
+ * kernel with folded tiles, NT = QS_NTF, NTT = 256): one k-loop for the tile
+ * codes 0 (256 tokens), 1 (128: an expert's last 128 or fewer rows) and 3
+ * (folded: 256 and the expert's last MOE_CUDA_TILE_FOLD or fewer rows, which
+ * the stages have room for, multiplied by the same decoded fragments into 12
+ * more accumulators, acc[NTT / 2..], so that the weights are decoded once for
+ * them; their epilogue runs first, while the main accumulators wait). One
+ * loop with a branch a k-block, not one loop a code: a fourth loop, even one
+ * without the fold's registers, had ptxas serialize the wgmmas (C7512), as
+ * did the 12 registers in a loop of their own. The branch costs unfolded
+ * tiles 3-4% (ptxas adds a fence and an empty wgmma where the branches meet,
+ * C7519), so this kernel runs only where folds are expected (layer.cu
+ * moe__cuda_sm90_fold; NOTES_decode.md session 37). */
+template <int ACT, typename T, int QF, int NT, int NTT, int FOLD>
+static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (&fa)[16], uint32_t (&fb)[16],
+                                               const moe_cuda_gemm &g, int e, int n0, int rbase, int rows, int m0,
+                                               int kblocks, int code) {
+    constexpr int MODE = ACT < 0 ? 2 : 1;
+    constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
+    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(QF, NT);
+    constexpr int NF = FOLD ? MOE_CUDA_TILE_FOLD : 0, NG = (NTT + NF) / 8;
+    static_assert(!FOLD || (NTT == 256 && NT == QS_NTF), "folded tiles: 256 tokens and MOE_CUDA_TILE_FOLD more");
     /* The thread's indices, read anew each tile (volatile): values made from
      * them are then not hoisted out of the tile loop, where each tile size's
      * invariants stayed live through the others' k-loops and spilled. */
@@ -727,7 +893,7 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
     /* their boxes' places in a box set and word shifts (Sm90Quant::rk) */
     const uint32_t rw0 = Sm90Quant<QF>::rk(r0, g.qlg, g.qmq, (g.qa0 >> (3 * h0)) & 7),
                    rw1 = Sm90Quant<QF>::rk(r1, g.qlg, g.qmq, (g.qa0 >> (3 * h1)) & 7);
-    auto bar = [&](int i) -> uint32_t { return c.meta + 8 * i; };
+    auto bar = [&](int i) -> uint32_t { return c.sbase + QS_OFF_META(QF, NT) + 8 * i; };
     /* output index of the thread's rows (GATED: one, i; else two, n) */
     const int o0 = n0 + (GATED ? 32 * cw + 8 * w4 + gq : 64 * cw + 16 * w4 + gq), o1 = GATED ? o0 : o0 + 8;
     /* the biases (or 0) start the accumulators: loaded now, used after the
@@ -741,15 +907,17 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
     }
     /* GEMM 2's routing weights of the tile's rows (0 past the expert's):
      * the pair indices now, the weights after the first decode, the
-     * table after the k-blocks, so that no load waits in the open */
-    constexpr int NW = (NTT + 127) / 128;
-    int pidx[NW];
-    float wrt[NW];
+     * table in each epilogue, so that no load waits in the open; a folded
+     * tile's last MOE_CUDA_TILE_FOLD rows in the last */
+    constexpr int NW = (NTT + 127) / 128, NWF = NW + (FOLD ? 1 : 0);
+    int pidx[NWF];
+    float wrt[NWF];
     if (MODE == 2) {
 #pragma unroll
-        for (int j = 0; j < NW; j++) {
-            const int m = m0 + t128 + 128 * j;
-            pidx[j] = m < rows && t128 + 128 * j < NTT ? g.sorted_pair[rbase + m] : -1;
+        for (int j = 0; j < NWF; j++) {
+            const int tk = t128 + 128 * j, m = m0 + tk;
+            const int ntok = !FOLD ? NTT : code == 3 ? NTT + NF : code == 1 ? 128 : NTT;
+            pidx[j] = m < rows && tk < ntok ? g.sorted_pair[rbase + m] : -1;
         }
     }
     /* The k-blocks in pairs, A fragments in two register sets: a k-block's
@@ -777,9 +945,25 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
         }
     };
     auto mma = [&](const uint32_t (&f)[16], uint32_t sa) {
-        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        /* one straight run of wgmmas a tile size, each behind its own fence
+         * (one fence before the branch had ptxas inject more, C7519) */
+        if (FOLD != 0 && code == 1) {
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-        for (int kk = 0; kk < 4; kk++) wgmma_rs_m64k16<NTT, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+            for (int kk = 0; kk < 4; kk++) wgmma_rs_m64k16<128, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+        } else if (FOLD != 0 && code == 3) {
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                wgmma_rs_m64k16<NTT, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+                wgmma_rs_m64k16<MOE_CUDA_TILE_FOLD, T>(acc + NTT / 2, f + 4 * kk,
+                                                       desc_k128(sa + NTT * BK * 2 + kk * 32), 1);
+            }
+        } else {
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) wgmma_rs_m64k16<NTT, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+        }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     };
     auto release = [&](int st) {
@@ -795,7 +979,7 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
     }
     if (MODE == 2) {
 #pragma unroll
-        for (int j = 0; j < NW; j++) wrt[j] = pidx[j] >= 0 ? g.w[pidx[j]] : 0.f;
+        for (int j = 0; j < NWF; j++) wrt[j] = pidx[j] >= 0 ? g.w[pidx[j]] : 0.f;
     }
     /* k-blocks kb (decoded into fa) and kb + 1, then kb + 2 decoded into fa */
     auto step = [&](int kb) {
@@ -830,135 +1014,30 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
         for (int kb = 0; kb < kblocks; kb += 2) step(kb);
     }
 #pragma unroll
-    for (int i = 0; i < NTT / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+    for (int i = 0; i < (NTT + NF) / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
 
-    /* ---- epilogue: out^T through shared memory, a warp at a time ----
-     * The accumulators of 8 tokens x 8 rows are an m8n8 fragment (row gq,
-     * tokens 2q, 2q + 1); stmatrix .trans writes it token-major, 16 bytes a
-     * token, into the warp's own staging, which the warp copies out with
-     * 16-byte stores. Only GEMM 2's routing weights need the warpgroup:
-     * one barrier a tile, the table alternating between two buffers (a
-     * warp writes a buffer again after the next tile's barrier, which
-     * every warp reaches after its reads of this one). */
-    const uint32_t wtab = c.wt0 + cw * QS_WT(NT) + c.parity * (NT * 4), stg = c.stg0 + (4 * cw + w4) * QS_STGW(NT);
-    c.parity ^= 1;
-    if (MODE == 2) {
-#pragma unroll
-        for (int j = 0; j < NW; j++)
-            if (t128 + 128 * j < NTT)
-                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(wtab + 4 * (t128 + 128 * j)), "f"(wrt[j]) : "memory");
-        asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+    if (FOLD != 0 && code == 1) {
+        qs_epilogue<ACT, T, QF, NT, 128>(c, acc, wrt, g, rbase, rows, m0, o0);
+        return;
     }
-    const int mi = lane >> 3, mr = lane & 7; /* the stmatrix row this lane addresses */
-    if (GATED) {
-        /* the warp's 8 outputs of every token: one matrix a group of 8 tokens */
-        __syncwarp();
-#pragma unroll
-        for (int b = 0; b < NG; b += 4) {
-            uint32_t r[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                r[i] = moe_cuda_pack2<T>(moe_cuda_act(ACT, acc[4 * (b + i)], acc[4 * (b + i) + 2], g.alpha, g.limit),
-                                         moe_cuda_act(ACT, acc[4 * (b + i) + 1], acc[4 * (b + i) + 3], g.alpha, g.limit));
-            stsm_x4_trans(stg + 16 * (8 * (b + mi) + mr), r);
-        }
-        __syncwarp();
-        /* every chunk loaded before the first store, so that the loads do
-         * not wait on the stores in between */
-        const int col = o0 - gq;
-#if QS_STG
-        uint4 v[NTT / 32];
-#pragma unroll
-        for (int j = 0; j < NTT / 32; j++) v[j] = lds128(stg + 16 * (lane + 32 * j));
-#pragma unroll
-        for (int j = 0; j < NTT / 32; j++) {
-            const int tok = lane + 32 * j;
-            if (m0 + tok < rows && col < N) stg128((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col, v[j]);
-        }
-#else
-#pragma unroll
-        for (int j = 0; j < NTT / 32; j++) {
-            const int tok = lane + 32 * j;
-            if (m0 + tok < rows && col < N)
-                *(uint4 *)((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col) = lds128(stg + 16 * tok);
-        }
-#endif
-    } else {
-        /* the warp's 16 outputs (rows gq and gq + 8 of its slab), 128
-         * tokens a pass, 32 bytes a token: the halves of a token's row
-         * swapped every 4 tokens so that a matrix's 8 rows hit every bank */
-        constexpr int PT = NTT < 128 ? NTT : 128, GP = PT / 8;
-#pragma unroll
-        for (int pass = 0; pass < NTT / PT; pass++) {
-            __syncwarp();
-#pragma unroll
-            for (int b = 0; b < GP; b += 2) {
-                const int bg = GP * pass + b;
-                uint32_t r[4];
-#pragma unroll
-                for (int i = 0; i < 2; i++) {
-                    const float *a = acc + 4 * (bg + i);
-                    float v[4];
-                    if (MODE == 2) {
-                        float2 wt;
-                        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
-                                     : "=f"(wt.x), "=f"(wt.y)
-                                     : "r"(wtab + 4 * (8 * (bg + i) + 2 * q)));
-                        v[0] = wt.x * a[0];
-                        v[1] = wt.y * a[1];
-                        v[2] = wt.x * a[2];
-                        v[3] = wt.y * a[3];
-                    } else {
-#pragma unroll
-                        for (int k = 0; k < 4; k++) v[k] = moe_cuda_act(ACT, 0.f, a[k], g.alpha, g.limit);
-                    }
-                    r[2 * i] = moe_cuda_pack2<T>(v[0], v[1]);
-                    r[2 * i + 1] = moe_cuda_pack2<T>(v[2], v[3]);
-                }
-                const int tok = 8 * (b + (mi >> 1)) + mr;
-                stsm_x4_trans(stg + 32 * tok + 16 * ((mi & 1) ^ ((tok >> 2) & 1)), r);
-            }
-            __syncwarp();
-            const int col0 = o0 - gq;
-#if QS_STG
-            uint4 v[PT / 16];
-#pragma unroll
-            for (int j = 0; j < PT / 16; j++) {
-                const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
-                v[j] = lds128(stg + 32 * tok + 16 * (part ^ ((tok >> 2) & 1)));
-            }
-#pragma unroll
-            for (int j = 0; j < PT / 16; j++) {
-                const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
-                const int col = col0 + 8 * part, m = m0 + PT * pass + tok;
-                if (m < rows && col < N) stg128((T *)g.out + (int64_t)(rbase + m) * N + col, v[j]);
-            }
-#else
-#pragma unroll
-            for (int j = 0; j < PT / 16; j++) {
-                const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
-                const int col = col0 + 8 * part, m = m0 + PT * pass + tok;
-                if (m < rows && col < N)
-                    *(uint4 *)((T *)g.out + (int64_t)(rbase + m) * N + col) =
-                        lds128(stg + 32 * tok + 16 * (part ^ ((tok >> 2) & 1)));
-            }
-#endif
-        }
-    }
+    if (FOLD != 0 && code == 3)
+        qs_epilogue<ACT, T, QF, NT, MOE_CUDA_TILE_FOLD>(c, acc + NTT / 2, wrt + NW, g, rbase, rows, m0 + NTT, o0);
+    qs_epilogue<ACT, T, QF, NT, NTT>(c, acc, wrt, g, rbase, rows, m0, o0);
 }
 
 template <int ACT, typename T, int QF, int NT>
 static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA, const CUtensorMap &tmB0,
                                                          const CUtensorMap &tmB1, const CUtensorMap &tmA128,
-                                                         const CUtensorMap &tmA64, const QsX &xm,
-                                                         const moe_cuda_gemm &g) {
+                                                         const CUtensorMap &tmA64, const CUtensorMap &tmAf,
+                                                         const QsX &xm, const moe_cuda_gemm &g) {
     constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
     constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(QF, NT);
+    constexpr int NM = NT == QS_NTF ? 256 : NT; /* a full tile's tokens */
     constexpr int NOUT = GATED ? 64 : 128; /* outputs of a tile */
     static_assert(STB % 1024 == 0, "stages keep the token box 1024-byte aligned (128B swizzle)");
     extern __shared__ unsigned char smem_raw[];
     uint32_t sbase = (smem_u32(smem_raw) + 1023) & ~1023u;
-    const uint32_t stg0 = sbase + STAGES * STB, wt0 = stg0 + 8 * QS_STGW(NT), meta = wt0 + 2 * QS_WT(NT);
+    const uint32_t meta = sbase + QS_OFF_META(QF, NT);
     auto bar = [&](int i) -> uint32_t { return meta + 8 * i; }; /* full[s], empty[s] = bar(STAGES + s) */
     const uint32_t head = meta + 16 * STAGES;                  /* QsHead of stage s at head + 32 s */
     const int wg = threadIdx.x / 128;
@@ -973,7 +1052,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
     const int N = g.N, C = g.C;
     const int MU = *g.n_mtiles, NU = (N + NOUT - 1) / NOUT, total = MU * NU, kblocks = (C + BK - 1) / BK;
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(QS_PREGS(NT)));
         if (threadIdx.x == 0) {
             int stage = 0;
             uint32_t phase = 0;
@@ -987,9 +1066,10 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                 const int e = t.x, n0 = nu * NOUT, code = t.y >= 0 ? QS_TILE_CODE(t.y) : 0;
                 const int rbase = g.exp_off[e], rend = g.exp_off[e + 1];
                 const int arow = t.y >= 0 ? rbase + QS_TILE_ROW(t.y) : rend;
-                /* the token box of the tile's size (tail tiles: 128 or 64 rows) */
-                const CUtensorMap *ta = code == 0 ? &tmA : code == 1 ? &tmA128 : &tmA64;
-                const uint32_t tx = (code == 0 ? TOKB : code == 1 ? 128 * BK * 2 : 64 * BK * 2) + 2 * RH;
+                /* the token box of the tile's size (tail tiles: 128 or 64 rows; a
+                 * folded tile: NT rows and a box of 64 after them) */
+                const CUtensorMap *ta = code == 0 || code == 3 ? &tmA : code == 1 ? &tmA128 : &tmA64;
+                const uint32_t tx = (code == 0 ? NM : code == 1 ? 128 : code == 2 ? 64 : QS_NTF) * BK * 2 + 2 * RH;
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bar(stage), sa = sbase + stage * STB;
                     mbar_wait(bar(STAGES + stage), phase ^ 1);
@@ -1000,6 +1080,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                                      : "memory");
                     mbar_expect_tx(full, tx);
                     tma_2d(sa, ta, kb * BK, arow, full);
+                    if (NT == QS_NTF && code == 3) tma_2d(sa + NM * BK * 2, &tmAf, kb * BK, arow + NM, full);
 #pragma unroll
                     for (int h = 0; h < 2; h++)
                         Sm90Quant<QF>::load_g(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0,
@@ -1019,9 +1100,6 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(QS_CREGS(NT)));
         QsCons c;
         c.sbase = sbase;
-        c.meta = meta;
-        c.stg0 = stg0;
-        c.wt0 = wt0;
         c.parity = 0; /* of the warpgroup's tiles: which routing-weight table */
         c.stage = 0;
         c.phase = 0;
@@ -1047,15 +1125,22 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
             h.y = __shfl_sync(0xffffffffu, h.y, 0);
             const int e = h.e, n0 = h.nu * NOUT, rbase = h.rbase;
             const int rows = h.y >= 0 ? h.rows : 0, m0 = h.y >= 0 ? QS_TILE_ROW(h.y) : 0;
-            const int code = NT == 256 && h.y >= 0 ? QS_TILE_CODE(h.y) : 0;
-            constexpr int N128 = NT == 256 ? 128 : NT; /* tail tiles: NT = 256 only */
-            /* one k-loop and epilogue a tile size: ptxas keeps each loop's wgmmas
-             * in flight (no C7515), and spills only in the 256-token epilogue of
-             * the heavier non-SwiGLU activations (GELU 152 bytes, SiLU 36, GEGLU
-             * with erf 8; the k-loops none) */
-            if (code == 2) qs_tile<ACT, T, QF, NT, 64>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks);
-            else if (code == 1) qs_tile<ACT, T, QF, NT, N128>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks);
-            else qs_tile<ACT, T, QF, NT, NT>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks);
+            const int code = NT != 64 && h.y >= 0 ? QS_TILE_CODE(h.y) : 0;
+            /* a k-loop and epilogue a tile size (NT = 256: 256, 128, 64); with
+             * folded tiles (QS_NTF) one for 64 and one for the rest (qs_tile
+             * FOLD). ptxas keeps each loop's wgmmas in flight (no C7512) and
+             * spills only in the 256-token epilogue of the heavier non-SwiGLU
+             * activations */
+            if constexpr (NT == 64) {
+                qs_tile<ACT, T, QF, NT, 64, 0>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
+            } else if constexpr (NT == QS_NTF) {
+                if (code == 2) qs_tile<ACT, T, QF, NT, 64, 0>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
+                else qs_tile<ACT, T, QF, NT, NM, 1>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
+            } else {
+                if (code == 2) qs_tile<ACT, T, QF, NT, 64, 0>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
+                else if (code == 1) qs_tile<ACT, T, QF, NT, 128, 0>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
+                else qs_tile<ACT, T, QF, NT, NT, 0>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
+            }
         }
     }
 }
@@ -1072,10 +1157,10 @@ template <int ACT, typename T, int QF, int NT>
 static __global__ void __launch_bounds__(NTHREADS, QS_CTAS(NT))
     gemm_sm90_qs(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
                  const __grid_constant__ CUtensorMap tmB1, const __grid_constant__ CUtensorMap tmA128,
-                 const __grid_constant__ CUtensorMap tmA64, const __grid_constant__ QsX xm,
-                 const moe_cuda_gemm g) {
+                 const __grid_constant__ CUtensorMap tmA64, const __grid_constant__ CUtensorMap tmAf,
+                 const __grid_constant__ QsX xm, const moe_cuda_gemm g) {
 #ifdef MOE_SM90A
-    gemm_sm90_qs_body<ACT, T, QF, NT>(tmA, tmB0, tmB1, tmA128, tmA64, xm, g);
+    gemm_sm90_qs_body<ACT, T, QF, NT>(tmA, tmB0, tmB1, tmA128, tmA64, tmAf, xm, g);
 #endif
 }
 
@@ -1103,9 +1188,14 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tm, const C
     if (g->qx0) xm.b0 = *g->qx0;
     if (g->qx1) xm.b1 = *g->qx1;
     if (g->bm == 64)
-        gemm_sm90_qs<ACT, T, QF, 64><<<grid, NTHREADS, QS_SMEM(QF, 64), s>>>(tm[0], *b0, *b1, tm[0], tm[0], xm, *g);
+        gemm_sm90_qs<ACT, T, QF, 64><<<grid, NTHREADS, QS_SMEM(QF, 64), s>>>(tm[0], *b0, *b1, tm[0], tm[0], tm[0], xm,
+                                                                             *g);
+    else if (g->bm == 256 && g->qfold)
+        gemm_sm90_qs<ACT, T, QF, QS_NTF><<<grid, NTHREADS, QS_SMEM(QF, QS_NTF), s>>>(tm[0], *b0, *b1, tm[2], tm[3], tm[4],
+                                                                                     xm, *g);
     else if (g->bm == 256)
-        gemm_sm90_qs<ACT, T, QF, 256><<<grid, NTHREADS, QS_SMEM(QF, 256), s>>>(tm[0], *b0, *b1, tm[2], tm[3], xm, *g);
+        gemm_sm90_qs<ACT, T, QF, 256><<<grid, NTHREADS, QS_SMEM(QF, 256), s>>>(tm[0], *b0, *b1, tm[2], tm[3], tm[4], xm,
+                                                                               *g);
     else if constexpr (QS_HAS_BDEC(QF))
         gemm_sm90_q<ACT, T, QF><<<grid, NTHREADS, SM90_SMEM_BYTES_Q(QF), s>>>(tm[0], *b0, *b1, tm[1], *g);
     return cudaGetLastError();
@@ -1148,10 +1238,11 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
         return cudaErrorInvalidValue;
     }
     /* tm: A (boxes of bm rows), out (BM 128), and for the tail tiles of bm 256
-     * A in boxes of 128 and 64 rows */
-    CUtensorMap tm[4];
+     * A in boxes of 128 and 64 rows, for its folded tiles of MOE_CUDA_TILE_FOLD */
+    CUtensorMap tm[5];
     if (moe__cuda_sm90_tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
-    if (g->bm == 256 && (moe__cuda_sm90_tmap_a(g, 128, &tm[2], why, n) || moe__cuda_sm90_tmap_a(g, 64, &tm[3], why, n)))
+    if (g->bm == 256 && (moe__cuda_sm90_tmap_a(g, 128, &tm[2], why, n) || moe__cuda_sm90_tmap_a(g, 64, &tm[3], why, n) ||
+                         moe__cuda_sm90_tmap_a(g, MOE_CUDA_TILE_FOLD, &tm[4], why, n)))
         return cudaErrorInvalidValue;
     switch (g->qfmt) {
     case MOE_DF_Q8_0: return dispatch_f<SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s);
@@ -1174,6 +1265,8 @@ template <typename T, int QF> static cudaError_t prepare_q(void) {
                                      SM90_SMEM_BYTES_Q(QF));                                                           \
     if (!e) e = cudaFuncSetAttribute(gemm_sm90_qs<a, T, QF, 256>, cudaFuncAttributeMaxDynamicSharedMemorySize,       \
                                      QS_SMEM(QF, 256));                                                                \
+    if (!e) e = cudaFuncSetAttribute(gemm_sm90_qs<a, T, QF, QS_NTF>, cudaFuncAttributeMaxDynamicSharedMemorySize,    \
+                                     QS_SMEM(QF, QS_NTF));                                                             \
     if (!e) e = cudaFuncSetAttribute(gemm_sm90_qs<a, T, QF, 64>, cudaFuncAttributeMaxDynamicSharedMemorySize,        \
                                      QS_SMEM(QF, 64));
     MOE_CUDA_FOR_ACTS(MOE_ACT_PREP_)

@@ -120,8 +120,10 @@ static __global__ void k_count(const int32_t *__restrict__ ids, int TK, int E, i
 }
 
 /* One block of 1024 threads; loops over E in chunks of 1024 with a carry. */
-/* tail: an expert's last rows, when 128 or fewer, in a tile of 128 or 64
- * (MOE_CUDA_TILE_CODE; bm 256 on GGUF weights, gemm_sm90_q.cu) */
+/* tail 1: an expert's last rows, when 128 or fewer, in a tile of 128 or 64;
+ * 2: besides, its last MOE_CUDA_TILE_FOLD or fewer rows beyond a full tile
+ * folded into that tile (MOE_CUDA_TILE_CODE; bm 256 on GGUF weights,
+ * gemm_sm90_q.cu) */
 static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cnt, int E, int bm, int tail,
                                                       int *__restrict__ off, int2 *__restrict__ tiles,
                                                       int *__restrict__ n_mtiles) {
@@ -134,6 +136,8 @@ static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cn
         int e = base + tid;
         int c = e < E ? cnt[e] : 0;
         int nt = (c + bm - 1) / bm;
+        const int fold = tail == 2 && nt >= 2 && c - (nt - 1) * bm <= MOE_CUDA_TILE_FOLD;
+        nt -= fold;
         int ir = c, it = nt;
         for (int o = 1; o < 32; o <<= 1) {
             int a = __shfl_up_sync(0xffffffffu, ir, o), b = __shfl_up_sync(0xffffffffu, it, o);
@@ -156,7 +160,9 @@ static __global__ void __launch_bounds__(1024) k_scan(const int *__restrict__ cn
         if (e < E) {
             off[e] = pr;
             for (int j = 0; j < nt; j++)
-                tiles[pt + j] = make_int2(e, j * bm | (tail ? MOE_CUDA_TILE_TAIL(c - j * bm) << 28 : 0));
+                tiles[pt + j] = make_int2(e, j * bm | (fold && j == nt - 1 ? 3 << 28
+                                                       : tail                ? MOE_CUDA_TILE_TAIL(c - j * bm) << 28
+                                                                             : 0));
         }
         __syncthreads();
         if (tid == 0) { s_carry[0] += s_r[31]; s_carry[1] += s_t[31]; }
@@ -771,6 +777,8 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     im->qs = qs && (atoi(qs) == 256 || atoi(qs) == 128 || atoi(qs) == 64) ? atoi(qs) : -1;
     const char *tail = getenv("MOE_SM90_QS_TAIL"); /* 0: every m-tile of 256 tokens runs 256 */
     im->qs_tail = !(tail && atoi(tail) == 0);
+    const char *fold = getenv("MOE_SM90_QS_FOLD"); /* 0 / 1: never / always fold (moe__cuda_sm90_fold) */
+    im->qs_fold = fold && (atoi(fold) == 0 || atoi(fold) == 1) ? atoi(fold) : -1;
     im->qfmt1 = fmt1;
     im->qfmt2 = fmt2;
     /* the kernels' row groups (moe_cuda_gemm qlg, qmq, qsn, qa0): GEMM 1's B0 is the gate (up when not gated) */
@@ -912,8 +920,9 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         else k_count<<<(unsigned)((TK + 255) / 256), 256, 0, s>>>(a->ids, (int)TK, (int)E, cnt);
         MOE_CUDA_CK(cudaGetLastError());
         const int bm = im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM;
-        k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, bm, im->qfmt1 && bm == 256 && im->qs_tail && TK < (1 << 28), off, tiles,
-                                  ntl);
+        const int fold = moe__cuda_sm90_fold(L, T, bm);
+        const int tail = im->qfmt1 && bm == 256 && im->qs_tail && TK < (1 << 28) ? 1 + fold : 0;
+        k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, bm, tail, off, tiles, ntl);
         MOE_CUDA_CK(cudaGetLastError());
         if (blk) {
             k_place_blk<<<nblk, RT_THREADS, sizeof(int) * (size_t)E, s>>>(a->ids, (int)TK, (int)E, off, cursor, sorted,
@@ -944,6 +953,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         g1.bm = bm;
         g1.bn = moe__cuda_sm90_tile_n(L, 1, cm, cn, bm);
         g1.gm = moe__cuda_sm90_raster(L, T, bm, cm);
+        g1.qfold = fold;
         g2 = g1;
         fill_gemm2(L, &g2);
         g2.gm = moe__cuda_sm90_raster2(L, T, bm, cm);
@@ -1079,14 +1089,18 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
              im->sm90 ? moe__cuda_sm90_tile_n(L, 2, cm, cn, bm) : 128 /* gemm_sm80.cu */, b2,
              (long long)d->K,
              im->fb_up || im->fb_down ? "; biases kept as f32 device copies" : "");
-    if (im->qfmt1 && n > strlen(buf) + 160)
+    if (im->qfmt1 && n > strlen(buf) + 260)
         snprintf(buf + strlen(buf), n - strlen(buf), "; GGUF weights (%s / %s) %s",
                  qfmt_name(im->qfmt1), qfmt_name(im->qfmt2),
                  bm == 64    ? "decoded into wgmma's A registers by the consumer warpgroups, 64 tokens a tile"
-                 : bm == 256 ? (im->qs_tail ? "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens "
-                                              "a tile (an expert's last 128 or fewer rows: 128 or 64)"
-                                            : "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens "
-                                              "a tile")
+                 : bm == 256 ? (!im->qs_tail ? "decoded into wgmma's A registers by the consumer warpgroups, 256 "
+                                               "tokens a tile"
+                                : moe__cuda_sm90_fold(L, T, bm)
+                                    ? "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens a tile "
+                                      "(an expert's last 128 or fewer rows: 128 or 64; its last 24 or fewer beyond a "
+                                      "full tile: folded into it)"
+                                              : "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens "
+                                                "a tile (an expert's last 128 or fewer rows: 128 or 64)")
                              : "decoded into the B tiles by the producer warpgroup, 3 stages + a raw ring");
     if (im->qfmt1 && im->qgrp && n > strlen(buf) + 160) {
         char grp[2][64];
@@ -1203,6 +1217,30 @@ extern "C" int moe__cuda_sm90_raster2(const moe_layer *L, int64_t T, int bm, int
     if (!im->qfmt1 || (ev && atoi(ev) > 0)) return moe__cuda_sm90_raster(L, T, bm, cm);
     const int64_t band_a = 16 * (int64_t)cm * bm * L->desc.I * 2;
     return im->l2_bytes > 0 && band_a > im->l2_bytes ? 2 : moe__cuda_sm90_raster(L, T, bm, cm);
+}
+
+/* Folded tiles (gemm_sm90_q.cu's kernel of QS_NTF token rows a stage, k_scan's
+ * code 3): an expert's last 24 or fewer rows beyond a full tile of 256 go
+ * with that tile, whose weights are then decoded once for both, instead of
+ * running a tail tile of 64 that decodes them again. Where experts average
+ * 256 rows, half of them had such a tail. H100, bench/decode/s37 run 6 (two
+ * rounds; us, never folding -> this rule): qwen3 T = 4096 Q4_K / Q8_0 874 /
+ * 908 -> 804 / 832, mixtral T = 1024 1572 / 1677 -> 1308 / 1373,
+ * deepseek-v3 T = 8192 Q4_K 13848 -> 11900; at 512 rows qwen3 T = 8192
+ * 0.97-0.975, gpt-oss-20b T = 4096 0.99-1.0. The folding kernel's one k-loop
+ * for every tile size costs unfolded tiles 3-4% (always folding: qwen3 T =
+ * 2048 1.031-1.041, mixtral T = 4096 1.02), so it runs only where the
+ * average expert's rows lie within 16 of 256 or 512 (more rows spread wider
+ * than the 24 a fold takes). MOE_SM90_QS_FOLD=0 / 1: never / always (layer
+ * creation). */
+#define SM90_FOLD_NEAR 16
+#define SM90_FOLD_MAX_ROWS 528
+extern "C" int moe__cuda_sm90_fold(const moe_layer *L, int64_t T, int bm) {
+    const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
+    if (!im->qfmt1 || bm != 256 || !im->qs_tail || im->qs_fold == 0) return 0;
+    if (im->qs_fold == 1) return 1;
+    const int64_t p = T * L->desc.K / L->desc.E, d = p % 256; /* the average expert's rows */
+    return p >= 256 - SM90_FOLD_NEAR && p <= SM90_FOLD_MAX_ROWS && (d <= SM90_FOLD_NEAR || d >= 256 - SM90_FOLD_NEAR);
 }
 
 /* GEMM 1's n-tile with BM 128 and no clusters: 240 (gate and up boxes of 120
