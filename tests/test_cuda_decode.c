@@ -1069,6 +1069,17 @@ static moe_ctx *gguf_gemm_ctx(const char **why) {
     return ctx;
 }
 
+/* cuda-quant's prefill path on the GGUF GEMMs at every T (on), or the defaults again (off) */
+static void gguf_gemms_everywhere(int on) {
+    if (on) {
+        setenv("MOE_QUANT_PREFILL_T", "0", 1);
+        setenv("MOE_QUANT_PREFILL_FUSED", "1", 1);
+    } else {
+        unsetenv("MOE_QUANT_PREFILL_FUSED");
+        unsetenv("MOE_QUANT_PREFILL_T");
+    }
+}
+
 /* The prefill GEMMs on the GGUF blocks themselves (cuda-sm90, Hopper; rows of
  * every GGUF type that TMA can address): the layer says
  * which prefill it runs (MOE_QUANT_PREFILL_FUSED=0: the dequantising one), and on the
@@ -1246,8 +1257,7 @@ TEST(cuda_quant_prefill_gguf_order) {
     const char *why = "";
     moe_ctx *ctx = gguf_gemm_ctx(&why);
     if (!ctx) SKIP("%s", why);
-    setenv("MOE_QUANT_PREFILL_T", "0", 1);
-    setenv("MOE_QUANT_PREFILL_FUSED", "1", 1); /* the GGUF GEMMs at every T */
+    gguf_gemms_everywhere(1);
     static const char *qs[] = {"256", "64", "128"};
     for (int k = 0; k < 3 && !moe_test_failed(); k++)
         for (int f = 0; f < 2 && !moe_test_failed(); f++) {
@@ -1288,8 +1298,7 @@ TEST(cuda_quant_prefill_gguf_order) {
             unsetenv("MOE_SM90_QS");
             runs++;
         }
-    unsetenv("MOE_QUANT_PREFILL_FUSED");
-    unsetenv("MOE_QUANT_PREFILL_T");
+    gguf_gemms_everywhere(0);
     moe_ctx_free(ctx);
     CHECK(runs > 0);
 }
@@ -1312,8 +1321,7 @@ TEST(cuda_quant_prefill_gguf_fold) {
     const char *why = "";
     moe_ctx *ctx = gguf_gemm_ctx(&why);
     if (!ctx) SKIP("%s", why);
-    setenv("MOE_QUANT_PREFILL_T", "0", 1);
-    setenv("MOE_QUANT_PREFILL_FUSED", "1", 1); /* the GGUF GEMMs at every T */
+    gguf_gemms_everywhere(1);
     setenv("MOE_SM90_QS", "256", 1);
     for (int f = 0; f < 3 && !moe_test_failed(); f++) {
         char desc[4096] = "";
@@ -1353,8 +1361,7 @@ TEST(cuda_quant_prefill_gguf_fold) {
             runs++;
         }
     unsetenv("MOE_SM90_QS");
-    unsetenv("MOE_QUANT_PREFILL_FUSED");
-    unsetenv("MOE_QUANT_PREFILL_T");
+    gguf_gemms_everywhere(0);
     moe_ctx_free(ctx);
     CHECK(runs > 0);
 }
