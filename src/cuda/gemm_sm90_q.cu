@@ -71,8 +71,7 @@ static_assert(SM90_QF_Q8_0 == MOE_DF_Q8_0 && SM90_QF_Q4_K == MOE_DF_Q4_K && SM90
 #define QS_CTAS64 2
 #endif
 #define QS_CTAS(nt) ((nt) == 64 ? QS_CTAS64 : 1)
-#define QS_CREGS(nt) (QS_CTAS(nt) == 2 ? 96 : 232) /* setmaxnreg of the consumers */
-#define QS_PREGS(nt) 40                             /* and of the producer */
+#define QS_CREGS(nt) (QS_CTAS(nt) == 2 ? 96 : 232) /* setmaxnreg of the consumers (the producer: 40) */
 /* one box set of 64 rows */
 #define QS_RH(qf)                                                                                                      \
     ((qf) == SM90_QF_Q8_0    ? 64 * 80                                                                                 \
@@ -1052,7 +1051,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
     const int N = g.N, C = g.C;
     const int MU = *g.n_mtiles, NU = (N + NOUT - 1) / NOUT, total = MU * NU, kblocks = (C + BK - 1) / BK;
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(QS_PREGS(NT)));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x == 0) {
             int stage = 0;
             uint32_t phase = 0;
