@@ -126,6 +126,107 @@ TEST(cuda_cases_sm90_cluster2x1_gather) {
     unsetenv("MOE_SM90_GATHER");
 }
 
+/* bf16/f16 weights on the register-A kernel (gemm_sm90_qd.cu; MOE_SM90_TN=1
+ * forces it at every T): the case table, with the tiles of 256 tokens and
+ * their tails of 128 and 64 (every case), and again with every tile of 256
+ * folding (MOE_SM90_QS_FOLD=1: the kernel of 280-token stages). Cases whose
+ * weights and activations differ in dtype, or f32, run the other kernels. */
+static void run_cases_tn(const char *fold) {
+    setenv("MOE_SM90_TN", "1", 1);
+    if (fold) setenv("MOE_SM90_QS_FOLD", fold, 1);
+    run_cases("cuda-sm90", 1);
+    unsetenv("MOE_SM90_QS_FOLD");
+    unsetenv("MOE_SM90_TN");
+}
+TEST(cuda_cases_sm90_tn) { run_cases_tn(NULL); }
+TEST(cuda_cases_sm90_tn_fold) { run_cases_tn("1"); }
+
+/* The register-A kernel on bf16/f16 weights at shapes of many full tiles:
+ * K = 2; E = 8, T = 1064 (some 266 rows an expert: a folded tile, a tile, or
+ * a tile and a tail of 64), E = 4, T = 1040 (some 520: two tiles and a tail,
+ * or a tile and a folded one), E = 8, T = 1360 (some 340: a tile and a tail of
+ * 128); gated SwiGLU, up-only GELU with biases, the GPT-OSS form (interleaved,
+ * clamped, biases), f16 with a token's two pairs on one expert. Each against
+ * the reference, folding (MOE_SM90_QS_FOLD=1) and not (=0) bit for bit (the
+ * same error), and the description names the kernel (and the fold where the
+ * rule folds: T = 1064) under MOE_SM90_TN=1, not under =0, and by the rule
+ * (moe__cuda_sm90_tn) at D = 4096 with 256 rows an expert, not with 512 nor at
+ * D = 256. */
+TEST(cuda_sm90_tn_tiles) {
+    char why[256];
+    int ma, mi;
+    if (!cuda_device(&ma, &mi, why, sizeof why)) SKIP("%s", why);
+    if (!(ma == 9 && mi == 0)) SKIP("device is sm_%d%d; the register-A kernel needs sm_90", ma, mi);
+    moe_ctx_params p = moe_ctx_default_params();
+    p.device = MOE_DEVICE_CUDA;
+    moe_ctx *ctx;
+    CHECK_STATUS(moe_ctx_create(&p, &ctx), MOE_OK);
+    /* MOE_SM90_TN (NULL: unset, the rule), D, T; the kernel named, the fold named */
+    static const struct { const char *env; int D, T, tn, fold; } dc[] = {
+        {"1", 256, 1064, 1, 1},  {"1", 256, 1360, 1, 0},   {"0", 256, 1064, 0, 0},
+        {NULL, 256, 1064, 0, 0}, /* the rule: D = 256 is too short */
+        {NULL, 4096, 1024, 1, 1}, /* 256 rows an expert, D > 2048 */
+        {NULL, 4096, 2048, 0, 0}, /* 512 rows: the token-major kernel */
+    };
+    for (int f = 0; f < 6 && !moe_test_failed(); f++) {
+        if (dc[f].env) setenv("MOE_SM90_TN", dc[f].env, 1);
+        const int D = dc[f].D;
+        moe_layer_desc d = moe_layer_desc_default();
+        d.E = 8; d.D = D; d.I = 256; d.K = 2;
+        d.act = MOE_ACT_SWIGLU;
+        d.act_type = MOE_TYPE_BF16;
+        d.gate.type = d.up.type = d.down.type = MOE_TYPE_BF16;
+        d.gate.mem = d.up.mem = d.down.mem = MOE_MEM_DEVICE;
+        void *w[3] = {NULL, NULL, NULL};
+        for (int i = 0; i < 3; i++) cudaMalloc(&w[i], 2 * (size_t)D * 256 * 8);
+        d.gate.data = w[0]; d.up.data = w[1]; d.down.data = w[2];
+        d.backend = "cuda-sm90";
+        moe_layer *L = NULL;
+        CHECK_STATUS(moe_layer_create(ctx, &d, &L), MOE_OK);
+        unsetenv("MOE_SM90_TN");
+        const int64_t T = dc[f].T;
+        char desc[4096] = "";
+        if (L) moe_layer_describe(L, T, desc, sizeof desc);
+        const int tn = strstr(desc, "weights as wgmma's A in registers") != NULL;
+        const int fold = strstr(desc, "folded into it") != NULL;
+        CHECK_MSG(tn == dc[f].tn && fold == dc[f].fold, "D = %d, T = %lld, MOE_SM90_TN=%s: kernel %s, fold %s: %s", D,
+                  (long long)T, dc[f].env ? dc[f].env : "(unset)", tn ? "named" : "not named",
+                  fold ? "named" : "not named", desc);
+        moe_layer_free(L);
+        for (int i = 0; i < 3; i++) cudaFree(w[i]);
+    }
+    int runs = 0;
+    setenv("MOE_SM90_TN", "1", 1);
+    for (int v = 0; v < 3 && !moe_test_failed(); v++)
+        for (int w = 0; w < 4 && !moe_test_failed(); w++) {
+            moe_case c = {"tn-tiles", v == 0 ? 1064 : v == 1 ? 1040 : 1360, v == 1 ? 4 : 8, 256, 256, 2,
+                          MOE_ACT_SWIGLU, MOE_GATE_UP_SEPARATE, 0, MOE_TYPE_BF16, MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
+            if (w == 1) { c.act = MOE_ACT_GELU; c.bias = 1; } /* up only */
+            if (w == 2) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; }
+            if (w == 3) {
+                c.wtype = c.act_type = MOE_TYPE_F16;
+                c.layout = MOE_GATE_UP_CONCAT;
+                c.routing = ROUTE_DUPLICATE;
+            }
+            const unsigned long long seed = moe_test_seed() + 173ull * (unsigned)(4 * v + w);
+            double err[2] = {-1.0, -2.0};
+            for (int f = 0; f < 2 && !moe_test_failed(); f++) {
+                char msg[1024];
+                setenv("MOE_SM90_QS_FOLD", f ? "1" : "0", 1);
+                moe_case_result r = moe_case_run(&c, ctx, "cuda-sm90", seed, &err[f], msg, sizeof msg);
+                unsetenv("MOE_SM90_QS_FOLD");
+                CHECK_MSG(r == MOE_CASE_PASS, "%s %s, E = %d, T = %d, MOE_SM90_QS_FOLD=%d: %s",
+                          moe_type_name(c.wtype), moe_act_name(c.act), (int)c.E, (int)c.T, f, msg);
+            }
+            CHECK_MSG(err[0] == err[1], "%s %s, E = %d, T = %d: error %.17g folding, %.17g not: the outputs differ",
+                      moe_type_name(c.wtype), moe_act_name(c.act), (int)c.E, (int)c.T, err[1], err[0]);
+            runs++;
+        }
+    unsetenv("MOE_SM90_TN");
+    moe_ctx_free(ctx);
+    CHECK(runs == 12);
+}
+
 /* ---- router ---- */
 
 typedef struct { int T, E, K; moe_score score; int renorm, bias, G, TG; float scaling; } route_cfg;
@@ -537,6 +638,9 @@ static void bn240_default(const char *backend) {
     enum { CE = 32, CD = 2880, CI = 240, CK = 4, CT = 2048 };
     const int64_t Ts[4] = {CT, 256, CT, 256}; /* 256 and 32 rows an expert: BM 128, BM 64 */
     const char *const bn[2] = {"256", "256"};
+    /* 256 rows an expert at D = 2880 is the register-A kernel's by its rule
+     * (moe__cuda_sm90_tn): the token-major kernels here */
+    setenv("MOE_SM90_TN", "0", 1);
     dev_inputs in = dev_inputs_make(moe_test_seed() + 93, CE, CD, CI, CK, CT);
     uint16_t *o[4];
     for (int v = 0; v < 4; v++) o[v] = malloc(2 * (size_t)Ts[v] * CD);
@@ -545,6 +649,7 @@ static void bn240_default(const char *backend) {
     setenv("MOE_SM90_BN1", "256", 1);
     ok = ok && rule_forwards(backend, "MOE_SM90_BN2", bn, &in, CE, CD, CI, CK, Ts + 2, 2, o + 2, desc + 2);
     unsetenv("MOE_SM90_BN1");
+    unsetenv("MOE_SM90_TN");
     if (ok) {
         const int jit = !strcmp(backend, "cuda-jit");
         for (int v = 0; v < 4; v++) {

@@ -1272,17 +1272,21 @@ TEST(cuda_quant_prefill_gguf_order) {
                       "MOE_SM90_QS=%s MOE_SM90_SCHED=%s: \"units in dynamic order\" %s: %s", qs[k],
                       f ? "(unset)" : "0", has ? "present" : "missing", desc);
         }
-    /* GEMM 2's raster bands sized by its own A rows (layer.cu
-     * moe__cuda_sm90_raster2): E = 8, K = 2, T = 2048, 256 tokens a tile; I =
-     * 14336 puts 117 MB of h in 16 units (more than a Hopper's L2: bands of 2
-     * for down only), I = 256 2 MB (GEMM 1's bands) */
-    for (int t = 0; t < 2 && !moe_test_failed(); t++) {
+    /* The raster bands (layer.cu moe__cuda_sm90_raster / raster2): 256 tokens a
+     * tile, bands of 2 in both GEMMs; 64 tokens a tile, GEMM 1's by its own A
+     * rows (16) and GEMM 2's by its own (h, I wide): E = 8, K = 2, T = 2048; I =
+     * 28672 puts 59 MB of h in 16 units of 64 tokens (more than a Hopper's L2:
+     * bands of 2 for down only), I = 256 0.5 MB */
+    for (int t = 0; t < 3 && !moe_test_failed(); t++) {
         char desc[4096] = "";
-        CHECK(zero_quant_describe(ctx, MOE_TYPE_Q4_K, 2048, 8, 256, t ? 14336 : 256, 2, desc, sizeof desc));
+        setenv("MOE_SM90_QS", t == 2 ? "256" : "64", 1);
+        CHECK(zero_quant_describe(ctx, MOE_TYPE_Q4_K, 2048, 8, 256, t == 1 ? 28672 : 256, 2, desc, sizeof desc));
+        unsetenv("MOE_SM90_QS");
         const int dyn = strstr(desc, "units in dynamic order") != NULL, b2 = strstr(desc, "raster bands of 2)") != NULL;
-        CHECK_MSG(dyn && b2 == t && strstr(desc, "raster bands of 16") != NULL && strstr(desc, "on the GGUF blocks"),
-                  "E = 8, I = %d: want the dynamic order, GEMM 1's bands of 16, down's of 2 %s: %s", t ? 14336 : 256,
-                  t ? "named" : "not named", desc);
+        const int b1 = strstr(desc, t == 2 ? "raster bands of 2," : "raster bands of 16,") != NULL;
+        CHECK_MSG(dyn && b1 && b2 == (t == 1) && strstr(desc, "on the GGUF blocks"),
+                  "E = 8, I = %d, %s tokens a tile: want the dynamic order, GEMM 1's bands of %d, down's of 2 %s: %s",
+                  t == 1 ? 28672 : 256, t == 2 ? "256" : "64", t == 2 ? 2 : 16, t == 1 ? "named" : "not named", desc);
     }
     static const moe_type q[] = {MOE_TYPE_Q8_0, MOE_TYPE_Q4_K, MOE_TYPE_MXFP4, MOE_TYPE_Q6_K};
     int runs = 0;

@@ -186,7 +186,7 @@ def kernel_share(fn):
     return (small / tot if tot else float("nan")), {k.split("(")[0]: round(v, 1) for k, v in per.items() if v > 0}
 
 
-ENV_KNOBS = ("MOE_SM90_BM", "MOE_SM90_CM", "MOE_SM90_CN", "MOE_SM90_GATHER", "MOE_SM90_BN1", "MOE_SM90_BN2", "MOE_SM90_RASTER")
+ENV_KNOBS = ("MOE_SM90_BM", "MOE_SM90_TN", "MOE_SM90_QS_FOLD", "MOE_SM90_CM", "MOE_SM90_CN", "MOE_SM90_GATHER", "MOE_SM90_BN1", "MOE_SM90_BN2", "MOE_SM90_RASTER")
 
 
 _ENV_SET = set()  # every variable an entry has set, cleared by the next call

@@ -66,6 +66,11 @@ typedef struct moe_cuda_impl {
     int qlg1, qmq1, qsn1, qa01, qlg2, qmq2, qsn2, qa02;
     int qgrp;                 /* some of them in groups, or MXFP4, Q5_K, Q6_K: the register-A kernel only
                                  (moe__cuda_sm90_bm) */
+    /* bf16/f16 weights on the register-A kernel (gemm_sm90_qd.cu; layer.cu moe__cuda_sm90_tn): -1 by the rule
+     * per forward, 0 / 1 as MOE_SM90_TN forces; tn_ok: the weights' dtype is the activations' and their maps in
+     * boxes of 64 rows (tm_dg64: gate, or up when not gated; tm_du64: up; tm_dd64: down) exist */
+    int tn, tn_ok;
+    CUtensorMap tm_dg64, tm_du64, tm_dd64;
 } moe_cuda_impl;
 
 #ifdef __cplusplus
@@ -95,6 +100,11 @@ int moe__cuda_sm90_tmap_a(const moe_cuda_gemm *g, int rows, CUtensorMap *tm, cha
 cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                   int sm_count, cudaStream_t s, char *why, size_t n);
 cudaError_t moe__cuda_gemm_sm90_q_prepare(void);
+/* src/cuda/gemm_sm90_qd.cu: bf16/f16 weights on the register-A kernel (g->qfmt =
+ * SM90_QF_DENSE; tmB0 / tmB1 moe__cuda_weight_tmap's in boxes of 64 rows) */
+cudaError_t moe__cuda_gemm_sm90_qd(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
+                                   int sm_count, cudaStream_t s, char *why, size_t n);
+cudaError_t moe__cuda_gemm_sm90_qd_prepare(void);
 int moe__cuda_quant_tmap(CUtensorMap *tm, const void *data, int64_t E, int64_t N, int64_t row_bytes, int64_t se,
                          int64_t sn, int box_bytes, int box_rows, int lg, int a0b, char *why, size_t n);
 /* The driver functions cuda-jit calls, resolved through the runtime
@@ -128,6 +138,9 @@ int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm, int cm);
 /* ... of GEMM 2 (on GGUF blocks sized by its own A rows, I wide) */
 int moe__cuda_sm90_raster2(const moe_layer *L, int64_t T, int bm, int cm);
 int moe__cuda_sm90_fold(const moe_layer *L, int64_t T, int bm);
+/* 1 where a forward of T tokens on bf16/f16 weights runs the register-A kernel
+ * (gemm_sm90_qd.cu: 256 tokens a tile, BM 256 in the forward) */
+int moe__cuda_sm90_tn(const moe_layer *L, int64_t T);
 /* 1 where the GEMMs of a forward in cm x cn clusters (GEMM 1 gathering x's
  * rows or not) with m-tiles of bm take their units in dynamic order (layer.cu:
  * 1 x 1, or 2 x 1 through TMA; on GGUF blocks not with bm 128; unless

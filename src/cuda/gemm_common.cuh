@@ -109,6 +109,10 @@ typedef struct moe_cuda_gemm {
 #define MOE_CUDA_TILE_CODE(y) (((y) >> 28) & 3) /* 0: bm rows, 1: 128, 2: 64, 3: bm + up to 24 */
 #define MOE_CUDA_TILE_TAIL(r) ((r) <= 64 ? 2 : (r) <= 128 ? 1 : 0)
 #define MOE_CUDA_TILE_FOLD 24
+/* moe_cuda_gemm qfmt of bf16/f16 weights on the register-A kernel (the weights'
+ * dtype the activations'; gemm_sm90_qd.cu): not a GGUF format, past decode.h's
+ * MOE_DF_* numbers, which qfmt takes for GGUF blocks */
+#define SM90_QF_DENSE 10
 
 #ifdef __CUDACC__
 /* ---- device helpers ---- */

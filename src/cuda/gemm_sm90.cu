@@ -256,7 +256,8 @@ extern "C" int moe__cuda_sm90_tmap_a_out(const moe_cuda_gemm *g, CUtensorMap *tm
 
 extern "C" cudaError_t moe__cuda_gemm_sm90(const moe_cuda_gemm *g, const CUtensorMap *tmB0, const CUtensorMap *tmB1,
                                            int sm_count, cudaStream_t s, char *why, size_t n) {
-    if (g->qfmt) return moe__cuda_gemm_sm90_q(g, tmB0, tmB1, sm_count, s, why, n); /* gemm_sm90_q.cu */
+    if (g->qfmt == SM90_QF_DENSE) return moe__cuda_gemm_sm90_qd(g, tmB0, tmB1, sm_count, s, why, n); /* gemm_sm90_qd.cu */
+    if (g->qfmt) return moe__cuda_gemm_sm90_q(g, tmB0, tmB1, sm_count, s, why, n);                   /* gemm_sm90_q.cu */
     CUtensorMap tm[2];
     if (moe__cuda_sm90_tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
     return g->dtype == MOE_TYPE_BF16 ? dispatch<__nv_bfloat16>(g, tm, tmB0, tmB1, sm_count, s)

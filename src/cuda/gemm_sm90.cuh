@@ -62,6 +62,7 @@
 #define SM90_QF_Q4_K 7
 #define SM90_QF_Q5_K 8 /* register-A kernel only, as MXFP4 */
 #define SM90_QF_Q6_K 9 /* register-A kernel only, as MXFP4 */
+/* SM90_QF_DENSE (gemm_common.cuh): bf16/f16 weights, gemm_sm90_qd.cu, register-A kernel only */
 #define SM90_Q_RAWS(qf) ((qf) == SM90_QF_Q4_K ? 3 : (qf) ? 2 : 0) /* what fits beside 3 stages */
 #define SM90_Q_HALF(qf) ((qf) == SM90_QF_Q8_0 ? 128 * 80 : (qf) == SM90_QF_Q4_K ? 3 * 128 * 16 : 0)
 #define SM90_Q_STAGES 3

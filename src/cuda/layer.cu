@@ -575,6 +575,23 @@ static int weight_tmaps(const moe_layer *L, moe_cuda_impl *im, char *why, size_t
     if (!bad && im->bn2 != 256)
         bad |= moe__cuda_weight_tmap(&im->tm_down_n, L->down.data, dt, d->E, d->D, d->I, L->down.stride_e,
                                      L->down.stride_n, im->bn2 / 2, why, n);
+    /* the register-A kernel's (moe__cuda_sm90_tn): boxes of 64 rows; without
+     * them (a dtype apart from the activations') the layer runs the others */
+    im->tn_ok = 0;
+    if (!bad && dt == d->act_type && L->down.type == dt) {
+        const moe_tensor *t0 = L->gated ? &L->gate : &L->up;
+        char w2[8];
+        int tb = moe__cuda_weight_tmap(&im->tm_dg64, t0->data, dt, d->E, d->I, d->D, t0->stride_e, t0->stride_n, 64,
+                                       w2, sizeof w2);
+        im->tm_du64 = im->tm_dg64;
+        if (!tb && L->gated)
+            tb = moe__cuda_weight_tmap(&im->tm_du64, L->up.data, dt, d->E, d->I, d->D, L->up.stride_e,
+                                       L->up.stride_n, 64, w2, sizeof w2);
+        if (!tb)
+            tb = moe__cuda_weight_tmap(&im->tm_dd64, L->down.data, dt, d->E, d->D, d->I, L->down.stride_e,
+                                       L->down.stride_n, 64, w2, sizeof w2);
+        im->tn_ok = !tb;
+    }
     im->tm_b0_n = im->tm_b0;
     im->tm_b1_n = im->tm_b1;
     if (!bad && im->bn1 != 256) {
@@ -625,6 +642,15 @@ static int sm90_gather(void) {
     return -1;
 }
 
+/* the register-A kernel's tiles (GGUF blocks, and bf16/f16 weights where
+ * moe__cuda_sm90_tn takes them): tails and folds as the environment says */
+static void sm90_qs_env(moe_cuda_impl *im) {
+    const char *tail = getenv("MOE_SM90_QS_TAIL"); /* 0: every m-tile of 256 tokens runs 256 */
+    im->qs_tail = !(tail && atoi(tail) == 0);
+    const char *fold = getenv("MOE_SM90_QS_FOLD"); /* 0 / 1: never / always fold (moe__cuda_sm90_fold) */
+    im->qs_fold = fold && (atoi(fold) == 0 || atoi(fold) == 1) ? atoi(fold) : -1;
+}
+
 static moe_status init_common(moe_layer *L, int sm90) {
     moe_cuda_impl *im = (moe_cuda_impl *)calloc(1, sizeof *im);
     if (!im) return moe__layer_error(L, MOE_ERR_OUT_OF_MEMORY, "out of memory");
@@ -637,6 +663,7 @@ static moe_status init_common(moe_layer *L, int sm90) {
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_major, cudaDevAttrComputeCapabilityMajor, im->device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&im->cc_minor, cudaDevAttrComputeCapabilityMinor, im->device);
     if (e == cudaSuccess) e = sm90 ? moe__cuda_gemm_sm90_prepare() : moe__cuda_gemm_sm80_prepare();
+    if (e == cudaSuccess && sm90) e = moe__cuda_gemm_sm90_qd_prepare();
     if (e == cudaSuccess) {
         cudaStream_t s = (cudaStream_t)L->ctx->p.cuda_stream;
         const moe_layer_desc *d = &L->desc;
@@ -655,6 +682,9 @@ static moe_status init_common(moe_layer *L, int sm90) {
     im->bn1 = sm90 ? moe__cuda_sm90_bn1(L->desc.I, L->gated) : 256;
     if (sm90) {
         im->gather = sm90_gather();
+        const char *tn = getenv("MOE_SM90_TN"); /* 0 / 1: never / always the register-A kernel (moe__cuda_sm90_tn) */
+        im->tn = tn && (atoi(tn) == 0 || atoi(tn) == 1) ? atoi(tn) : -1;
+        sm90_qs_env(im);
         char why[256];
         if (weight_tmaps(L, im, why, sizeof why)) {
             moe_cuda_dev_leave(&g);
@@ -775,10 +805,7 @@ extern "C" moe_status moe__cuda_sm90_quant(moe_layer *L, int fmt1, int fmt2, con
     im->tm_qd64h = dn[2];
     const char *qs = getenv("MOE_SM90_QS"); /* the m-tile: 256 or 64 (register-A kernel), 128 (B decoded) */
     im->qs = qs && (atoi(qs) == 256 || atoi(qs) == 128 || atoi(qs) == 64) ? atoi(qs) : -1;
-    const char *tail = getenv("MOE_SM90_QS_TAIL"); /* 0: every m-tile of 256 tokens runs 256 */
-    im->qs_tail = !(tail && atoi(tail) == 0);
-    const char *fold = getenv("MOE_SM90_QS_FOLD"); /* 0 / 1: never / always fold (moe__cuda_sm90_fold) */
-    im->qs_fold = fold && (atoi(fold) == 0 || atoi(fold) == 1) ? atoi(fold) : -1;
+    sm90_qs_env(im);
     im->qfmt1 = fmt1;
     im->qfmt2 = fmt2;
     /* the kernels' row groups (moe_cuda_gemm qlg, qmq, qsn, qa0): GEMM 1's B0 is the gate (up when not gated) */
@@ -921,7 +948,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         MOE_CUDA_CK(cudaGetLastError());
         const int bm = im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM;
         const int fold = moe__cuda_sm90_fold(L, T, bm);
-        const int tail = im->qfmt1 && bm == 256 && im->qs_tail && TK < (1 << 28) ? 1 + fold : 0;
+        const int tail = bm == 256 && im->qs_tail && TK < (1 << 28) ? 1 + fold : 0; /* the register-A kernel */
         k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, bm, tail, off, tiles, ntl);
         MOE_CUDA_CK(cudaGetLastError());
         if (blk) {
@@ -980,6 +1007,11 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
             g2.qlg = im->qlg2; g2.qmq = im->qmq2; g2.qsn = im->qsn2; g2.qa0 = im->qa02;
             if (im->qfmt1 == MOE_DF_Q6_K) { g1.qx0 = &im->tm_qg64h; g1.qx1 = &im->tm_qu64h; }
             if (im->qfmt2 == MOE_DF_Q6_K) g2.qx0 = g2.qx1 = &im->tm_qd64h;
+        } else if (bm == 256) { /* bf16/f16 weights on the register-A kernel (moe__cuda_sm90_tn) */
+            tm0 = &im->tm_dg64;
+            tm1 = &im->tm_du64;
+            tmd = &im->tm_dd64;
+            g1.qfmt = g2.qfmt = SM90_QF_DENSE;
         }
         g2.A = h;
         g2.gather = 0; /* GEMM 2 reads h through TMA */
@@ -1102,6 +1134,11 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
                                               : "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens "
                                                 "a tile (an expert's last 128 or fewer rows: 128 or 64)")
                              : "decoded into the B tiles by the producer warpgroup, 3 stages + a raw ring");
+    if (!im->qfmt1 && bm == 256 && n > strlen(buf) + 200)
+        snprintf(buf + strlen(buf), n - strlen(buf),
+                 "; weights as wgmma's A in registers (ldmatrix from 64-row TMA boxes), the tokens as N: 256 a tile "
+                 "(an expert's last 128 or fewer rows: 128 or 64%s)",
+                 moe__cuda_sm90_fold(L, T, bm) ? "; its last 24 or fewer beyond a full tile: folded into it" : "");
     if (im->qfmt1 && im->qgrp && n > strlen(buf) + 160) {
         char grp[2][64];
         const int lg[2] = {im->qlg1, im->qlg2}, sn[2] = {im->qsn1, im->qsn2}, a0[2] = {im->qa01, im->qa02};
@@ -1154,6 +1191,7 @@ extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) 
         if (im->qs_tail && TK < (1 << 28)) return 256; /* the tails (k_scan) cover 64-127 rows */
         return TK >= (int64_t)SM90_QS_MIN_PAIRS * E || grouped ? 256 : 128;
     }
+    if (moe__cuda_sm90_tn(L, T)) return 256;
     if (cm != 1 || cn != 1) return 128;
     const char *ev = getenv("MOE_SM90_BM");
     if (ev && (atoi(ev) == 64 || atoi(ev) == 128)) return atoi(ev);
@@ -1191,13 +1229,27 @@ extern "C" int moe__cuda_sm90_bn2(int64_t D) {
  * rule above) 2 and 4 even; the others even or slower (gpt-oss-120b T = 16384
  * 4: 1.02, mixtral 0.99-1.00, qwen3 1.01; NOTES.md session 33). Tried before
  * in the static order (session 14 run 7): 1.005, noise. MOE_SM90_RASTER=n
- * forces n (read per forward). */
+ * forces n (read per forward).
+ * The register-A kernel (256 tokens a tile: GGUF blocks, and bf16/f16 weights
+ * by moe__cuda_sm90_tn) takes bands of 2 in both GEMMs: 16 token tiles of 256
+ * rows did not stay in L2 beside the weights (ncu, bench/cuda/s38 run 2:
+ * mixtral T = 2048 bf16 GEMM 1 read 5.4 GB from DRAM for 1.9 GB of weights,
+ * the token-major kernel 3.2). H100, bench/cuda/s38 runs 3-4 (one round; the
+ * layer, bands of 2 over the rule's 16): GGUF Q8_0 qwen3 T = 2048-8192
+ * 0.96-0.98, mixtral T = 2048 / 4096 0.95 / 0.94, gpt-oss-20b / 120b T = 4096
+ * 0.97 / 0.98; Q4_K 0.97-0.99 (mixtral T = 4096 0.995); MXFP4 1.00-1.01; bf16
+ * on the register-A kernel qwen3 T = 2048 / 4096 0.95 / 0.91, mixtral T =
+ * 2048 / 4096 0.98 / 0.90. Bands of 1 and 4 within 2-3% of 2 either way.
+ */
 #define SM90_RASTER_NARROW_ROWS 256
+
+#define SM90_QS_RASTER 2
 
 extern "C" int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm, int cm) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     const char *ev = getenv("MOE_SM90_RASTER");
     if (ev && atoi(ev) > 0) return atoi(ev);
+    if (bm == 256) return SM90_QS_RASTER; /* the register-A kernel, both GEMMs (see above) */
     if (bm == 128 && T * L->desc.K <= (int64_t)SM90_RASTER_NARROW_ROWS * L->desc.E) return 4;
     const int64_t band_a = 16 * (int64_t)cm * bm * L->desc.D * 2; /* bytes of A rows in 16 units */
     return im->l2_bytes > 0 && band_a > im->l2_bytes ? 2 : 16;
@@ -1214,7 +1266,7 @@ extern "C" int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm, int 
 extern "C" int moe__cuda_sm90_raster2(const moe_layer *L, int64_t T, int bm, int cm) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     const char *ev = getenv("MOE_SM90_RASTER");
-    if (!im->qfmt1 || (ev && atoi(ev) > 0)) return moe__cuda_sm90_raster(L, T, bm, cm);
+    if (!(im->qfmt1 || bm == 256) || (ev && atoi(ev) > 0)) return moe__cuda_sm90_raster(L, T, bm, cm);
     const int64_t band_a = 16 * (int64_t)cm * bm * L->desc.I * 2;
     return im->l2_bytes > 0 && band_a > im->l2_bytes ? 2 : moe__cuda_sm90_raster(L, T, bm, cm);
 }
@@ -1237,10 +1289,44 @@ extern "C" int moe__cuda_sm90_raster2(const moe_layer *L, int64_t T, int bm, int
 #define SM90_FOLD_MAX_ROWS 528
 extern "C" int moe__cuda_sm90_fold(const moe_layer *L, int64_t T, int bm) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
-    if (!im->qfmt1 || bm != 256 || !im->qs_tail || im->qs_fold == 0) return 0;
+    if (bm != 256 || !im->qs_tail || im->qs_fold == 0) return 0; /* the register-A kernel only */
     if (im->qs_fold == 1) return 1;
     const int64_t p = T * L->desc.K / L->desc.E, d = p % 256; /* the average expert's rows */
     return p >= 256 - SM90_FOLD_NEAR && p <= SM90_FOLD_MAX_ROWS && (d <= SM90_FOLD_NEAR || d >= 256 - SM90_FOLD_NEAR);
+}
+
+/* bf16/f16 weights on the register-A kernel (gemm_sm90_qd.cu): the tokens as
+ * wgmma's N, 256 a tile, an expert's last 128 or fewer rows in a tile of 128
+ * or 64, and (moe__cuda_sm90_fold) its last 24 or fewer beyond a full tile
+ * folded into it; the weights as A, 128 rows a tile, read once for up to 280
+ * of an expert's rows where the token-major kernel (BM 128) reads them once
+ * for every 128. A through TMA from the permuted copy, 1 x 1, units in
+ * dynamic order. Not for cuda-jit, clusters forced by the environment, or
+ * weights of a dtype apart from the activations'. MOE_SM90_TN=0|1 forces
+ * never / always (layer creation).
+ * The rule: where the average expert has 192-384 rows and rows of D > 2048.
+ * H100, bench/cuda/s38 run 5 (two rounds, bands of 2; the layer over the
+ * token-major kernel's; rows an expert in brackets): mixtral T = 1024 (256)
+ * 0.74, deepseek-v3 T = 8192 (256) 0.90, gpt-oss-120b T = 8192 (256) 0.91;
+ * outside it even or slower, but gpt-oss-120b T = 16384 (512) 0.91 and
+ * deepseek-v3 T = 4096 (128) 0.95: mixtral T = 2048 (512) 0.96, 4096 (1024)
+ * 1.06, 8192 1.11, deepseek-v3 T = 2048 (64) 1.02, 16384 (512) 1.03,
+ * gpt-oss-120b T = 1024-4096 (32-128) 1.01-1.04; qwen3 (D = 2048, I = 768:
+ * short k-loops, where the kernel's epilogue, not overlapped with the next
+ * tile, weighs most) T = 2048 / 4096 (128 / 256) 1.07 / 1.04 (run 3). At 256
+ * rows an expert a token-major layer runs two or three m-tiles of 128, each
+ * reading the expert's weights, where this one runs one tile (folded). */
+#define SM90_TN_MIN_ROWS 192
+#define SM90_TN_MAX_ROWS 384
+#define SM90_TN_MIN_D 2048
+extern "C" int moe__cuda_sm90_tn(const moe_layer *L, int64_t T) {
+    const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
+    int cm, cn;
+    if (!im->sm90 || im->qfmt1 || im->jit || !im->tn_ok || im->tn == 0 || moe__cuda_sm90_env_cluster(&cm, &cn))
+        return 0;
+    if (im->tn == 1) return 1;
+    const int64_t p = T * L->desc.K / L->desc.E; /* the average expert's rows */
+    return L->desc.D > SM90_TN_MIN_D && p >= SM90_TN_MIN_ROWS && p <= SM90_TN_MAX_ROWS;
 }
 
 /* GEMM 1's n-tile with BM 128 and no clusters: 240 (gate and up boxes of 120
@@ -1257,7 +1343,7 @@ extern "C" int moe__cuda_sm90_bn1(int64_t I, int gated) {
 
 extern "C" int moe__cuda_sm90_tile_n(const moe_layer *L, int gemm, int cm, int cn, int bm) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
-    if (cm != 1 || cn != 1 || im->qfmt1) return 256; /* the cluster kernels, GGUF B */
+    if (cm != 1 || cn != 1 || im->qfmt1 || bm == 256) return 256; /* the cluster kernels, the register-A kernel */
     if (gemm == 2) return im->bn2;
     return bm == 128 ? im->bn1 : 256; /* BM 64's gate and up halves would be 60 wide */
 }
@@ -1296,6 +1382,7 @@ extern "C" int moe__cuda_sm90_shape(const moe_layer *L, int64_t T, int *cm, int 
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     *cm = *cn = 1;
     if (!im->sm90 || im->qfmt1) return 0; /* GGUF B: 1 x 1, A from the permuted copy (the producer decodes B) */
+    if (moe__cuda_sm90_tn(L, T)) return 0; /* the register-A kernel: 1 x 1, A from the permuted copy */
     if (im->jit) {
         *cm = im->jit->cm; /* compiled at init */
         *cn = im->jit->cn;

@@ -1,0 +1,629 @@
+/*
+ * The register-A grouped GEMM of Hopper (gemm_sm90_qs): the weights as wgmma's
+ * A operand, made by the consumer threads in registers from the rows a TMA
+ * ring brings (Sm90Quant<QF>::frag), the tokens as B from shared memory, 64,
+ * 256 or 256 + MOE_CUDA_TILE_FOLD tokens a tile. Its instances live in
+ * gemm_sm90_q.cu (GGUF blocks, every GGUF type) and gemm_sm90_qd.cu (bf16 /
+ * f16 weights, SM90_QF_DENSE), each beside its formats' Sm90Quant; the design
+ * and the measurements are in gemm_sm90_q.cu's comment.
+ */
+#ifndef MOE_CUDA_GEMM_SM90_QS_CUH
+#define MOE_CUDA_GEMM_SM90_QS_CUH
+
+#include "common.cuh"
+#include "cuda_backends.h"
+#include "decode_kernels.h"
+#include "gemm_sm90.cuh"
+#include "wgmma_rs_gen.cuh"
+
+/* the K-quants: 256-element super-blocks of four k-blocks */
+#define QS_KQUANT(qf)                                                                                                  \
+    ((qf) == SM90_QF_Q2_K || (qf) == SM90_QF_Q3_K || (qf) == SM90_QF_Q4_K || (qf) == SM90_QF_Q5_K ||                  \
+     (qf) == SM90_QF_Q6_K)
+/* formats with the B-decoding kernel (gemm_sm90_q) too; the others run gemm_sm90_qs only */
+#define QS_HAS_BDEC(qf) ((qf) == SM90_QF_Q8_0 || (qf) == SM90_QF_Q4_K)
+
+/* gemm_sm90_qs's tile (below) */
+/* CTAs an SM: two for 64 tokens a tile (whose decoding, 4 times the 256-token
+ * tile's per FLOP, waits on latencies that 8 consumer warps an SM do not hide),
+ * each with 4 stages and 96 registers a consumer thread; QS_CTAS64=1 builds
+ * the one-CTA kernel of session 20 (8 stages, 232 registers) */
+#ifndef QS_CTAS64
+#define QS_CTAS64 2
+#endif
+#define QS_CTAS(nt) ((nt) == 64 ? QS_CTAS64 : 1)
+#define QS_CREGS(nt) (QS_CTAS(nt) == 2 ? 96 : 232) /* setmaxnreg of the consumers (the producer: 40) */
+/* one box set of 64 rows */
+#define QS_RH(qf)                                                                                                      \
+    ((qf) == SM90_QF_Q8_0    ? 64 * 80                                                                                 \
+     : (qf) == SM90_QF_MXFP4 || (qf) == SM90_QF_Q4_0 ? 64 * 48                                                         \
+     : (qf) == SM90_QF_Q5_K  ? 5 * 64 * 16                                                                             \
+     : (qf) == SM90_QF_Q6_K  ? 64 * (80 + 96)                                                                          \
+     : (qf) == SM90_QF_Q2_K  ? 64 * 96                                                                                 \
+     : (qf) == SM90_QF_Q3_K  ? 64 * 128                                                                                \
+     : (qf) == SM90_QF_DENSE ? 64 * 128                                                                                \
+                             : 3 * 64 * 16)
+/* The kernel's token rows a stage (NT): 64, 256, or QS_NTF = 256 and room
+ * for an expert's last MOE_CUDA_TILE_FOLD (24) or fewer rows beyond a full
+ * tile (the kernel with folded tiles, qs_tile FOLD) */
+#define QS_NTF (256 + MOE_CUDA_TILE_FOLD)
+#define QS_STAGE(qf, nt) ((nt) * BK * 2 + 2 * QS_RH(qf))
+/* a warp's epilogue staging: its 8 or 16 columns of up to 256 or 128 tokens a
+ * pass; bf16/f16 weights half of that (passes of 128 or 64 tokens), so that
+ * 4 stages of their 64-row boxes (16 KB) and 256 tokens fit */
+#define QS_STGW(qf, nt) ((nt) == 64 || (qf) == SM90_QF_DENSE ? 2048 : 4096)
+#define QS_WT(nt) (2 * (nt) * 4) /* a warpgroup's routing weights, two tiles in turn */
+#define QS_SMEM_S(qf, nt, ns) (1024 + (ns) * QS_STAGE(qf, nt) + 8 * QS_STGW(qf, nt) + 2 * QS_WT(nt) + (ns) * (2 * 8 + 32))
+/* stages: with 64 tokens 4 (two CTAs an SM; Q6_K's and Q3_K's box sets, 176
+ * and 128 bytes a row, leave room for 3) or 8 (one CTA); with 256 or QS_NTF
+ * 4 where they fit in the SM's 227 KB, else 3 (Q6_K, Q3_K) */
+#define QS_SMEM_MAX 232448
+#define QS_STAGES(qf, nt)                                                                                              \
+    ((nt) == 64 ? ((qf) == SM90_QF_Q6_K || (qf) == SM90_QF_Q3_K ? 3 : QS_CTAS(nt) == 2 ? 4 : 8)                        \
+     : QS_SMEM_S(qf, nt, 4) <= QS_SMEM_MAX ? 4                                                                         \
+                                           : 3)
+#define QS_SMEM(qf, nt) QS_SMEM_S(qf, nt, QS_STAGES(qf, nt))
+
+/* the kernel's second maps of B0 and B1 (Q6_K; zero for the other formats) */
+struct QsX {
+    CUtensorMap b0, b1;
+};
+
+#ifdef MOE_SM90A
+static __device__ __forceinline__ uint4 lds128(uint32_t a) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
+    return v;
+}
+static __device__ __forceinline__ uint32_t lds8(uint32_t a) {
+    unsigned short v;
+    asm volatile("ld.shared.u8 %0, [%1];\n" : "=h"(v) : "r"(a));
+    return v;
+}
+static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t s) {
+    uint32_t d;
+    asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(s));
+    return d;
+}
+static __device__ __forceinline__ uint32_t lds16(uint32_t a) {
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a));
+    return v;
+}
+/* A 16-byte global store as written: NVVM split the copy-out's uint4 stores
+ * into four 4-byte ones, each chunk's shared load then waiting on the
+ * previous chunk's stores (ncu, bench/decode/s22 run 3). Lab: -DQS_STG=0
+ * builds the copy-out of session 22 (bench/decode/s23). */
+#ifndef QS_STG
+#define QS_STG 1
+#endif
+static __device__ __forceinline__ void stg128(void *p, uint4 v) {
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+static __device__ __forceinline__ void sts128(uint32_t a, uint4 v) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+/* four 8x8 b16 matrices: lanes 8i..8i+7 address matrix i's rows; lane l gets
+ * row l / 4, columns 2 (l % 4), + 1 of each */
+static __device__ __forceinline__ void ldsm_x4(uint32_t a, uint32_t *r) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+/* four 8x8 b16 matrices, transposed: lanes 8i..8i+7 address matrix i's rows */
+static __device__ __forceinline__ void stsm_x4_trans(uint32_t a, const uint32_t r[4]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(r[0]), "r"(r[1]),
+                 "r"(r[2]), "r"(r[3])
+                 : "memory");
+}
+#ifndef QS_Q4K_H2
+#define QS_Q4K_H2 0
+#endif
+template <typename T> struct QsIsBf16 { static constexpr bool value = false; };
+template <> struct QsIsBf16<__nv_bfloat16> { static constexpr bool value = true; };
+/* a + b and a * b + c on pairs of T (bf16x2: add needs sm_90) */
+template <typename T> static __device__ __forceinline__ uint32_t qs_h2_add(uint32_t a, uint32_t b) {
+    uint32_t d;
+    if (QsIsBf16<T>::value) asm("add.rn.bf16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+    else asm("add.rn.f16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+template <typename T> static __device__ __forceinline__ uint32_t qs_h2_fma(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t d;
+    if (QsIsBf16<T>::value) asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    else asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+/* A tile's token count: m-tiles of NT tokens, and (NT = 256, impl qs_tail) an
+ * expert's last rows in a tile of 128 or 64 when they are that few: the code
+ * in bits 28-29 of the tile's start row (gemm_common.cuh MOE_CUDA_TILE_CODE) */
+#define QS_TILE_ROW(y) MOE_CUDA_TILE_ROW(y)
+#define QS_TILE_CODE(y) MOE_CUDA_TILE_CODE(y)
+
+/* Each tile's first stage carries the tile, as the producer looked it up
+ * (shared memory, written before the stage's full barrier is armed): the
+ * consumers read it after that barrier instead of a chain of dependent
+ * global loads (tiles[mu], then exp_off[e], exp_off[e + 1]) at every tile */
+struct QsHead {
+    int e, rbase, rows, y; /* y: tiles[mu].y (start row and size code), -1: no m-tile; e -1: no more units */
+    int nu;                /* the unit's n-tile */
+};
+
+/* the consumer warpgroups' state across tiles; the staging, the routing
+ * weights' tables and the barriers at fixed offsets from the ring (QS_OFF_*),
+ * so that they take no registers through the k-loops */
+struct QsCons {
+    uint32_t sbase;
+    int stage, parity;
+    uint32_t phase;
+};
+#define QS_OFF_STG(qf, nt) (QS_STAGES(qf, nt) * QS_STAGE(qf, nt))
+#define QS_OFF_WT(qf, nt) (QS_OFF_STG(qf, nt) + 8 * QS_STGW(qf, nt))
+#define QS_OFF_META(qf, nt) (QS_OFF_WT(qf, nt) + 2 * QS_WT(nt))
+
+/* The epilogue of NTE tokens of a tile (rows m0.. of the expert's) for a
+ * consumer warpgroup: out^T through shared memory, a warp at a time.
+ * The accumulators of 8 tokens x 8 rows are an m8n8 fragment (row gq,
+ * tokens 2q, 2q + 1); stmatrix .trans writes it token-major, 16 bytes a
+ * token, into the warp's own staging, which the warp copies out with
+ * 16-byte stores. Only GEMM 2's routing weights (wrt: the tile's, one a
+ * thread for every 128 tokens) need the warpgroup: one barrier an
+ * epilogue, the table alternating between two buffers (a warp writes a
+ * buffer again after the next epilogue's barrier, which every warp
+ * reaches after its reads of this one). */
+template <int ACT, typename T, int QF, int NT, int NTE>
+static __device__ __forceinline__ void qs_epilogue(QsCons &c, const float *acc, const float *wrt,
+                                                   const moe_cuda_gemm &g, int rbase, int rows, int m0, int o0) {
+    constexpr int MODE = ACT < 0 ? 2 : 1;
+    constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
+    constexpr int NW = (NTE + 127) / 128;
+    uint32_t tid;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+    const int N = g.N, cw = (int)(tid >> 7) - 1, t128 = tid & 127, lane = tid & 31, w4 = t128 >> 5, gq = lane >> 2,
+              q = lane & 3;
+    const uint32_t wtab = c.sbase + QS_OFF_WT(QF, NT) + cw * QS_WT(NT) + c.parity * (NT * 4),
+                   stg = c.sbase + QS_OFF_STG(QF, NT) + (4 * cw + w4) * QS_STGW(QF, NT);
+    c.parity ^= 1;
+    if (MODE == 2) {
+#pragma unroll
+        for (int j = 0; j < NW; j++)
+            if (t128 + 128 * j < NTE)
+                asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(wtab + 4 * (t128 + 128 * j)), "f"(wrt[j]) : "memory");
+        asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+    }
+    const int mi = lane >> 3, mr = lane & 7; /* the stmatrix row this lane addresses */
+    if (GATED) {
+        /* the warp's 8 outputs of every token: one matrix a group of 8
+         * tokens, 16 bytes a token, PG tokens a pass (the staging's) */
+        constexpr int PG = NTE < QS_STGW(QF, NT) / 16 ? NTE : QS_STGW(QF, NT) / 16, GP = (PG + 7) / 8;
+        static_assert(NTE % PG == 0, "whole passes");
+        const int col = o0 - gq;
+#pragma unroll
+        for (int pass = 0; pass < NTE / PG; pass++) {
+            __syncwarp();
+#pragma unroll
+            for (int b = 0; b < GP; b += 4) {
+                uint32_t r[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int bg = GP * pass + b + i;
+                    r[i] = b + i >= GP ? 0u /* PG = 8, 16, 24: rows past it, never stored */
+                                       : moe_cuda_pack2<T>(
+                                             moe_cuda_act(ACT, acc[4 * bg], acc[4 * bg + 2], g.alpha, g.limit),
+                                             moe_cuda_act(ACT, acc[4 * bg + 1], acc[4 * bg + 3], g.alpha, g.limit));
+                }
+                stsm_x4_trans(stg + 16 * (8 * (b + mi) + mr), r);
+            }
+            __syncwarp();
+            /* every chunk loaded before the first store, so that the loads
+             * do not wait on the stores in between */
+            constexpr int NJ = (PG + 31) / 32;
+#if QS_STG
+            uint4 v[NJ];
+#pragma unroll
+            for (int j = 0; j < NJ; j++) v[j] = lds128(stg + 16 * (lane + 32 * j));
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                const int tk = lane + 32 * j, tok = PG * pass + tk;
+                if (tk < PG && m0 + tok < rows && col < N)
+                    stg128((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col, v[j]);
+            }
+#else
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                const int tk = lane + 32 * j, tok = PG * pass + tk;
+                if (tk < PG && m0 + tok < rows && col < N)
+                    *(uint4 *)((T *)g.out + (int64_t)(rbase + m0 + tok) * N + col) = lds128(stg + 16 * tk);
+            }
+#endif
+        }
+    } else {
+        /* the warp's 16 outputs (rows gq and gq + 8 of its slab), 128
+         * tokens a pass (64 with the smaller staging), 32 bytes a token: the
+         * halves of a token's row swapped every 4 tokens so that a matrix's
+         * 8 rows hit every bank */
+        constexpr int PT = NTE < QS_STGW(QF, NT) / 32 ? NTE : QS_STGW(QF, NT) / 32, GP = PT / 8;
+        static_assert(NTE % PT == 0, "whole passes");
+#pragma unroll
+        for (int pass = 0; pass < NTE / PT; pass++) {
+            __syncwarp();
+#pragma unroll
+            for (int b = 0; b < GP; b += 2) {
+                const int bg = GP * pass + b;
+                uint32_t r[4];
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    if (b + i >= GP) { /* NTE = 8 or 24: the matrices past it, never stored */
+                        r[2 * i] = r[2 * i + 1] = 0u;
+                        continue;
+                    }
+                    const float *a = acc + 4 * (bg + i);
+                    float v[4];
+                    if (MODE == 2) {
+                        float2 wt;
+                        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                                     : "=f"(wt.x), "=f"(wt.y)
+                                     : "r"(wtab + 4 * (8 * (bg + i) + 2 * q)));
+                        v[0] = wt.x * a[0];
+                        v[1] = wt.y * a[1];
+                        v[2] = wt.x * a[2];
+                        v[3] = wt.y * a[3];
+                    } else {
+#pragma unroll
+                        for (int k = 0; k < 4; k++) v[k] = moe_cuda_act(ACT, 0.f, a[k], g.alpha, g.limit);
+                    }
+                    r[2 * i] = moe_cuda_pack2<T>(v[0], v[1]);
+                    r[2 * i + 1] = moe_cuda_pack2<T>(v[2], v[3]);
+                }
+                const int tok = 8 * (b + (mi >> 1)) + mr;
+                stsm_x4_trans(stg + 32 * tok + 16 * ((mi & 1) ^ ((tok >> 2) & 1)), r);
+            }
+            __syncwarp();
+            const int col0 = o0 - gq;
+            constexpr int NJ = (PT + 15) / 16; /* 32 chunks of 16 bytes a step, two a token */
+#if QS_STG
+            uint4 v[NJ];
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
+                v[j] = lds128(stg + 32 * tok + 16 * (part ^ ((tok >> 2) & 1)));
+            }
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
+                const int col = col0 + 8 * part, m = m0 + PT * pass + tok;
+                if (tok < PT && m < rows && col < N) stg128((T *)g.out + (int64_t)(rbase + m) * N + col, v[j]);
+            }
+#else
+#pragma unroll
+            for (int j = 0; j < NJ; j++) {
+                const int ch = lane + 32 * j, tok = ch >> 1, part = ch & 1;
+                const int col = col0 + 8 * part, m = m0 + PT * pass + tok;
+                if (tok < PT && m < rows && col < N)
+                    *(uint4 *)((T *)g.out + (int64_t)(rbase + m) * N + col) =
+                        lds128(stg + 32 * tok + 16 * (part ^ ((tok >> 2) & 1)));
+            }
+#endif
+        }
+    }
+}
+
+/* One tile of NTT tokens (NTT <= NT: the ring's stages are laid out for NT)
+ * for a consumer warpgroup: the k-blocks, then the epilogue. FOLD (the
+ * kernel with folded tiles, NT = QS_NTF, NTT = 256): one k-loop for the tile
+ * codes 0 (256 tokens), 1 (128: an expert's last 128 or fewer rows) and 3
+ * (folded: 256 and the expert's last MOE_CUDA_TILE_FOLD or fewer rows, which
+ * the stages have room for, multiplied by the same decoded fragments into 12
+ * more accumulators, acc[NTT / 2..], so that the weights are decoded once for
+ * them; their epilogue runs first, while the main accumulators wait). One
+ * loop with a branch a k-block, not one loop a code: a fourth loop, even one
+ * without the fold's registers, had ptxas serialize the wgmmas (C7512), as
+ * did the 12 registers in a loop of their own. The branch costs unfolded
+ * tiles 3-4% (ptxas adds a fence and an empty wgmma where the branches meet,
+ * C7519), so this kernel runs only where folds are expected (layer.cu
+ * moe__cuda_sm90_fold; NOTES_decode.md session 37). */
+template <int ACT, typename T, int QF, int NT, int NTT, int FOLD>
+static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (&fa)[16], uint32_t (&fb)[16],
+                                               const moe_cuda_gemm &g, int e, int n0, int rbase, int rows, int m0,
+                                               int kblocks, int code) {
+    constexpr int MODE = ACT < 0 ? 2 : 1;
+    constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
+    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(QF, NT);
+    constexpr int NF = FOLD ? MOE_CUDA_TILE_FOLD : 0, NG = (NTT + NF) / 8;
+    static_assert(!FOLD || (NTT == 256 && NT == QS_NTF), "folded tiles: 256 tokens and MOE_CUDA_TILE_FOLD more");
+    /* The thread's indices, read anew each tile (volatile): values made from
+     * them are then not hoisted out of the tile loop, where each tile size's
+     * invariants stayed live through the others' k-loops and spilled. */
+    uint32_t tid;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+    const int N = g.N, cw = (int)(tid >> 7) - 1, t128 = tid & 127, lane = tid & 31, w4 = t128 >> 5, gq = lane >> 2,
+              q = lane & 3;
+    /* the thread's two A rows: (box set, row in it) */
+    const int h0 = GATED ? 0 : cw, h1 = GATED ? 1 : cw;
+    const int r0 = GATED ? 32 * cw + 8 * w4 + gq : 16 * w4 + gq, r1 = GATED ? r0 : r0 + 8;
+    /* their boxes' places in a box set and word shifts (Sm90Quant::rk) */
+    const uint32_t rw0 = Sm90Quant<QF>::rk(r0, g.qlg, g.qmq, (g.qa0 >> (3 * h0)) & 7),
+                   rw1 = Sm90Quant<QF>::rk(r1, g.qlg, g.qmq, (g.qa0 >> (3 * h1)) & 7);
+    auto bar = [&](int i) -> uint32_t { return c.sbase + QS_OFF_META(QF, NT) + 8 * i; };
+    /* output index of the thread's rows (GATED: one, i; else two, n) */
+    const int o0 = n0 + (GATED ? 32 * cw + 8 * w4 + gq : 64 * cw + 16 * w4 + gq), o1 = GATED ? o0 : o0 + 8;
+    /* the biases (or 0) start the accumulators: loaded now, used after the
+     * first k-block's decoding, which hides their latency */
+    float b0 = 0.f, b1 = 0.f;
+    if (o0 < N && g.fb0) b0 = g.fb0[(int64_t)e * N + o0];
+    if (GATED) {
+        if (o1 < N && g.fb1) b1 = g.fb1[(int64_t)e * N + o1];
+    } else if (o1 < N && g.fb0) {
+        b1 = g.fb0[(int64_t)e * N + o1];
+    }
+    /* GEMM 2's routing weights of the tile's rows (0 past the expert's):
+     * the pair indices now, the weights after the first decode, the
+     * table in each epilogue, so that no load waits in the open; a folded
+     * tile's last MOE_CUDA_TILE_FOLD rows in the last */
+    constexpr int NW = (NTT + 127) / 128, NWF = NW + (FOLD ? 1 : 0);
+    int pidx[NWF];
+    float wrt[NWF];
+    if (MODE == 2) {
+#pragma unroll
+        for (int j = 0; j < NWF; j++) {
+            const int tk = t128 + 128 * j, m = m0 + tk;
+            const int ntok = !FOLD ? NTT : code == 3 ? NTT + NF : code == 1 ? 128 : NTT;
+            pidx[j] = m < rows && tk < ntok ? g.sorted_pair[rbase + m] : -1;
+        }
+    }
+    /* The k-blocks in pairs, A fragments in two register sets: a k-block's
+     * fragments are decoded while the other set's wgmmas run, and a set is
+     * redefined only after a wait that ptxas can see retires its wgmmas
+     * (within the loop body, or the wait for all at its end): across the
+     * back edge it could not tell, and serialized every wgmma (C7513). */
+    auto wait_full = [&](int *st) -> uint32_t {
+        mbar_wait(bar(c.stage), c.phase);
+        *st = c.stage;
+        const uint32_t sa = c.sbase + c.stage * STB;
+        if (++c.stage == STAGES) { c.stage = 0; c.phase ^= 1; }
+        return sa;
+    };
+    /* bf16/f16 weights (SM90_QF_DENSE): the fragments are the box's values
+     * as they lie, one ldmatrix x4 a k16 step: lane l addresses row l % 8 of
+     * matrix l / 8 (rows r0 or r1 as that is even or odd; columns 0-7 or 8-15
+     * of the step as it is below 2 or not) in the 128B-swizzled box (16-byte
+     * chunk c of row r at c ^ (r % 8)) */
+    uint32_t lrow = 0, lsw = 0;
+    if constexpr (QF == SM90_QF_DENSE) {
+        const int lm = lane >> 3, lr = GATED ? 32 * cw + 8 * w4 + (lane & 7) : 16 * w4 + 8 * (lm & 1) + (lane & 7);
+        lrow = (uint32_t)((GATED ? (lm & 1) : cw) * RH + lr * 128);
+        lsw = (uint32_t)((lm >> 1) ^ (lr & 7));
+    }
+    auto decode = [&](uint32_t (&f)[16], uint32_t sa, int kb) {
+        if constexpr (QF == SM90_QF_DENSE) {
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) ldsm_x4(sa + TOKB + lrow + (((uint32_t)(2 * kk) ^ lsw) << 4), f + 4 * kk);
+        } else {
+            uint32_t p0[8], p1[8];
+            Sm90Quant<QF>::template frag<T>(sa + TOKB + h0 * RH, rw0, kb, q, p0);
+            Sm90Quant<QF>::template frag<T>(sa + TOKB + h1 * RH, rw1, kb, q, p1);
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                f[4 * kk] = p0[2 * kk];
+                f[4 * kk + 1] = p1[2 * kk];
+                f[4 * kk + 2] = p0[2 * kk + 1];
+                f[4 * kk + 3] = p1[2 * kk + 1];
+            }
+        }
+    };
+    auto mma = [&](const uint32_t (&f)[16], uint32_t sa) {
+        /* one straight run of wgmmas a tile size, each behind its own fence
+         * (one fence before the branch had ptxas inject more, C7519) */
+        if (FOLD != 0 && code == 1) {
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) wgmma_rs_m64k16<128, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+        } else if (FOLD != 0 && code == 3) {
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                wgmma_rs_m64k16<NTT, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+                wgmma_rs_m64k16<MOE_CUDA_TILE_FOLD, T>(acc + NTT / 2, f + 4 * kk,
+                                                       desc_k128(sa + NTT * BK * 2 + kk * 32), 1);
+            }
+        } else {
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) wgmma_rs_m64k16<NTT, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    };
+    auto release = [&](int st) {
+        if (lane == 0) mbar_arrive(bar(STAGES + st));
+    };
+    int st_a, st_b = 0;
+    uint32_t sa_a = wait_full(&st_a);
+    decode(fa, sa_a, 0);
+#pragma unroll
+    for (int b = 0; b < NG; b++) {
+        acc[4 * b] = acc[4 * b + 1] = b0;
+        acc[4 * b + 2] = acc[4 * b + 3] = b1;
+    }
+    if (MODE == 2) {
+#pragma unroll
+        for (int j = 0; j < NWF; j++) wrt[j] = pidx[j] >= 0 ? g.w[pidx[j]] : 0.f;
+    }
+    /* k-blocks kb (decoded into fa) and kb + 1, then kb + 2 decoded into fa */
+    auto step = [&](int kb) {
+        mma(fa, sa_a);
+        const bool two = kb + 1 < kblocks;
+        if (two) {
+            const uint32_t sa_b = wait_full(&st_b);
+            decode(fb, sa_b, kb + 1);
+            mma(fb, sa_b);
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        } else {
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        }
+        release(st_a);
+        if (kb + 2 < kblocks) {
+            sa_a = wait_full(&st_a);
+            decode(fa, sa_a, kb + 2);
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        if (two) release(st_b);
+    };
+    if constexpr (QS_KQUANT(QF)) {
+        /* K-quants: rows of whole 256-element super-blocks, so kblocks is a
+         * multiple of 4 and, four k-blocks an iteration, each decode's place
+         * in its super-block (kb % 4) is a constant: its scale selects and
+         * shifts fold */
+        for (int kb = 0; kb < kblocks; kb += 4) {
+            step(kb);
+            step(kb + 2);
+        }
+    } else {
+        for (int kb = 0; kb < kblocks; kb += 2) step(kb);
+    }
+#pragma unroll
+    for (int i = 0; i < (NTT + NF) / 2; i++) asm volatile("" : "+f"(acc[i])::"memory");
+
+    if (FOLD != 0 && code == 1) {
+        qs_epilogue<ACT, T, QF, NT, 128>(c, acc, wrt, g, rbase, rows, m0, o0);
+        return;
+    }
+    if (FOLD != 0 && code == 3)
+        qs_epilogue<ACT, T, QF, NT, MOE_CUDA_TILE_FOLD>(c, acc + NTT / 2, wrt + NW, g, rbase, rows, m0 + NTT, o0);
+    qs_epilogue<ACT, T, QF, NT, NTT>(c, acc, wrt, g, rbase, rows, m0, o0);
+}
+
+template <int ACT, typename T, int QF, int NT>
+static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA, const CUtensorMap &tmB0,
+                                                         const CUtensorMap &tmB1, const CUtensorMap &tmA128,
+                                                         const CUtensorMap &tmA64, const CUtensorMap &tmAf,
+                                                         const QsX &xm, const moe_cuda_gemm &g) {
+    constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
+    constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(QF, NT);
+    constexpr int NM = NT == QS_NTF ? 256 : NT; /* a full tile's tokens */
+    constexpr int NOUT = GATED ? 64 : 128; /* outputs of a tile */
+    static_assert(STB % 1024 == 0, "stages keep the token box 1024-byte aligned (128B swizzle)");
+    extern __shared__ unsigned char smem_raw[];
+    uint32_t sbase = (smem_u32(smem_raw) + 1023) & ~1023u;
+    const uint32_t meta = sbase + QS_OFF_META(QF, NT);
+    auto bar = [&](int i) -> uint32_t { return meta + 8 * i; }; /* full[s], empty[s] = bar(STAGES + s) */
+    const uint32_t head = meta + 16 * STAGES;                  /* QsHead of stage s at head + 32 s */
+    const int wg = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(bar(s), 1);
+            mbar_init(bar(STAGES + s), 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int N = g.N, C = g.C;
+    const int MU = *g.n_mtiles, NU = (N + NOUT - 1) / NOUT, total = MU * NU, kblocks = (C + BK - 1) / BK;
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int u = blockIdx.x; u < total;) {
+                /* the next unit, claimed as this one starts (dynamic order:
+                 * from the counter, see gemm_sm90.cuh; static: u + the grid) */
+                const int next = g.sched ? (int)gridDim.x + atomicAdd(g.sched, 1) : u + (int)gridDim.x;
+                int mu, nu;
+                moe_cuda_raster(u, MU, NU, g.gm, &mu, &nu);
+                const int2 t = g.tiles[mu];
+                const int e = t.x, n0 = nu * NOUT, code = t.y >= 0 ? QS_TILE_CODE(t.y) : 0;
+                const int rbase = g.exp_off[e], rend = g.exp_off[e + 1];
+                const int arow = t.y >= 0 ? rbase + QS_TILE_ROW(t.y) : rend;
+                /* the token box of the tile's size (tail tiles: 128 or 64 rows; a
+                 * folded tile: NT rows and a box of 64 after them) */
+                const CUtensorMap *ta = code == 0 || code == 3 ? &tmA : code == 1 ? &tmA128 : &tmA64;
+                const uint32_t tx = (code == 0 ? NM : code == 1 ? 128 : code == 2 ? 64 : QS_NTF) * BK * 2 + 2 * RH;
+                for (int kb = 0; kb < kblocks; kb++) {
+                    const uint32_t full = bar(stage), sa = sbase + stage * STB;
+                    mbar_wait(bar(STAGES + stage), phase ^ 1);
+                    if (kb == 0) /* the unit, for the consumers (QsHead) */
+                        asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};\n"
+                                     "st.shared.s32 [%0+16], %5;\n" ::"r"(head + 32 * stage),
+                                     "r"(e), "r"(rbase), "r"(rend - rbase), "r"(t.y), "r"(nu)
+                                     : "memory");
+                    mbar_expect_tx(full, tx);
+                    tma_2d(sa, ta, kb * BK, arow, full);
+                    if (NT == QS_NTF && code == 3) tma_2d(sa + NM * BK * 2, &tmAf, kb * BK, arow + NM, full);
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        Sm90Quant<QF>::load_g(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0,
+                                              GATED && h ? &xm.b1 : &xm.b0, kb,
+                                              GATED ? n0 : n0 + 64 * h, e, full, g.qlg, g.qmq,
+                                              (g.qa0 >> (GATED && h ? 3 : 0)) & 7, g.qsn);
+                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
+                }
+                u = next;
+            }
+            /* the end: a stage whose full barrier completes without data, e = -1 in its head */
+            mbar_wait(bar(STAGES + stage), phase ^ 1);
+            asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(head + 32 * stage), "r"(-1) : "memory");
+            mbar_arrive(bar(stage));
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(QS_CREGS(NT)));
+        QsCons c;
+        c.sbase = sbase;
+        c.parity = 0; /* of the warpgroup's tiles: which routing-weight table */
+        c.stage = 0;
+        c.phase = 0;
+        float acc[NT / 2];
+        uint32_t fa[16], fb[16];
+        for (;;) {
+            mbar_wait(bar(c.stage), c.phase); /* the unit's first stage: its QsHead */
+            /* read by lane 0, the lane that releases the stage (its arrive
+             * then follows the read in program order; reads by the other
+             * lanes were reported by racecheck against the producer's next
+             * write of the slot, bench/decode/s24 run 1), and shuffled */
+            QsHead h;
+            if ((threadIdx.x & 31) == 0)
+                asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%5];\n"
+                             "ld.shared.s32 %4, [%5+16];\n"
+                             : "=r"(h.e), "=r"(h.rbase), "=r"(h.rows), "=r"(h.y), "=r"(h.nu)
+                             : "r"(head + 32 * c.stage));
+            h.e = __shfl_sync(0xffffffffu, h.e, 0);
+            if (h.e < 0) break; /* the producer's end */
+            h.nu = __shfl_sync(0xffffffffu, h.nu, 0);
+            h.rbase = __shfl_sync(0xffffffffu, h.rbase, 0);
+            h.rows = __shfl_sync(0xffffffffu, h.rows, 0);
+            h.y = __shfl_sync(0xffffffffu, h.y, 0);
+            const int e = h.e, n0 = h.nu * NOUT, rbase = h.rbase;
+            const int rows = h.y >= 0 ? h.rows : 0, m0 = h.y >= 0 ? QS_TILE_ROW(h.y) : 0;
+            const int code = NT != 64 && h.y >= 0 ? QS_TILE_CODE(h.y) : 0;
+            /* a k-loop and epilogue a tile size (NT = 256: 256, 128, 64); with
+             * folded tiles (QS_NTF) one for 64 and one for the rest (qs_tile
+             * FOLD). ptxas keeps each loop's wgmmas in flight (no C7512) and
+             * spills only in the 256-token epilogue of the heavier non-SwiGLU
+             * activations */
+            if constexpr (NT == 64) {
+                qs_tile<ACT, T, QF, NT, 64, 0>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
+            } else if constexpr (NT == QS_NTF) {
+                if (code == 2) qs_tile<ACT, T, QF, NT, 64, 0>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
+                else qs_tile<ACT, T, QF, NT, NM, 1>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
+            } else {
+                if (code == 2) qs_tile<ACT, T, QF, NT, 64, 0>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
+                else if (code == 1) qs_tile<ACT, T, QF, NT, 128, 0>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
+                else qs_tile<ACT, T, QF, NT, NT, 0>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
+            }
+        }
+    }
+}
+#endif
+
+template <int ACT, typename T, int QF, int NT>
+static __global__ void __launch_bounds__(NTHREADS, QS_CTAS(NT))
+    gemm_sm90_qs(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB0,
+                 const __grid_constant__ CUtensorMap tmB1, const __grid_constant__ CUtensorMap tmA128,
+                 const __grid_constant__ CUtensorMap tmA64, const __grid_constant__ CUtensorMap tmAf,
+                 const __grid_constant__ QsX xm, const moe_cuda_gemm g) {
+#ifdef MOE_SM90A
+    gemm_sm90_qs_body<ACT, T, QF, NT>(tmA, tmB0, tmB1, tmA128, tmA64, tmAf, xm, g);
+#endif
+}
+
+#endif /* MOE_CUDA_GEMM_SM90_QS_CUH */
