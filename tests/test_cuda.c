@@ -145,13 +145,14 @@ TEST(cuda_cases_sm90_tn_fold) { run_cases_tn("1"); }
  * K = 2; E = 8, T = 1064 (some 266 rows an expert: a folded tile, a tile, or
  * a tile and a tail of 64), E = 4, T = 1040 (some 520: two tiles and a tail,
  * or a tile and a folded one), E = 8, T = 1360 (some 340: a tile and a tail of
- * 128); gated SwiGLU, up-only GELU with biases, the GPT-OSS form (interleaved,
+ * 128), E = 16, T = 1040 (some 130: tiles of 128 tokens, folded ones, tails
+ * of 64); gated SwiGLU, up-only GELU with biases, the GPT-OSS form (interleaved,
  * clamped, biases), f16 with a token's two pairs on one expert. Each against
  * the reference, folding (MOE_SM90_QS_FOLD=1) and not (=0) bit for bit (the
  * same error), and the description names the kernel (and the fold where the
  * rule folds: T = 1064) under MOE_SM90_TN=1, not under =0, and by the rule
- * (moe__cuda_sm90_tn) at D = 4096 with 256 rows an expert, not with 512 nor at
- * D = 256. */
+ * (moe__cuda_sm90_tn) at D = 4096 with 256 rows an expert (and with 128: tiles
+ * of 128), not with 512 or 88 nor at D = 256. */
 TEST(cuda_sm90_tn_tiles) {
     char why[256];
     int ma, mi;
@@ -167,8 +168,11 @@ TEST(cuda_sm90_tn_tiles) {
         {NULL, 256, 1064, 0, 0}, /* the rule: D = 256 is too short */
         {NULL, 4096, 1024, 1, 1}, /* 256 rows an expert, D > 2048 */
         {NULL, 4096, 2048, 0, 0}, /* 512 rows: the token-major kernel */
+        {"1", 256, 512, 2, 1},    /* 128 rows: 128 tokens a tile, and folds */
+        {NULL, 4096, 512, 2, 1},  /* the rule at 128 rows, D > 2048 */
+        {NULL, 4096, 352, 0, 0},  /* 88 rows: the token-major kernel */
     };
-    for (int f = 0; f < 6 && !moe_test_failed(); f++) {
+    for (int f = 0; f < 9 && !moe_test_failed(); f++) {
         if (dc[f].env) setenv("MOE_SM90_TN", dc[f].env, 1);
         const int D = dc[f].D;
         moe_layer_desc d = moe_layer_desc_default();
@@ -187,7 +191,8 @@ TEST(cuda_sm90_tn_tiles) {
         const int64_t T = dc[f].T;
         char desc[4096] = "";
         if (L) moe_layer_describe(L, T, desc, sizeof desc);
-        const int tn = strstr(desc, "weights as wgmma's A in registers") != NULL;
+        const int tn = strstr(desc, "weights as wgmma's A in registers") == NULL ? 0
+                       : strstr(desc, "the tokens as N: 128 a tile") != NULL ? 2 : 1;
         const int fold = strstr(desc, "folded into it") != NULL;
         CHECK_MSG(tn == dc[f].tn && fold == dc[f].fold, "D = %d, T = %lld, MOE_SM90_TN=%s: kernel %s, fold %s: %s", D,
                   (long long)T, dc[f].env ? dc[f].env : "(unset)", tn ? "named" : "not named",
@@ -197,9 +202,10 @@ TEST(cuda_sm90_tn_tiles) {
     }
     int runs = 0;
     setenv("MOE_SM90_TN", "1", 1);
-    for (int v = 0; v < 3 && !moe_test_failed(); v++)
+    for (int v = 0; v < 4 && !moe_test_failed(); v++)
         for (int w = 0; w < 4 && !moe_test_failed(); w++) {
-            moe_case c = {"tn-tiles", v == 0 ? 1064 : v == 1 ? 1040 : 1360, v == 1 ? 4 : 8, 256, 256, 2,
+            moe_case c = {"tn-tiles", v == 0 ? 1064 : v == 1 ? 1040 : v == 2 ? 1360 : 1040, v == 1 ? 4 : v == 3 ? 16 : 8,
+                          256, 256, 2,
                           MOE_ACT_SWIGLU, MOE_GATE_UP_SEPARATE, 0, MOE_TYPE_BF16, MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
             if (w == 1) { c.act = MOE_ACT_GELU; c.bias = 1; } /* up only */
             if (w == 2) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; }
@@ -224,7 +230,7 @@ TEST(cuda_sm90_tn_tiles) {
         }
     unsetenv("MOE_SM90_TN");
     moe_ctx_free(ctx);
-    CHECK(runs == 12);
+    CHECK(runs == 16);
 }
 
 /* ---- router ---- */

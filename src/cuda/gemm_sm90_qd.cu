@@ -1,7 +1,8 @@
 /*
  * bf16/f16 weights on the register-A grouped GEMM (gemm_sm90_qs.cuh): cuda-sm90's
  * GEMMs with the tokens as wgmma's N, 256 a tile (or 256 and an expert's last
- * MOE_CUDA_TILE_FOLD or fewer rows, the folded tiles), and the weights as A,
+ * MOE_CUDA_TILE_FOLD or fewer rows, the folded tiles; for experts of about 128
+ * rows 128 a tile and such folds, BM 128 in the forward), and the weights as A,
  * 128 rows a tile, in registers by ldmatrix from a ring of 64-row TMA boxes
  * (128B-swizzled). An expert's tokens then share one pass over its weights
  * in tiles of up to 280 rows, where the token-major kernel (gemm_sm90.cuh,
@@ -44,7 +45,10 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tm, const C
     const unsigned grid = (unsigned)(most < sm_count ? (most < 1 ? 1 : most) : sm_count);
     QsX xm;
     memset(&xm, 0, sizeof xm);
-    if (g->qfold)
+    if (g->bm == 128) /* experts of about 128 rows: tiles of 128 tokens and folds */
+        gemm_sm90_qs<ACT, T, SM90_QF_DENSE, QS_NTF128>
+            <<<grid, NTHREADS, QS_SMEM(SM90_QF_DENSE, QS_NTF128), s>>>(tm[0], *b0, *b1, tm[2], tm[3], tm[4], xm, *g);
+    else if (g->qfold)
         gemm_sm90_qs<ACT, T, SM90_QF_DENSE, QS_NTF>
             <<<grid, NTHREADS, QS_SMEM(SM90_QF_DENSE, QS_NTF), s>>>(tm[0], *b0, *b1, tm[2], tm[3], tm[4], xm, *g);
     else
@@ -68,9 +72,9 @@ static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const
 extern "C" cudaError_t moe__cuda_gemm_sm90_qd(const moe_cuda_gemm *g, const CUtensorMap *tmB0,
                                               const CUtensorMap *tmB1, int sm_count, cudaStream_t s, char *why,
                                               size_t n) {
-    if (g->bm != 256 || g->cm != 1 || g->cn != 1 || g->gather || g->qlg || g->qa0) {
+    if ((g->bm != 256 && g->bm != 128) || g->cm != 1 || g->cn != 1 || g->gather || g->qlg || g->qa0) {
         snprintf(why, n,
-                 "bf16/f16 weights on the register-A kernel run tiles of 256 tokens, 1 x 1, A through TMA; got BM %d "
+                 "bf16/f16 weights on the register-A kernel run tiles of 256 or 128 tokens, 1 x 1, A through TMA; got BM %d "
                  "%dx%d%s%s",
                  g->bm, g->cm, g->cn, g->gather ? ", gather" : "", g->qlg || g->qa0 ? ", rows in groups" : "");
         return cudaErrorInvalidValue;
@@ -93,7 +97,10 @@ template <typename T> static cudaError_t prepare_qd(void) {
                                  QS_SMEM(SM90_QF_DENSE, 256));                                                         \
     if (!e)                                                                                                            \
         e = cudaFuncSetAttribute(gemm_sm90_qs<a, T, SM90_QF_DENSE, QS_NTF>,                                            \
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, QS_SMEM(SM90_QF_DENSE, QS_NTF));
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, QS_SMEM(SM90_QF_DENSE, QS_NTF));     \
+    if (!e)                                                                                                            \
+        e = cudaFuncSetAttribute(gemm_sm90_qs<a, T, SM90_QF_DENSE, QS_NTF128>,                                         \
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, QS_SMEM(SM90_QF_DENSE, QS_NTF128));
     MOE_CUDA_FOR_ACTS(MOE_ACT_PREP_)
 #undef MOE_ACT_PREP_
     return e;

@@ -45,8 +45,13 @@
                              : 3 * 64 * 16)
 /* The kernel's token rows a stage (NT): 64, 256, or QS_NTF = 256 and room
  * for an expert's last MOE_CUDA_TILE_FOLD (24) or fewer rows beyond a full
- * tile (the kernel with folded tiles, qs_tile FOLD) */
+ * tile (the kernel with folded tiles, qs_tile FOLD); bf16/f16 weights also
+ * QS_NTF128 = 128 and room for 24 (experts of about 128 rows). QS_FOLDK: a
+ * kernel with folded tiles; QS_NM: its full tile's tokens */
 #define QS_NTF (256 + MOE_CUDA_TILE_FOLD)
+#define QS_NTF128 (128 + MOE_CUDA_TILE_FOLD)
+#define QS_FOLDK(nt) ((nt) == QS_NTF || (nt) == QS_NTF128)
+#define QS_NM(nt) (QS_FOLDK(nt) ? (nt) - MOE_CUDA_TILE_FOLD : (nt))
 #define QS_STAGE(qf, nt) ((nt) * BK * 2 + 2 * QS_RH(qf))
 /* a warp's epilogue staging: its 8 or 16 columns of up to 256 or 128 tokens a
  * pass; bf16/f16 weights half of that (passes of 128 or 64 tokens), so that
@@ -312,9 +317,9 @@ static __device__ __forceinline__ void qs_epilogue(QsCons &c, const float *acc, 
 
 /* One tile of NTT tokens (NTT <= NT: the ring's stages are laid out for NT)
  * for a consumer warpgroup: the k-blocks, then the epilogue. FOLD (the
- * kernel with folded tiles, NT = QS_NTF, NTT = 256): one k-loop for the tile
- * codes 0 (256 tokens), 1 (128: an expert's last 128 or fewer rows) and 3
- * (folded: 256 and the expert's last MOE_CUDA_TILE_FOLD or fewer rows, which
+ * kernel with folded tiles, NT = QS_NTF, NTT = 256, or QS_NTF128 and 128):
+ * one k-loop for the tile codes 0 (NTT tokens), 1 (128: an expert's last 128
+ * or fewer rows) and 3 (folded: NTT and the expert's last MOE_CUDA_TILE_FOLD or fewer rows, which
  * the stages have room for, multiplied by the same decoded fragments into 12
  * more accumulators, acc[NTT / 2..], so that the weights are decoded once for
  * them; their epilogue runs first, while the main accumulators wait). One
@@ -332,7 +337,7 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
     constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
     constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(QF, NT);
     constexpr int NF = FOLD ? MOE_CUDA_TILE_FOLD : 0, NG = (NTT + NF) / 8;
-    static_assert(!FOLD || (NTT == 256 && NT == QS_NTF), "folded tiles: 256 tokens and MOE_CUDA_TILE_FOLD more");
+    static_assert(!FOLD || (QS_FOLDK(NT) && NTT == QS_NM(NT)), "folded tiles: NTT tokens and MOE_CUDA_TILE_FOLD more");
     /* The thread's indices, read anew each tile (volatile): values made from
      * them are then not hoisted out of the tile loop, where each tile size's
      * invariants stayed live through the others' k-loops and spilled. */
@@ -501,7 +506,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                                                          const QsX &xm, const moe_cuda_gemm &g) {
     constexpr bool GATED = ACT >= 0 && ACT <= MOE_ACT_SWIGLU_OAI;
     constexpr int RH = QS_RH(QF), STB = QS_STAGE(QF, NT), TOKB = NT * BK * 2, STAGES = QS_STAGES(QF, NT);
-    constexpr int NM = NT == QS_NTF ? 256 : NT; /* a full tile's tokens */
+    constexpr int NM = QS_NM(NT); /* a full tile's tokens */
     constexpr int NOUT = GATED ? 64 : 128; /* outputs of a tile */
     static_assert(STB % 1024 == 0, "stages keep the token box 1024-byte aligned (128B swizzle)");
     extern __shared__ unsigned char smem_raw[];
@@ -538,7 +543,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                 /* the token box of the tile's size (tail tiles: 128 or 64 rows; a
                  * folded tile: NT rows and a box of 64 after them) */
                 const CUtensorMap *ta = code == 0 || code == 3 ? &tmA : code == 1 ? &tmA128 : &tmA64;
-                const uint32_t tx = (code == 0 ? NM : code == 1 ? 128 : code == 2 ? 64 : QS_NTF) * BK * 2 + 2 * RH;
+                const uint32_t tx = (code == 0 ? NM : code == 1 ? 128 : code == 2 ? 64 : NT) * BK * 2 + 2 * RH;
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bar(stage), sa = sbase + stage * STB;
                     mbar_wait(bar(STAGES + stage), phase ^ 1);
@@ -549,7 +554,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                                      : "memory");
                     mbar_expect_tx(full, tx);
                     tma_2d(sa, ta, kb * BK, arow, full);
-                    if (NT == QS_NTF && code == 3) tma_2d(sa + NM * BK * 2, &tmAf, kb * BK, arow + NM, full);
+                    if (QS_FOLDK(NT) && code == 3) tma_2d(sa + NM * BK * 2, &tmAf, kb * BK, arow + NM, full);
 #pragma unroll
                     for (int h = 0; h < 2; h++)
                         Sm90Quant<QF>::load_g(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0,
@@ -596,13 +601,13 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
             const int rows = h.y >= 0 ? h.rows : 0, m0 = h.y >= 0 ? QS_TILE_ROW(h.y) : 0;
             const int code = NT != 64 && h.y >= 0 ? QS_TILE_CODE(h.y) : 0;
             /* a k-loop and epilogue a tile size (NT = 256: 256, 128, 64); with
-             * folded tiles (QS_NTF) one for 64 and one for the rest (qs_tile
+             * folded tiles (QS_FOLDK) one for 64 and one for the rest (qs_tile
              * FOLD). ptxas keeps each loop's wgmmas in flight (no C7512) and
              * spills only in the 256-token epilogue of the heavier non-SwiGLU
              * activations */
             if constexpr (NT == 64) {
                 qs_tile<ACT, T, QF, NT, 64, 0>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
-            } else if constexpr (NT == QS_NTF) {
+            } else if constexpr (QS_FOLDK(NT)) {
                 if (code == 2) qs_tile<ACT, T, QF, NT, 64, 0>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
                 else qs_tile<ACT, T, QF, NT, NM, 1>(c, acc, fa, fb, g, e, n0, rbase, rows, m0, kblocks, code);
             } else {

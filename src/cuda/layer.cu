@@ -948,7 +948,8 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
         MOE_CUDA_CK(cudaGetLastError());
         const int bm = im->sm90 ? moe__cuda_sm90_bm(L, T, cm, cn) : MOE_CUDA_BM;
         const int fold = moe__cuda_sm90_fold(L, T, bm);
-        const int tail = bm == 256 && im->qs_tail && TK < (1 << 28) ? 1 + fold : 0; /* the register-A kernel */
+        const int tn = moe__cuda_sm90_tn(L, T); /* bf16/f16 weights on the register-A kernel */
+        const int tail = (bm == 256 || tn) && im->qs_tail && TK < (1 << 28) ? 1 + fold : 0; /* the register-A kernel */
         k_scan<<<1, 1024, 0, s>>>(cnt, (int)E, bm, tail, off, tiles, ntl);
         MOE_CUDA_CK(cudaGetLastError());
         if (blk) {
@@ -1007,11 +1008,12 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
             g2.qlg = im->qlg2; g2.qmq = im->qmq2; g2.qsn = im->qsn2; g2.qa0 = im->qa02;
             if (im->qfmt1 == MOE_DF_Q6_K) { g1.qx0 = &im->tm_qg64h; g1.qx1 = &im->tm_qu64h; }
             if (im->qfmt2 == MOE_DF_Q6_K) g2.qx0 = g2.qx1 = &im->tm_qd64h;
-        } else if (bm == 256) { /* bf16/f16 weights on the register-A kernel (moe__cuda_sm90_tn) */
+        } else if (tn) { /* bf16/f16 weights on the register-A kernel (moe__cuda_sm90_tn) */
             tm0 = &im->tm_dg64;
             tm1 = &im->tm_du64;
             tmd = &im->tm_dd64;
             g1.qfmt = g2.qfmt = SM90_QF_DENSE;
+            g1.bn = g2.bn = 256; /* not read: its units are 64 or 128 outputs */
         }
         g2.A = h;
         g2.gather = 0; /* GEMM 2 reads h through TMA */
@@ -1134,10 +1136,11 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
                                               : "decoded into wgmma's A registers by the consumer warpgroups, 256 tokens "
                                                 "a tile (an expert's last 128 or fewer rows: 128 or 64)")
                              : "decoded into the B tiles by the producer warpgroup, 3 stages + a raw ring");
-    if (!im->qfmt1 && bm == 256 && n > strlen(buf) + 200)
+    if (!im->qfmt1 && moe__cuda_sm90_tn(L, T) && n > strlen(buf) + 200)
         snprintf(buf + strlen(buf), n - strlen(buf),
-                 "; weights as wgmma's A in registers (ldmatrix from 64-row TMA boxes), the tokens as N: 256 a tile "
-                 "(an expert's last 128 or fewer rows: 128 or 64%s)",
+                 "; weights as wgmma's A in registers (ldmatrix from 64-row TMA boxes), the tokens as N: %d a tile "
+                 "(an expert's last %s rows: %s%s)",
+                 bm, bm == 256 ? "128 or fewer" : "64 or fewer", bm == 256 ? "128 or 64" : "64",
                  moe__cuda_sm90_fold(L, T, bm) ? "; its last 24 or fewer beyond a full tile: folded into it" : "");
     if (im->qfmt1 && im->qgrp && n > strlen(buf) + 160) {
         char grp[2][64];
@@ -1181,6 +1184,12 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
  * (MOE_SM90_QS_TAIL=0). MOE_SM90_QS=64|128|256 forces one (layer creation). */
 #define SM90_QS_MIN_PAIRS 128
 #define SM90_QS64_BELOW 64
+/* moe__cuda_sm90_tn's rule (below, with its measurements) */
+#define SM90_TN_MIN_ROWS 192 /* tiles of 256 from here */
+#define SM90_TN_MAX_ROWS 384
+#define SM90_TN_MIN_ROWS128 112 /* tiles of 128 and folds (bm 128) in [112, 160] */
+#define SM90_TN_MAX_ROWS128 160
+#define SM90_TN_MIN_D 2048
 extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     if (im->qfmt1) { /* GGUF weights: 256 or 64 tokens as N of the register-A kernel, or BM 128 */
@@ -1191,7 +1200,8 @@ extern "C" int moe__cuda_sm90_bm(const moe_layer *L, int64_t T, int cm, int cn) 
         if (im->qs_tail && TK < (1 << 28)) return 256; /* the tails (k_scan) cover 64-127 rows */
         return TK >= (int64_t)SM90_QS_MIN_PAIRS * E || grouped ? 256 : 128;
     }
-    if (moe__cuda_sm90_tn(L, T)) return 256;
+    if (moe__cuda_sm90_tn(L, T)) /* the register-A kernel: 256 tokens a tile, or 128 for experts of fewer rows */
+        return T * L->desc.K < (int64_t)SM90_TN_MIN_ROWS * L->desc.E ? 128 : 256;
     if (cm != 1 || cn != 1) return 128;
     const char *ev = getenv("MOE_SM90_BM");
     if (ev && (atoi(ev) == 64 || atoi(ev) == 128)) return atoi(ev);
@@ -1249,7 +1259,7 @@ extern "C" int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm, int 
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     const char *ev = getenv("MOE_SM90_RASTER");
     if (ev && atoi(ev) > 0) return atoi(ev);
-    if (bm == 256) return SM90_QS_RASTER; /* the register-A kernel, both GEMMs (see above) */
+    if (bm == 256 || moe__cuda_sm90_tn(L, T)) return SM90_QS_RASTER; /* the register-A kernel, both GEMMs (see above) */
     if (bm == 128 && T * L->desc.K <= (int64_t)SM90_RASTER_NARROW_ROWS * L->desc.E) return 4;
     const int64_t band_a = 16 * (int64_t)cm * bm * L->desc.D * 2; /* bytes of A rows in 16 units */
     return im->l2_bytes > 0 && band_a > im->l2_bytes ? 2 : 16;
@@ -1266,7 +1276,8 @@ extern "C" int moe__cuda_sm90_raster(const moe_layer *L, int64_t T, int bm, int 
 extern "C" int moe__cuda_sm90_raster2(const moe_layer *L, int64_t T, int bm, int cm) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     const char *ev = getenv("MOE_SM90_RASTER");
-    if (!(im->qfmt1 || bm == 256) || (ev && atoi(ev) > 0)) return moe__cuda_sm90_raster(L, T, bm, cm);
+    if (!(im->qfmt1 || bm == 256 || moe__cuda_sm90_tn(L, T)) || (ev && atoi(ev) > 0))
+        return moe__cuda_sm90_raster(L, T, bm, cm);
     const int64_t band_a = 16 * (int64_t)cm * bm * L->desc.I * 2;
     return im->l2_bytes > 0 && band_a > im->l2_bytes ? 2 : moe__cuda_sm90_raster(L, T, bm, cm);
 }
@@ -1289,7 +1300,9 @@ extern "C" int moe__cuda_sm90_raster2(const moe_layer *L, int64_t T, int bm, int
 #define SM90_FOLD_MAX_ROWS 528
 extern "C" int moe__cuda_sm90_fold(const moe_layer *L, int64_t T, int bm) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
-    if (bm != 256 || !im->qs_tail || im->qs_fold == 0) return 0; /* the register-A kernel only */
+    if (!im->qs_tail || im->qs_fold == 0) return 0;
+    if (bm == 128 && moe__cuda_sm90_tn(L, T)) return 1; /* tiles of 128 and folds: experts of about 128 rows */
+    if (bm != 256) return 0; /* the register-A kernel only */
     if (im->qs_fold == 1) return 1;
     const int64_t p = T * L->desc.K / L->desc.E, d = p % 256; /* the average expert's rows */
     return p >= 256 - SM90_FOLD_NEAR && p <= SM90_FOLD_MAX_ROWS && (d <= SM90_FOLD_NEAR || d >= 256 - SM90_FOLD_NEAR);
@@ -1304,7 +1317,8 @@ extern "C" int moe__cuda_sm90_fold(const moe_layer *L, int64_t T, int bm) {
  * dynamic order. Not for cuda-jit, clusters forced by the environment, or
  * weights of a dtype apart from the activations'. MOE_SM90_TN=0|1 forces
  * never / always (layer creation).
- * The rule: where the average expert has 192-384 rows and rows of D > 2048.
+ * The rule: where the average expert has 192-384 rows (tiles of 256 tokens)
+ * or 112-160 (tiles of 128 and folds: QS_NTF128), and rows of D > 2048.
  * H100, bench/cuda/s38 run 5 (two rounds, bands of 2; the layer over the
  * token-major kernel's; rows an expert in brackets): mixtral T = 1024 (256)
  * 0.74, deepseek-v3 T = 8192 (256) 0.90, gpt-oss-120b T = 8192 (256) 0.91;
@@ -1315,10 +1329,15 @@ extern "C" int moe__cuda_sm90_fold(const moe_layer *L, int64_t T, int bm) {
  * short k-loops, where the kernel's epilogue, not overlapped with the next
  * tile, weighs most) T = 2048 / 4096 (128 / 256) 1.07 / 1.04 (run 3). At 256
  * rows an expert a token-major layer runs two or three m-tiles of 128, each
- * reading the expert's weights, where this one runs one tile (folded). */
-#define SM90_TN_MIN_ROWS 192
-#define SM90_TN_MAX_ROWS 384
-#define SM90_TN_MIN_D 2048
+ * reading the expert's weights, where this one runs one tile (folded).
+ * Tiles of 128 and folds (run 8, H100, two rounds, MOE_SM90_TN=1 over the
+ * token-major kernel): deepseek-v3 T = 4096 (128) 0.917, gpt-oss-120b T = 4096
+ * (128) 0.968, gpt-oss-20b T = 1024 (128) 0.977, mixtral T = 512 (128) 0.948;
+ * at 64 rows 1.03-1.07, qwen3 T = 2048 (128) 1.09. The final rule on an
+ * H200 (run 10, five rounds, this kernel over the token-major one where it
+ * picks it): mixtral T = 512 / 1024 0.914 / 0.847, deepseek-v3 T = 4096 / 8192
+ * 0.983 / 0.955, gpt-oss-120b T = 4096 / 8192 0.983 / 0.933, gpt-oss-20b T =
+ * 1024 / 2048 0.959 / 0.965; elsewhere 0.991-1.001 (the same kernel). */
 extern "C" int moe__cuda_sm90_tn(const moe_layer *L, int64_t T) {
     const moe_cuda_impl *im = (const moe_cuda_impl *)L->impl;
     int cm, cn;
@@ -1326,7 +1345,8 @@ extern "C" int moe__cuda_sm90_tn(const moe_layer *L, int64_t T) {
         return 0;
     if (im->tn == 1) return 1;
     const int64_t p = T * L->desc.K / L->desc.E; /* the average expert's rows */
-    return L->desc.D > SM90_TN_MIN_D && p >= SM90_TN_MIN_ROWS && p <= SM90_TN_MAX_ROWS;
+    return L->desc.D > SM90_TN_MIN_D && ((p >= SM90_TN_MIN_ROWS && p <= SM90_TN_MAX_ROWS) ||
+                                         (p >= SM90_TN_MIN_ROWS128 && p <= SM90_TN_MAX_ROWS128));
 }
 
 /* GEMM 1's n-tile with BM 128 and no clusters: 240 (gate and up boxes of 120
