@@ -12,9 +12,11 @@
  * stage's B tile, 128B-swizzled as TMA would have written it, and the consumer
  * warpgroups run unchanged.
  *
- * gemm_sm90_qs (below: 256 tokens a tile from 128 pairs an expert, 64 below
- * 64): the weights as wgmma's A operand, decoded by the consumer threads
- * straight into registers, the tokens as B from shared memory.
+ * gemm_sm90_qs (gemm_sm90_qs.cuh, shared with bf16/f16 weights in
+ * gemm_sm90_qd.cu; its GGUF instances here: 256 tokens a tile from 128 pairs
+ * an expert, 64 below 64): the weights as wgmma's A operand, decoded by the
+ * consumer threads straight into registers (Sm90Quant<QF>::frag below), the
+ * tokens as B from shared memory.
  *
  * Both use the decode kernels' scale handling (decode_kernels.h) and one FFMA
  * a weight (mag_q8, mag_q4 below): a Q8_0 weight is the very bf16/f16 value
