@@ -40,6 +40,12 @@ typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUt
 /* X(act) for every epilogue a GEMM kernel is instantiated for: -1 is GEMM 2
  * (down), 0..6 the moe_act values of GEMM 1. */
 #define MOE_CUDA_FOR_ACTS(X) X(-1) X(0) X(1) X(2) X(3) X(4) X(5) X(6)
+/* A launcher's choice of instance by g's epilogue (GEMM 2: -1, else g->act):
+ * CASE(a) is `case a: return ...;` for the instance of act a; an act outside
+ * MOE_CUDA_FOR_ACTS gives cudaErrorInvalidValue */
+#define MOE_CUDA_ACT_DISPATCH(g, CASE)                                                                                 \
+    switch ((g)->mode == 2 ? -1 : (g)->act) { MOE_CUDA_FOR_ACTS(CASE) }                                               \
+    return cudaErrorInvalidValue
 
 /* One grouped GEMM over the expert-sorted (token, slot) pairs.
  *   mode 1 (gate/up): h[r, n] = act(A[r] . gate_e[n] + bg, A[r] . up_e[n] + bu)   r in expert-sorted order

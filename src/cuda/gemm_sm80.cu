@@ -263,13 +263,10 @@ static cudaError_t launch(const moe_cuda_gemm *g, int sm_count, cudaStream_t s) 
 }
 
 template <typename T, bool TB> static cudaError_t dispatch(const moe_cuda_gemm *g, int sm_count, cudaStream_t s) {
-    switch (g->mode == 2 ? -1 : g->act) {
 #define MOE_ACT_CASE_(a) \
     case a: return launch<a, T, TB>(g, sm_count, s);
-        MOE_CUDA_FOR_ACTS(MOE_ACT_CASE_)
+    MOE_CUDA_ACT_DISPATCH(g, MOE_ACT_CASE_);
 #undef MOE_ACT_CASE_
-    }
-    return cudaErrorInvalidValue;
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm80(const moe_cuda_gemm *g, int sm_count, cudaStream_t s) {

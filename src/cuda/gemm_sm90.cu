@@ -220,13 +220,10 @@ static cudaError_t launch_c(const moe_cuda_gemm *g, const CUtensorMap *tm, const
 template <typename T>
 static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0,
                             const CUtensorMap *b1, int sm_count, cudaStream_t s) {
-    switch (g->mode == 2 ? -1 : g->act) {
 #define MOE_ACT_CASE_(a) \
     case a: return launch_c<a, T>(g, tm, b0, b1, sm_count, s);
-        MOE_CUDA_FOR_ACTS(MOE_ACT_CASE_)
+    MOE_CUDA_ACT_DISPATCH(g, MOE_ACT_CASE_);
 #undef MOE_ACT_CASE_
-    }
-    return cudaErrorInvalidValue;
 }
 
 /* A (the permuted x or h) in boxes of BK columns by `rows` rows */

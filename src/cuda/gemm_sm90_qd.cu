@@ -60,13 +60,10 @@ static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tm, const C
 template <typename T>
 static cudaError_t dispatch(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0,
                             const CUtensorMap *b1, int sm_count, cudaStream_t s) {
-    switch (g->mode == 2 ? -1 : g->act) {
 #define MOE_ACT_CASE_(a) \
     case a: return launch<a, T>(g, tm, b0, b1, sm_count, s);
-        MOE_CUDA_FOR_ACTS(MOE_ACT_CASE_)
+    MOE_CUDA_ACT_DISPATCH(g, MOE_ACT_CASE_);
 #undef MOE_ACT_CASE_
-    }
-    return cudaErrorInvalidValue;
 }
 
 extern "C" cudaError_t moe__cuda_gemm_sm90_qd(const moe_cuda_gemm *g, const CUtensorMap *tmB0,
