@@ -1370,6 +1370,75 @@ TEST(cuda_quant_prefill_gguf_fold) {
     CHECK(runs > 0);
 }
 
+/* The register-A kernel's loads of rows in TMA groups issued by two helper
+ * warps beside the producer thread (moe_cuda_gemm qhelp; session 39): the
+ * layer says so where rows are in groups of 2 or more and not where they are
+ * read one by one nor with MOE_SM90_QS_HELP=0, and the forward equals the one
+ * with the producer alone (MOE_SM90_QS_HELP=0) bit for bit, both against the
+ * reference: Q8_0, Q4_0 (groups of 4), MXFP4 (8), Q6_K (4 and 8), Q2_K (2 and
+ * 4), Q3_K (4 and 8); tiles of 256 tokens with tails, folded tiles, tiles of
+ * 64 (two CTAs an SM); gated, up only with biases, the GPT-OSS form, f16. */
+TEST(cuda_quant_prefill_gguf_help) {
+    const char *why = "";
+    moe_ctx *ctx = gguf_gemm_ctx(&why);
+    if (!ctx) SKIP("%s", why);
+    gguf_gemms_everywhere(1);
+    for (int f = 0; f < 3 && !moe_test_failed(); f++) {
+        char desc[4096] = "";
+        if (f == 2) setenv("MOE_SM90_QS_HELP", "0", 1);
+        const int64_t D = f == 1 ? 512 : 320, I = f == 1 ? 256 : 192; /* f = 1: Q8_0 rows one by one */
+        CHECK(zero_quant_describe_2(ctx, MOE_TYPE_Q8_0, MOE_TYPE_Q8_0, 512, 8, D, I, 2, MOE_GATE_UP_SEPARATE, desc,
+                                    sizeof desc));
+        unsetenv("MOE_SM90_QS_HELP");
+        const int has = strstr(desc, "helper warps") != NULL;
+        CHECK_MSG(has == (f == 0) && strstr(desc, "on the GGUF blocks") != NULL,
+                  "Q8_0 D = %lld, MOE_SM90_QS_HELP=%s: \"helper warps\" %s: %s", (long long)D, f == 2 ? "0" : "(unset)",
+                  has ? "present" : "missing", desc);
+    }
+    static const struct {
+        moe_type t;
+        int64_t D, I;
+    } q[] = {{MOE_TYPE_Q8_0, 320, 192},  {MOE_TYPE_MXFP4, 320, 192}, {MOE_TYPE_Q4_0, 320, 192},
+             {MOE_TYPE_Q6_K, 512, 256},  {MOE_TYPE_Q2_K, 512, 256},  {MOE_TYPE_Q3_K, 512, 256}};
+    static const char *qs[3] = {"256", "256", "64"}, *fold[3] = {"0", "1", "0"};
+    int runs = 0;
+    for (int i = 0; i < (int)(sizeof q / sizeof q[0]) && !moe_test_failed(); i++)
+        for (int v = 0; v < 3 && !moe_test_failed(); v++) {
+            /* v = 0: tiles of 256 and tails (E = 8, T = 1360: some 340 rows an
+             * expert); 1: folded tiles (T = 1064: some 266); 2: tiles of 64 */
+            moe_case c = {"gguf-help", v == 0 ? 1360 : v == 1 ? 1064 : 300, 8, q[i].D, q[i].I, 2, MOE_ACT_SWIGLU,
+                          MOE_GATE_UP_SEPARATE, 0, q[i].t, MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
+            const int w = (3 * i + v) % 4; /* the variant of this run */
+            if (w == 1) { c.act = MOE_ACT_GELU; c.bias = 1; } /* up only */
+            if (w == 2) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; }
+            if (w == 3) { c.act_type = MOE_TYPE_F16; c.layout = MOE_GATE_UP_CONCAT; c.routing = ROUTE_DUPLICATE; }
+            const unsigned seed = moe_test_seed() + 173u * (unsigned)(3 * i + v);
+            double err[2] = {-1.0, -2.0};
+            for (int h = 0; h < 2 && !moe_test_failed(); h++) {
+                char msg[1024];
+                setenv("MOE_SM90_QS", qs[v], 1);
+                setenv("MOE_SM90_QS_FOLD", fold[v], 1);
+                if (!h) setenv("MOE_SM90_QS_HELP", "0", 1);
+                moe_case_result r = moe_case_run_down(&c, q[i].t, ctx, "cuda-quant", seed, &err[h], msg, sizeof msg);
+                unsetenv("MOE_SM90_QS");
+                unsetenv("MOE_SM90_QS_FOLD");
+                unsetenv("MOE_SM90_QS_HELP");
+                CHECK_MSG(r == MOE_CASE_PASS, "%s %s D %lld I %lld, T = %d, MOE_SM90_QS=%s FOLD=%s, helpers %s: %s",
+                          moe_type_name(q[i].t), moe_act_name(c.act), (long long)c.D, (long long)c.I, (int)c.T, qs[v],
+                          fold[v], h ? "on" : "off", msg);
+            }
+            CHECK_MSG(err[0] == err[1],
+                      "%s %s D %lld I %lld, T = %d, MOE_SM90_QS=%s FOLD=%s: error %.17g with the helpers, %.17g "
+                      "without: the outputs differ",
+                      moe_type_name(q[i].t), moe_act_name(c.act), (long long)c.D, (long long)c.I, (int)c.T, qs[v],
+                      fold[v], err[1], err[0]);
+            runs++;
+        }
+    gguf_gemms_everywhere(0);
+    moe_ctx_free(ctx);
+    CHECK(runs == 18);
+}
+
 /* Ids out of range on the device: skipped pairs, nothing out of bounds, the
  * other slots still summed; a token with every id out of range gets 0. */
 TEST(cuda_decode_bad_ids) {

@@ -515,10 +515,23 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
     auto bar = [&](int i) -> uint32_t { return meta + 8 * i; }; /* full[s], empty[s] = bar(STAGES + s) */
     const uint32_t head = meta + 16 * STAGES;                  /* QsHead of stage s at head + 32 s */
     const int wg = threadIdx.x / 128;
+    /* With rows in TMA groups (g.qhelp: 2^qlg boxes a box set, 16 instructions
+     * each in the producer's one thread, which could not keep up with the
+     * consumers: gpt-oss's MXFP4 rows, groups of 8) warps 1 and 2 of the
+     * producer warpgroup issue the two box sets, one each: the producer thread
+     * writes each stage's unit and k-block into its QsHead (e, nu, kb) and
+     * arrives on the stage's go barrier (at head + 24, after its expect_tx, so
+     * no complete_tx comes before it); a helper waits on it, reads them, issues
+     * its boxes and arrives on the stage's empty barrier (counting 8 consumer
+     * warps and the 2 helpers), so the producer writes the head again only
+     * after both helpers have read it. */
+    const bool help = g.qhelp != 0;
+    auto go = [&](int s) -> uint32_t { return head + 32 * s + 24; };
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(bar(s), 1);
-            mbar_init(bar(STAGES + s), 8);
+            mbar_init(bar(STAGES + s), help ? 10 : 8);
+            if (help) mbar_init(go(s), 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -527,7 +540,29 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
     const int MU = *g.n_mtiles, NU = (N + NOUT - 1) / NOUT, total = MU * NU, kblocks = (C + BK - 1) / BK;
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0) {
+        if (help && (threadIdx.x == 32 || threadIdx.x == 64)) {
+            /* a helper: box set h of every stage, until the head says the end */
+            const int h = threadIdx.x / 32 - 1;
+            int stage = 0;
+            uint32_t phase = 0;
+            for (;;) {
+                mbar_wait(go(stage), phase);
+                int e, nu, kb;
+                asm volatile("ld.shared.s32 %0, [%3];\n"
+                             "ld.shared.s32 %1, [%3+16];\n"
+                             "ld.shared.s32 %2, [%3+20];\n"
+                             : "=r"(e), "=r"(nu), "=r"(kb)
+                             : "r"(head + 32 * stage)
+                             : "memory");
+                if (e < 0) break;
+                const int n0 = nu * NOUT;
+                Sm90Quant<QF>::load_g(sbase + stage * STB + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0,
+                                      GATED && h ? &xm.b1 : &xm.b0, kb, GATED ? n0 : n0 + 64 * h, e, bar(stage),
+                                      g.qlg, g.qmq, (g.qa0 >> (GATED && h ? 3 : 0)) & 7, g.qsn);
+                mbar_arrive(bar(STAGES + stage));
+                if (++stage == STAGES) { stage = 0; phase ^= 1; }
+            }
+        } else if (threadIdx.x == 0) {
             int stage = 0;
             uint32_t phase = 0;
             for (int u = blockIdx.x; u < total;) {
@@ -547,20 +582,23 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bar(stage), sa = sbase + stage * STB;
                     mbar_wait(bar(STAGES + stage), phase ^ 1);
-                    if (kb == 0) /* the unit, for the consumers (QsHead) */
+                    if (kb == 0 || help) /* the unit, for the consumers (QsHead), and the k-block for the helpers */
                         asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};\n"
-                                     "st.shared.s32 [%0+16], %5;\n" ::"r"(head + 32 * stage),
-                                     "r"(e), "r"(rbase), "r"(rend - rbase), "r"(t.y), "r"(nu)
+                                     "st.shared.v2.s32 [%0+16], {%5, %6};\n" ::"r"(head + 32 * stage),
+                                     "r"(e), "r"(rbase), "r"(rend - rbase), "r"(t.y), "r"(nu), "r"(kb)
                                      : "memory");
                     mbar_expect_tx(full, tx);
+                    if (help) mbar_arrive(go(stage));
                     tma_2d(sa, ta, kb * BK, arow, full);
                     if (QS_FOLDK(NT) && code == 3) tma_2d(sa + NM * BK * 2, &tmAf, kb * BK, arow + NM, full);
+                    if (!help) {
 #pragma unroll
-                    for (int h = 0; h < 2; h++)
-                        Sm90Quant<QF>::load_g(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0,
-                                              GATED && h ? &xm.b1 : &xm.b0, kb,
-                                              GATED ? n0 : n0 + 64 * h, e, full, g.qlg, g.qmq,
-                                              (g.qa0 >> (GATED && h ? 3 : 0)) & 7, g.qsn);
+                        for (int h = 0; h < 2; h++)
+                            Sm90Quant<QF>::load_g(sa + TOKB + h * RH, GATED && h ? &tmB1 : &tmB0,
+                                                  GATED && h ? &xm.b1 : &xm.b0, kb,
+                                                  GATED ? n0 : n0 + 64 * h, e, full, g.qlg, g.qmq,
+                                                  (g.qa0 >> (GATED && h ? 3 : 0)) & 7, g.qsn);
+                    }
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
                 u = next;
@@ -569,6 +607,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
             mbar_wait(bar(STAGES + stage), phase ^ 1);
             asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(head + 32 * stage), "r"(-1) : "memory");
             mbar_arrive(bar(stage));
+            if (help) mbar_arrive(go(stage));
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(QS_CREGS(NT)));

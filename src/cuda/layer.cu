@@ -649,6 +649,8 @@ static void sm90_qs_env(moe_cuda_impl *im) {
     im->qs_tail = !(tail && atoi(tail) == 0);
     const char *fold = getenv("MOE_SM90_QS_FOLD"); /* 0 / 1: never / always fold (moe__cuda_sm90_fold) */
     im->qs_fold = fold && (atoi(fold) == 0 || atoi(fold) == 1) ? atoi(fold) : -1;
+    const char *help = getenv("MOE_SM90_QS_HELP"); /* 0: the producer thread issues every load alone */
+    im->qs_help = !(help && atoi(help) == 0);
 }
 
 static moe_status init_common(moe_layer *L, int sm90) {
@@ -1006,6 +1008,8 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
             g2.qfmt = im->qfmt2;
             g1.qlg = im->qlg1; g1.qmq = im->qmq1; g1.qsn = im->qsn1; g1.qa0 = im->qa01;
             g2.qlg = im->qlg2; g2.qmq = im->qmq2; g2.qsn = im->qsn2; g2.qa0 = im->qa02;
+            g1.qhelp = im->qs_help && im->qlg1 > 0;
+            g2.qhelp = im->qs_help && im->qlg2 > 0;
             if (im->qfmt1 == MOE_DF_Q6_K) { g1.qx0 = &im->tm_qg64h; g1.qx1 = &im->tm_qu64h; }
             if (im->qfmt2 == MOE_DF_Q6_K) g2.qx0 = g2.qx1 = &im->tm_qd64h;
         } else if (tn) { /* bf16/f16 weights on the register-A kernel (moe__cuda_sm90_tn) */
@@ -1151,6 +1155,9 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
             else
                 snprintf(grp[i], sizeof grp[i], "row by row");
         snprintf(buf + strlen(buf), n - strlen(buf), "; TMA reads the rows of gate/up %s, of down %s", grp[0], grp[1]);
+        if (im->qs_help && (lg[0] || lg[1]) && n > strlen(buf) + 80)
+            snprintf(buf + strlen(buf), n - strlen(buf), " (groups of 2 rows or more: their boxes issued by two "
+                                                         "helper warps)");
     }
 }
 
