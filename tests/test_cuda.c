@@ -149,7 +149,8 @@ TEST(cuda_cases_sm90_tn_fold) { run_cases_tn("1"); }
  * of 64); gated SwiGLU, up-only GELU with biases, the GPT-OSS form (interleaved,
  * clamped, biases), f16 with a token's two pairs on one expert. Each against
  * the reference, folding (MOE_SM90_QS_FOLD=1) and not (=0) bit for bit (the
- * same error), and the description names the kernel (and the fold where the
+ * same error), and folding with helper warps loading the weights
+ * (MOE_SM90_QS_HELP=1; bf16 takes none by default) as without, and the description names the kernel (and the fold where the
  * rule folds: T = 1064) under MOE_SM90_TN=1, not under =0, and by the rule
  * (moe__cuda_sm90_tn) at D = 4096 with 256 rows an expert (and with 128: tiles
  * of 128), not with 512 or 88 nor at D = 256. */
@@ -194,6 +195,8 @@ TEST(cuda_sm90_tn_tiles) {
         const int tn = strstr(desc, "weights as wgmma's A in registers") == NULL ? 0
                        : strstr(desc, "the tokens as N: 128 a tile") != NULL ? 2 : 1;
         const int fold = strstr(desc, "folded into it") != NULL;
+        CHECK_MSG(!tn || strstr(desc, "the producer thread alone"), "D = %d, T = %lld: want \"the producer thread "
+                  "alone\" in: %s", D, (long long)T, desc);
         CHECK_MSG(tn == dc[f].tn && fold == dc[f].fold, "D = %d, T = %lld, MOE_SM90_TN=%s: kernel %s, fold %s: %s", D,
                   (long long)T, dc[f].env ? dc[f].env : "(unset)", tn ? "named" : "not named",
                   fold ? "named" : "not named", desc);
@@ -215,17 +218,23 @@ TEST(cuda_sm90_tn_tiles) {
                 c.routing = ROUTE_DUPLICATE;
             }
             const unsigned long long seed = moe_test_seed() + 173ull * (unsigned)(4 * v + w);
-            double err[2] = {-1.0, -2.0};
-            for (int f = 0; f < 2 && !moe_test_failed(); f++) {
+            double err[3] = {-1.0, -2.0, -3.0};
+            for (int f = 0; f < 3 && !moe_test_failed(); f++) {
                 char msg[1024];
                 setenv("MOE_SM90_QS_FOLD", f ? "1" : "0", 1);
+                if (f == 2) setenv("MOE_SM90_QS_HELP", "1", 1); /* helper warps (on GGUF blocks only by default) */
                 moe_case_result r = moe_case_run(&c, ctx, "cuda-sm90", seed, &err[f], msg, sizeof msg);
                 unsetenv("MOE_SM90_QS_FOLD");
-                CHECK_MSG(r == MOE_CASE_PASS, "%s %s, E = %d, T = %d, MOE_SM90_QS_FOLD=%d: %s",
-                          moe_type_name(c.wtype), moe_act_name(c.act), (int)c.E, (int)c.T, f, msg);
+                unsetenv("MOE_SM90_QS_HELP");
+                CHECK_MSG(r == MOE_CASE_PASS, "%s %s, E = %d, T = %d, MOE_SM90_QS_FOLD=%d%s: %s",
+                          moe_type_name(c.wtype), moe_act_name(c.act), (int)c.E, (int)c.T, f ? 1 : 0,
+                          f == 2 ? " MOE_SM90_QS_HELP=1" : "", msg);
             }
             CHECK_MSG(err[0] == err[1], "%s %s, E = %d, T = %d: error %.17g folding, %.17g not: the outputs differ",
                       moe_type_name(c.wtype), moe_act_name(c.act), (int)c.E, (int)c.T, err[1], err[0]);
+            CHECK_MSG(err[1] == err[2],
+                      "%s %s, E = %d, T = %d: error %.17g with the helper warps, %.17g without: the outputs differ",
+                      moe_type_name(c.wtype), moe_act_name(c.act), (int)c.E, (int)c.T, err[1], err[2]);
             runs++;
         }
     unsetenv("MOE_SM90_TN");

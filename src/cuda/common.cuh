@@ -59,8 +59,9 @@ typedef struct moe_cuda_impl {
                                  few (MOE_CUDA_TILE_CODE); MOE_SM90_QS_TAIL=0 turns it off */
     int qs_fold;              /* ... and (with qs_tail) its last 24 or fewer rows beyond a full tile folded into that
                                  tile: -1 by the rule (moe__cuda_sm90_fold), MOE_SM90_QS_FOLD=0 never, =1 always */
-    int qs_help;              /* rows in TMA groups (qlg > 0): the register-A kernel's loads issued by its producer
-                                 thread and two helper warps (MOE_SM90_QS_HELP=0: the producer alone) */
+    int qs_help;              /* the register-A kernel's weight loads issued by two helper warps beside the producer
+                                 thread (moe_cuda_gemm qhelp): -1 on GGUF blocks (layer.cu sm90_qs_helpers),
+                                 MOE_SM90_QS_HELP=0 never, =1 always */
     CUtensorMap tm_qg64, tm_qu64, tm_qd64;
     CUtensorMap tm_qg64h, tm_qu64h, tm_qd64h; /* ... Q6_K's second maps (moe__cuda_quant_box2) of the same rows */
     /* GEMM 1's and 2's Q8_0 / MXFP4 rows in groups (moe_cuda_gemm qlg, qmq, qsn, qa0; all 0: none); with groups

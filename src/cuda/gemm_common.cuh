@@ -102,8 +102,8 @@ typedef struct moe_cuda_gemm {
                                  the data; qsn = the row stride in bytes, qmq = (qsn % 16) / U, qa0 = the units from
                                  that boundary to B0's data (bits 0-2) and to B1's (bits 3-5); units of U = 4 bytes
                                  (Q8_0) or 2 (MXFP4, Q6_K). All 0 for rows TMA addresses one by one */
-    int qhelp;                /* gemm_sm90_qs with rows in groups (qlg > 0): the weights' TMA boxes issued by two helper
-                                 warps, one a box set, beside the producer thread (its tokens); 0: by the producer alone */
+    int qhelp;                /* gemm_sm90_qs: the weights' TMA boxes issued by two helper warps, one a box set, beside
+                                 the producer thread (the tokens); 0: by the producer thread alone */
     const CUtensorMap *qx0, *qx1; /* Q6_K: B0's and B1's second maps (gemm_sm90_q.cu Sm90Quant<Q6_K>), host
                                      pointers the launch copies from; NULL otherwise */
 } moe_cuda_gemm;

@@ -649,8 +649,23 @@ static void sm90_qs_env(moe_cuda_impl *im) {
     im->qs_tail = !(tail && atoi(tail) == 0);
     const char *fold = getenv("MOE_SM90_QS_FOLD"); /* 0 / 1: never / always fold (moe__cuda_sm90_fold) */
     im->qs_fold = fold && (atoi(fold) == 0 || atoi(fold) == 1) ? atoi(fold) : -1;
-    const char *help = getenv("MOE_SM90_QS_HELP"); /* 0: the producer thread issues every load alone */
-    im->qs_help = !(help && atoi(help) == 0);
+    const char *help = getenv("MOE_SM90_QS_HELP"); /* 0 / 1: never / always helper warps (sm90_qs_helpers) */
+    im->qs_help = help && (atoi(help) == 0 || atoi(help) == 1) ? atoi(help) : -1;
+}
+
+/* The register-A kernel's weight loads issued by two helper warps beside its
+ * producer thread (moe_cuda_gemm qhelp), on GGUF blocks: there the producer
+ * thread issued 3-17 TMA boxes a k-block (16 for gpt-oss's MXFP4 rows in
+ * groups of 8), about 17 instructions each, and kept the consumers waiting
+ * (H100, bench/decode/s39 runs 2-3, the layer with helpers over without:
+ * gpt-oss-20b MXFP4 T = 512 / 4096 0.71 / 0.80, Q8_0 0.81 / 0.88, gpt-oss-120b
+ * MXFP4 0.83 / 0.78; rows one by one, qwen3 and mixtral Q4_K / Q8_0 0.95-0.99
+ * but qwen3 Q5_K T = 512 1.018). Not on bf16/f16 weights (two 8 KB boxes and
+ * the tokens a k-block; run 5, MOE_SM90_TN=1 with helpers over without:
+ * 0.98-1.01, but gpt-oss-120b T = 8192 1.049, mixtral T = 1024-2048 1.02).
+ * MOE_SM90_QS_HELP=0 / 1 never / always. */
+static int sm90_qs_helpers(const moe_cuda_impl *im) {
+    return im->qs_help == 1 || (im->qs_help < 0 && im->qfmt1 != 0);
 }
 
 static moe_status init_common(moe_layer *L, int sm90) {
@@ -1008,8 +1023,6 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
             g2.qfmt = im->qfmt2;
             g1.qlg = im->qlg1; g1.qmq = im->qmq1; g1.qsn = im->qsn1; g1.qa0 = im->qa01;
             g2.qlg = im->qlg2; g2.qmq = im->qmq2; g2.qsn = im->qsn2; g2.qa0 = im->qa02;
-            g1.qhelp = im->qs_help && im->qlg1 > 0;
-            g2.qhelp = im->qs_help && im->qlg2 > 0;
             if (im->qfmt1 == MOE_DF_Q6_K) { g1.qx0 = &im->tm_qg64h; g1.qx1 = &im->tm_qu64h; }
             if (im->qfmt2 == MOE_DF_Q6_K) g2.qx0 = g2.qx1 = &im->tm_qd64h;
         } else if (tn) { /* bf16/f16 weights on the register-A kernel (moe__cuda_sm90_tn) */
@@ -1019,6 +1032,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
             g1.qfmt = g2.qfmt = SM90_QF_DENSE;
             g1.bn = g2.bn = 256; /* not read: its units are 64 or 128 outputs */
         }
+        g1.qhelp = g2.qhelp = sm90_qs_helpers(im); /* read by the register-A kernel only */
         g2.A = h;
         g2.gather = 0; /* GEMM 2 reads h through TMA */
         g2.out = y;
@@ -1146,6 +1160,10 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
                  "(an expert's last %s rows: %s%s)",
                  bm, bm == 256 ? "128 or fewer" : "64 or fewer", bm == 256 ? "128 or 64" : "64",
                  moe__cuda_sm90_fold(L, T, bm) ? "; its last 24 or fewer beyond a full tile: folded into it" : "");
+    if (((im->qfmt1 && bm != 128) || (!im->qfmt1 && moe__cuda_sm90_tn(L, T))) && n > strlen(buf) + 120)
+        snprintf(buf + strlen(buf), n - strlen(buf), "; its stages loaded by %s",
+                 sm90_qs_helpers(im) ? "the producer thread (tokens) and two helper warps (weights)"
+                                     : "the producer thread alone");
     if (im->qfmt1 && im->qgrp && n > strlen(buf) + 160) {
         char grp[2][64];
         const int lg[2] = {im->qlg1, im->qlg2}, sn[2] = {im->qsn1, im->qsn2}, a0[2] = {im->qa01, im->qa02};
@@ -1155,9 +1173,6 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
             else
                 snprintf(grp[i], sizeof grp[i], "row by row");
         snprintf(buf + strlen(buf), n - strlen(buf), "; TMA reads the rows of gate/up %s, of down %s", grp[0], grp[1]);
-        if (im->qs_help && (lg[0] || lg[1]) && n > strlen(buf) + 80)
-            snprintf(buf + strlen(buf), n - strlen(buf), " (groups of 2 rows or more: their boxes issued by two "
-                                                         "helper warps)");
     }
 }
 
