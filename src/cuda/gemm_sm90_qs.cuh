@@ -364,9 +364,9 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
         b1 = g.fb0[(int64_t)e * N + o1];
     }
     /* GEMM 2's routing weights of the tile's rows (0 past the expert's):
-     * the pair indices now, the weights after the first decode, the
-     * table in each epilogue, so that no load waits in the open; a folded
-     * tile's last MOE_CUDA_TILE_FOLD rows in the last */
+     * the pair indices now, the weights once the first k-block's wgmmas are
+     * issued, the table in each epilogue, so that no load waits in the open;
+     * a folded tile's last MOE_CUDA_TILE_FOLD rows in the last */
     constexpr int NW = (NTT + 127) / 128, NWF = NW + (FOLD ? 1 : 0);
     int pidx[NWF];
     float wrt[NWF];
@@ -418,25 +418,29 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
             }
         }
     };
-    auto mma = [&](const uint32_t (&f)[16], uint32_t sa) {
+    /* sd: the scale of the accumulators' input in the k-block's first wgmma
+     * (0: the tile's first k-block where no bias starts them) */
+    auto mma = [&](const uint32_t (&f)[16], uint32_t sa, int sd) {
         /* one straight run of wgmmas a tile size, each behind its own fence
          * (one fence before the branch had ptxas inject more, C7519) */
         if (FOLD != 0 && code == 1) {
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-            for (int kk = 0; kk < 4; kk++) wgmma_rs_m64k16<128, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+            for (int kk = 0; kk < 4; kk++)
+                wgmma_rs_m64k16<128, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), kk ? 1 : sd);
         } else if (FOLD != 0 && code == 3) {
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
-                wgmma_rs_m64k16<NTT, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+                wgmma_rs_m64k16<NTT, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), kk ? 1 : sd);
                 wgmma_rs_m64k16<MOE_CUDA_TILE_FOLD, T>(acc + NTT / 2, f + 4 * kk,
-                                                       desc_k128(sa + NTT * BK * 2 + kk * 32), 1);
+                                                       desc_k128(sa + NTT * BK * 2 + kk * 32), kk ? 1 : sd);
             }
         } else {
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-            for (int kk = 0; kk < 4; kk++) wgmma_rs_m64k16<NTT, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), 1);
+            for (int kk = 0; kk < 4; kk++)
+                wgmma_rs_m64k16<NTT, T>(acc, f + 4 * kk, desc_k128(sa + kk * 32), kk ? 1 : sd);
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     };
@@ -446,23 +450,32 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
     int st_a, st_b = 0;
     uint32_t sa_a = wait_full(&st_a);
     decode(fa, sa_a, 0);
+    /* Biases start the accumulators; without them the first wgmma ignores
+     * theirs (sd 0) instead of NTT / 2 moves a tile (2.9% of qwen3's GEMM 2
+     * warp samples, bench/decode/s39 run 1) */
+    const int sd0 = g.fb0 || (GATED && g.fb1) ? 1 : 0;
+    if (sd0) {
 #pragma unroll
-    for (int b = 0; b < NG; b++) {
-        acc[4 * b] = acc[4 * b + 1] = b0;
-        acc[4 * b + 2] = acc[4 * b + 3] = b1;
+        for (int b = 0; b < NG; b++) {
+            acc[4 * b] = acc[4 * b + 1] = b0;
+            acc[4 * b + 2] = acc[4 * b + 3] = b1;
+        }
     }
-    if (MODE == 2) {
-#pragma unroll
-        for (int j = 0; j < NWF; j++) wrt[j] = pidx[j] >= 0 ? g.w[pidx[j]] : 0.f;
-    }
-    /* k-blocks kb (decoded into fa) and kb + 1, then kb + 2 decoded into fa */
+    /* k-blocks kb (decoded into fa) and kb + 1, then kb + 2 decoded into fa;
+     * GEMM 2's routing weights loaded once the first wgmmas are issued (their
+     * pair indices' loads, issued at the tile's start, had the warps wait
+     * before them: 4% of qwen3's GEMM 2 samples, run 1) */
     auto step = [&](int kb) {
-        mma(fa, sa_a);
+        mma(fa, sa_a, kb ? 1 : sd0);
+        if (MODE == 2 && kb == 0) {
+#pragma unroll
+            for (int j = 0; j < NWF; j++) wrt[j] = pidx[j] >= 0 ? g.w[pidx[j]] : 0.f;
+        }
         const bool two = kb + 1 < kblocks;
         if (two) {
             const uint32_t sa_b = wait_full(&st_b);
             decode(fb, sa_b, kb + 1);
-            mma(fb, sa_b);
+            mma(fb, sa_b, 1);
             asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
         } else {
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
