@@ -1308,6 +1308,16 @@ TEST(cuda_quant_prefill_gguf_order) {
     CHECK(runs > 0);
 }
 
+/* The forms the GGUF GEMM tests cycle through: 0 gated SwiGLU as made; 1 up
+ * only (GELU) with biases; 2 the GPT-OSS form (interleaved gate/up, clamped
+ * SwiGLU, biases); 3 f16 activations, concatenated gate/up, a token's two
+ * pairs on one expert. */
+static void gguf_case_form(moe_case *c, int w) {
+    if (w == 1) { c->act = MOE_ACT_GELU; c->bias = 1; }
+    if (w == 2) { c->layout = MOE_GATE_UP_INTERLEAVED; c->act = MOE_ACT_SWIGLU_OAI; c->bias = 1; }
+    if (w == 3) { c->act_type = MOE_TYPE_F16; c->layout = MOE_GATE_UP_CONCAT; c->routing = ROUTE_DUPLICATE; }
+}
+
 /* An expert's last 24 or fewer rows beyond a full 256-token tile folded into
  * that tile (gemm_sm90_q.cu's kernel with folded tiles, qs_tile FOLD, k_scan's
  * code 3; session 37). The layer says so where the rule folds (the average
@@ -1346,10 +1356,7 @@ TEST(cuda_quant_prefill_gguf_fold) {
         for (int v = 0; v < 3 && !moe_test_failed(); v++) {
             moe_case c = {"gguf-fold", v == 0 ? 1064 : v == 1 ? 1040 : 1360, v == 1 ? 4 : 8, 256, 256, 2, MOE_ACT_SWIGLU,
                           MOE_GATE_UP_SEPARATE, 0, q[i], MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
-            const int w = (3 * i + v) % 4; /* the variant of this run */
-            if (w == 1) { c.act = MOE_ACT_GELU; c.bias = 1; }                           /* up only */
-            if (w == 2) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; }
-            if (w == 3) { c.act_type = MOE_TYPE_F16; c.layout = MOE_GATE_UP_CONCAT; c.routing = ROUTE_DUPLICATE; }
+            gguf_case_form(&c, (3 * i + v) % 4); /* the form of this run */
             const unsigned seed = moe_test_seed() + 151u * (unsigned)(3 * i + v);
             double err[2] = {-1.0, -2.0};
             for (int f = 0; f < 2 && !moe_test_failed(); f++) {
@@ -1409,10 +1416,7 @@ TEST(cuda_quant_prefill_gguf_help) {
              * expert); 1: folded tiles (T = 1064: some 266); 2: tiles of 64 */
             moe_case c = {"gguf-help", v == 0 ? 1360 : v == 1 ? 1064 : 300, 8, q[i].D, q[i].I, 2, MOE_ACT_SWIGLU,
                           MOE_GATE_UP_SEPARATE, 0, q[i].t, MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
-            const int w = (3 * i + v) % 4; /* the variant of this run */
-            if (w == 1) { c.act = MOE_ACT_GELU; c.bias = 1; } /* up only */
-            if (w == 2) { c.layout = MOE_GATE_UP_INTERLEAVED; c.act = MOE_ACT_SWIGLU_OAI; c.bias = 1; }
-            if (w == 3) { c.act_type = MOE_TYPE_F16; c.layout = MOE_GATE_UP_CONCAT; c.routing = ROUTE_DUPLICATE; }
+            gguf_case_form(&c, (3 * i + v) % 4); /* the form of this run */
             const unsigned seed = moe_test_seed() + 173u * (unsigned)(3 * i + v);
             double err[2] = {-1.0, -2.0};
             for (int h = 0; h < 2 && !moe_test_failed(); h++) {
