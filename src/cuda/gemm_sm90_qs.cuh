@@ -528,10 +528,11 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
     auto bar = [&](int i) -> uint32_t { return meta + 8 * i; }; /* full[s], empty[s] = bar(STAGES + s) */
     const uint32_t head = meta + 16 * STAGES;                  /* QsHead of stage s at head + 32 s */
     const int wg = threadIdx.x / 128;
-    /* With rows in TMA groups (g.qhelp: 2^qlg boxes a box set, 16 instructions
-     * each in the producer's one thread, which could not keep up with the
-     * consumers: gpt-oss's MXFP4 rows, groups of 8) warps 1 and 2 of the
-     * producer warpgroup issue the two box sets, one each: the producer thread
+    /* Helpers (g.qhelp; GGUF blocks, layer.cu sm90_qs_helpers): a TMA box
+     * takes about 17 instructions of the producer's one thread, and a k-block
+     * of GGUF rows up to 16 boxes (gpt-oss's MXFP4 rows in TMA groups of 8),
+     * longer than the consumers' k-block. Warps 1 and 2 of the producer
+     * warpgroup then issue the two box sets, one each: the producer thread
      * writes each stage's unit and k-block into its QsHead (e, nu, kb) and
      * arrives on the stage's go barrier (at head + 24, after its expect_tx, so
      * no complete_tx comes before it); a helper waits on it, reads them, issues

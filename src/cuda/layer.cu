@@ -658,7 +658,7 @@ static void sm90_qs_env(moe_cuda_impl *im) {
  * thread issued 3-17 TMA boxes a k-block (16 for gpt-oss's MXFP4 rows in
  * groups of 8), about 17 instructions each, and kept the consumers waiting
  * (H100, bench/decode/s39 runs 2-3, the layer with helpers over without:
- * gpt-oss-20b MXFP4 T = 512 / 4096 0.71 / 0.80, Q8_0 0.81 / 0.88, gpt-oss-120b
+ * gpt-oss-20b MXFP4 T = 512 / 4096 0.71 / 0.80, Q8_0 0.81 / 0.87, gpt-oss-120b
  * MXFP4 0.83 / 0.78; rows one by one, qwen3 and mixtral Q4_K / Q8_0 0.95-0.99
  * but qwen3 Q5_K T = 512 1.018). Not on bf16/f16 weights (two 8 KB boxes and
  * the tokens a k-block; run 5, MOE_SM90_TN=1 with helpers over without:
