@@ -575,8 +575,9 @@ template <> struct Sm90Quant<SM90_QF_Q3_K> : QsRows<128, 2, 110, 4> {
  * memory as TMA writes it; 64 for experts with few rows; with 256, an expert's
  * last 128 or fewer rows run a tile of 128 or 64 tokens, so that its wgmmas
  * do not multiply the rows past the expert's). The producer (one thread)
- * brings, per k-block, the token box and the raw bytes of the 128 weight rows
- * (two boxes of 64 rows); each consumer thread decodes the 16 weights of its
+ * brings, per k-block, the token box, and two helper warps the raw bytes of
+ * the 128 weight rows (two box sets of 64 rows, one each: gemm_sm90_qs_body,
+ * session 39); each consumer thread decodes the 16 weights of its
  * two A-fragment rows straight into registers (frag: no bf16 tile in shared
  * memory, and the decoding spread over the 256 consumer threads, which have
  * the issue slots that wgmma leaves), two register sets in turn so that a
