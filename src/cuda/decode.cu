@@ -512,7 +512,14 @@ static int64_t qp_pairs_fused(int fmt1, int fmt2, double eb, int qg) {
  * the faster path). The other bounds held: run 4's rule was within 1% of
  * the faster path at 33 of 37 points, two of the others those above, and
  * mixtral Q6_K T = 4096 1.046, gpt-oss-20b MXFP4 16384 1.012, within the
- * 5-10% that one path took from one layer object to another there. */
+ * 5-10% that one path took from one layer object to another there.
+ * Session 39 (the GGUF GEMMs' weight loads by helper warps: MXFP4 0.71-0.80 of
+ * their time before; bench/decode/s39 run 12, H100, one round): gpt-oss-20b
+ * MXFP4 T = 8192 (1024) 3089 / 3556, 16384 (2048) 6187 / 5663, 24576 (3072)
+ * 9004 / 8097; gpt-oss-120b 20480 (640) 8376 / 12619, 32768 (1024) 13414 /
+ * 17010 (us, GGUF GEMMs / dequantising): MXFP4 640 -> 1536 below 20 MB too
+ * (the crossing near 1600 on gpt-oss-20b). Q8_0 on gpt-oss-20b held at 1536
+ * (16384: 6073 / 6078). */
 static int64_t qp_fused_max_pairs(int fmt1, int fmt2, double eb) {
     const int big = eb >= 20e6;
     if (fmt1 == MOE_DF_Q6_K || fmt2 == MOE_DF_Q6_K)
@@ -522,7 +529,7 @@ static int64_t qp_fused_max_pairs(int fmt1, int fmt2, double eb) {
     if (fmt1 == MOE_DF_Q4_K || fmt1 == MOE_DF_Q5_K) return big ? 1024 : fmt1 == MOE_DF_Q5_K ? 512 : 768;
     if (fmt1 == MOE_DF_Q8_0) return big ? 1536 : 768;
     if (fmt1 == MOE_DF_Q4_0) return eb >= 10e6 ? 1536 : 768;
-    if (fmt1 == MOE_DF_MXFP4) return big ? 1536 : 640;
+    if (fmt1 == MOE_DF_MXFP4) return 1536;
     return INT64_MAX;
 }
 
