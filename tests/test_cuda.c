@@ -150,7 +150,8 @@ TEST(cuda_cases_sm90_tn_fold) { run_cases_tn("1"); }
  * clamped, biases), f16 with a token's two pairs on one expert. Each against
  * the reference, folding (MOE_SM90_QS_FOLD=1) and not (=0) bit for bit (the
  * same error), and folding with helper warps loading the weights
- * (MOE_SM90_QS_HELP=1; bf16 takes none by default) as without, and the description names the kernel (and the fold where the
+ * (MOE_SM90_QS_HELP=1; bf16 takes none by default) and in clusters of 2 sharing the token tiles
+ * (MOE_SM90_QS_MC=1) as without, and the description names the kernel (and the fold where the
  * rule folds: T = 1064) under MOE_SM90_TN=1, not under =0, and by the rule
  * (moe__cuda_sm90_tn) at D = 4096 with 256 rows an expert (and with 128: tiles
  * of 128), not with 512 or 88 nor at D = 256. */
@@ -218,23 +219,28 @@ TEST(cuda_sm90_tn_tiles) {
                 c.routing = ROUTE_DUPLICATE;
             }
             const unsigned long long seed = moe_test_seed() + 173ull * (unsigned)(4 * v + w);
-            double err[3] = {-1.0, -2.0, -3.0};
-            for (int f = 0; f < 3 && !moe_test_failed(); f++) {
+            double err[4] = {-1.0, -2.0, -3.0, -4.0};
+            for (int f = 0; f < 4 && !moe_test_failed(); f++) {
                 char msg[1024];
                 setenv("MOE_SM90_QS_FOLD", f ? "1" : "0", 1);
                 if (f == 2) setenv("MOE_SM90_QS_HELP", "1", 1); /* helper warps (on GGUF blocks only by default) */
+                if (f == 3) setenv("MOE_SM90_QS_MC", "1", 1);   /* clusters of 2 sharing the token tiles */
                 moe_case_result r = moe_case_run(&c, ctx, "cuda-sm90", seed, &err[f], msg, sizeof msg);
                 unsetenv("MOE_SM90_QS_FOLD");
                 unsetenv("MOE_SM90_QS_HELP");
+                unsetenv("MOE_SM90_QS_MC");
                 CHECK_MSG(r == MOE_CASE_PASS, "%s %s, E = %d, T = %d, MOE_SM90_QS_FOLD=%d%s: %s",
                           moe_type_name(c.wtype), moe_act_name(c.act), (int)c.E, (int)c.T, f ? 1 : 0,
-                          f == 2 ? " MOE_SM90_QS_HELP=1" : "", msg);
+                          f == 2 ? " MOE_SM90_QS_HELP=1" : f == 3 ? " MOE_SM90_QS_MC=1" : "", msg);
             }
             CHECK_MSG(err[0] == err[1], "%s %s, E = %d, T = %d: error %.17g folding, %.17g not: the outputs differ",
                       moe_type_name(c.wtype), moe_act_name(c.act), (int)c.E, (int)c.T, err[1], err[0]);
             CHECK_MSG(err[1] == err[2],
                       "%s %s, E = %d, T = %d: error %.17g with the helper warps, %.17g without: the outputs differ",
                       moe_type_name(c.wtype), moe_act_name(c.act), (int)c.E, (int)c.T, err[1], err[2]);
+            CHECK_MSG(err[1] == err[3],
+                      "%s %s, E = %d, T = %d: error %.17g in clusters of 2, %.17g without: the outputs differ",
+                      moe_type_name(c.wtype), moe_act_name(c.act), (int)c.E, (int)c.T, err[3], err[1]);
             runs++;
         }
     unsetenv("MOE_SM90_TN");

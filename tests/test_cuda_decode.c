@@ -1378,15 +1378,58 @@ TEST(cuda_quant_prefill_gguf_fold) {
     CHECK(runs > 0);
 }
 
+/* The register-A kernel's forwards with `knob` = "0" and with it `on` (NULL:
+ * unset, the default) must be bitwise equal, both against the reference: rows
+ * in TMA groups (Q8_0, Q4_0 in groups of 4, MXFP4 of 8, Q6_K of 4 and 8, Q2_K of
+ * 2 and 4, Q3_K of 4 and 8) and rows one by one (Q4_K, Q5_K, Q8_0), output
+ * tiles odd (D 320, I 192) and even in number; tiles of 256 tokens with tails,
+ * folded tiles, tiles of 64 (two CTAs an SM); gated, up only with biases, the
+ * GPT-OSS form, f16. *runs counts the cases run (27). */
+static void gguf_knob_bitwise(moe_ctx *ctx, const char *knob, const char *on, const char *label, int *runs) {
+    static const struct {
+        moe_type t;
+        int64_t D, I;
+    } q[] = {{MOE_TYPE_Q8_0, 320, 192}, {MOE_TYPE_MXFP4, 320, 192}, {MOE_TYPE_Q4_0, 320, 192},
+             {MOE_TYPE_Q6_K, 512, 256}, {MOE_TYPE_Q2_K, 512, 256},  {MOE_TYPE_Q3_K, 512, 256},
+             {MOE_TYPE_Q4_K, 512, 256}, {MOE_TYPE_Q5_K, 512, 256},  {MOE_TYPE_Q8_0, 512, 256}};
+    static const char *qs[3] = {"256", "256", "64"}, *fold[3] = {"0", "1", "0"};
+    for (int i = 0; i < (int)(sizeof q / sizeof q[0]) && !moe_test_failed(); i++)
+        for (int v = 0; v < 3 && !moe_test_failed(); v++) {
+            /* v = 0: tiles of 256 and tails (E = 8, T = 1360: some 340 rows an
+             * expert); 1: folded tiles (T = 1064: some 266); 2: tiles of 64 */
+            moe_case c = {label, v == 0 ? 1360 : v == 1 ? 1064 : 300, 8, q[i].D, q[i].I, 2, MOE_ACT_SWIGLU,
+                          MOE_GATE_UP_SEPARATE, 0, q[i].t, MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
+            gguf_case_form(&c, (3 * i + v) % 4); /* the form of this run */
+            const unsigned seed = moe_test_seed() + 173u * (unsigned)(3 * i + v);
+            double err[2] = {-1.0, -2.0};
+            for (int h = 0; h < 2 && !moe_test_failed(); h++) {
+                char msg[1024];
+                setenv("MOE_SM90_QS", qs[v], 1);
+                setenv("MOE_SM90_QS_FOLD", fold[v], 1);
+                if (!h) setenv(knob, "0", 1);
+                else if (on) setenv(knob, on, 1);
+                moe_case_result r = moe_case_run_down(&c, q[i].t, ctx, "cuda-quant", seed, &err[h], msg, sizeof msg);
+                unsetenv("MOE_SM90_QS");
+                unsetenv("MOE_SM90_QS_FOLD");
+                unsetenv(knob);
+                CHECK_MSG(r == MOE_CASE_PASS, "%s %s D %lld I %lld, T = %d, MOE_SM90_QS=%s FOLD=%s, %s=%s: %s",
+                          moe_type_name(q[i].t), moe_act_name(c.act), (long long)c.D, (long long)c.I, (int)c.T, qs[v],
+                          fold[v], knob, h ? (on ? on : "(unset)") : "0", msg);
+            }
+            CHECK_MSG(err[0] == err[1],
+                      "%s %s D %lld I %lld, T = %d, MOE_SM90_QS=%s FOLD=%s: error %.17g with %s=%s, %.17g with 0: "
+                      "the outputs differ",
+                      moe_type_name(q[i].t), moe_act_name(c.act), (long long)c.D, (long long)c.I, (int)c.T, qs[v],
+                      fold[v], err[1], knob, on ? on : "(unset)", err[0]);
+            (*runs)++;
+        }
+}
+
 /* The register-A kernel's weight loads issued by two helper warps beside the
  * producer thread (moe_cuda_gemm qhelp; session 39): the layer says so, or
  * with MOE_SM90_QS_HELP=0 that the producer thread loads alone, and the
- * forward with the helpers (the default) equals the one without bit for bit,
- * both against the reference: rows in TMA groups (Q8_0, Q4_0 in groups of 4,
- * MXFP4 of 8, Q6_K of 4 and 8, Q2_K of 2 and 4, Q3_K of 4 and 8) and rows one
- * by one (Q4_K, Q5_K, Q8_0); tiles of 256 tokens with tails, folded tiles,
- * tiles of 64 (two CTAs an SM); gated, up only with biases, the GPT-OSS form,
- * f16. */
+ * forward with the helpers (the default) equals the one without bit for bit
+ * (gguf_knob_bitwise's case table). */
 TEST(cuda_quant_prefill_gguf_help) {
     const char *why = "";
     moe_ctx *ctx = gguf_gemm_ctx(&why);
@@ -1402,43 +1445,35 @@ TEST(cuda_quant_prefill_gguf_help) {
         CHECK_MSG(strstr(desc, want) != NULL && strstr(desc, "on the GGUF blocks") != NULL,
                   "MOE_SM90_QS_HELP=%s: want \"%s\" in: %s", f ? "0" : "(unset)", want, desc);
     }
-    static const struct {
-        moe_type t;
-        int64_t D, I;
-    } q[] = {{MOE_TYPE_Q8_0, 320, 192}, {MOE_TYPE_MXFP4, 320, 192}, {MOE_TYPE_Q4_0, 320, 192},
-             {MOE_TYPE_Q6_K, 512, 256}, {MOE_TYPE_Q2_K, 512, 256},  {MOE_TYPE_Q3_K, 512, 256},
-             {MOE_TYPE_Q4_K, 512, 256}, {MOE_TYPE_Q5_K, 512, 256},  {MOE_TYPE_Q8_0, 512, 256}};
-    static const char *qs[3] = {"256", "256", "64"}, *fold[3] = {"0", "1", "0"};
     int runs = 0;
-    for (int i = 0; i < (int)(sizeof q / sizeof q[0]) && !moe_test_failed(); i++)
-        for (int v = 0; v < 3 && !moe_test_failed(); v++) {
-            /* v = 0: tiles of 256 and tails (E = 8, T = 1360: some 340 rows an
-             * expert); 1: folded tiles (T = 1064: some 266); 2: tiles of 64 */
-            moe_case c = {"gguf-help", v == 0 ? 1360 : v == 1 ? 1064 : 300, 8, q[i].D, q[i].I, 2, MOE_ACT_SWIGLU,
-                          MOE_GATE_UP_SEPARATE, 0, q[i].t, MOE_TYPE_BF16, ROUTE_RANDOM, 0, 0};
-            gguf_case_form(&c, (3 * i + v) % 4); /* the form of this run */
-            const unsigned seed = moe_test_seed() + 173u * (unsigned)(3 * i + v);
-            double err[2] = {-1.0, -2.0};
-            for (int h = 0; h < 2 && !moe_test_failed(); h++) {
-                char msg[1024];
-                setenv("MOE_SM90_QS", qs[v], 1);
-                setenv("MOE_SM90_QS_FOLD", fold[v], 1);
-                if (!h) setenv("MOE_SM90_QS_HELP", "0", 1);
-                moe_case_result r = moe_case_run_down(&c, q[i].t, ctx, "cuda-quant", seed, &err[h], msg, sizeof msg);
-                unsetenv("MOE_SM90_QS");
-                unsetenv("MOE_SM90_QS_FOLD");
-                unsetenv("MOE_SM90_QS_HELP");
-                CHECK_MSG(r == MOE_CASE_PASS, "%s %s D %lld I %lld, T = %d, MOE_SM90_QS=%s FOLD=%s, helpers %s: %s",
-                          moe_type_name(q[i].t), moe_act_name(c.act), (long long)c.D, (long long)c.I, (int)c.T, qs[v],
-                          fold[v], h ? "on" : "off", msg);
-            }
-            CHECK_MSG(err[0] == err[1],
-                      "%s %s D %lld I %lld, T = %d, MOE_SM90_QS=%s FOLD=%s: error %.17g with the helpers, %.17g "
-                      "without: the outputs differ",
-                      moe_type_name(q[i].t), moe_act_name(c.act), (long long)c.D, (long long)c.I, (int)c.T, qs[v],
-                      fold[v], err[1], err[0]);
-            runs++;
-        }
+    gguf_knob_bitwise(ctx, "MOE_SM90_QS_HELP", NULL, "gguf-help", &runs);
+    gguf_gemms_everywhere(0);
+    moe_ctx_free(ctx);
+    CHECK(runs == 27);
+}
+
+/* The register-A kernel in clusters of 2 sharing each token tile by TMA
+ * multicast (moe_cuda_gemm qmc): with MOE_SM90_QS_MC=1 the layer says so,
+ * with 0 it does not, and the forwards in clusters equal those without bit for
+ * bit (gguf_knob_bitwise: odd output tiles leave the second CTA a tile past
+ * the last; tiles of 64 run without clusters either way). */
+TEST(cuda_quant_prefill_gguf_mc) {
+    const char *why = "";
+    moe_ctx *ctx = gguf_gemm_ctx(&why);
+    if (!ctx) SKIP("%s", why);
+    gguf_gemms_everywhere(1);
+    for (int f = 0; f < 2 && !moe_test_failed(); f++) {
+        char desc[4096] = "";
+        setenv("MOE_SM90_QS_MC", f ? "0" : "1", 1);
+        CHECK(zero_quant_describe_2(ctx, MOE_TYPE_Q8_0, MOE_TYPE_Q8_0, 512, 8, 320, 192, 2, MOE_GATE_UP_SEPARATE, desc,
+                                    sizeof desc));
+        unsetenv("MOE_SM90_QS_MC");
+        const int has = strstr(desc, "clusters of 2 CTAs sharing each token tile") != NULL;
+        CHECK_MSG(has == !f && strstr(desc, "on the GGUF blocks") != NULL, "MOE_SM90_QS_MC=%s: %s in: %s",
+                  f ? "0" : "1", f ? "no clusters wanted" : "clusters wanted", desc);
+    }
+    int runs = 0;
+    gguf_knob_bitwise(ctx, "MOE_SM90_QS_MC", "1", "gguf-mc", &runs);
     gguf_gemms_everywhere(0);
     moe_ctx_free(ctx);
     CHECK(runs == 27);

@@ -62,6 +62,9 @@ typedef struct moe_cuda_impl {
     int qs_help;              /* the register-A kernel's weight loads issued by two helper warps beside the producer
                                  thread (moe_cuda_gemm qhelp): -1 on GGUF blocks (layer.cu sm90_qs_helpers),
                                  MOE_SM90_QS_HELP=0 never, =1 always */
+    int qs_mc;                /* the register-A kernel's tiles of 256 (or 128 + folds) in clusters of 2 sharing each
+                                 token tile by multicast (moe_cuda_gemm qmc): -1 by the rule (layer.cu sm90_qs_mc),
+                                 MOE_SM90_QS_MC=0 never, =1 always */
     CUtensorMap tm_qg64, tm_qu64, tm_qd64;
     CUtensorMap tm_qg64h, tm_qu64h, tm_qd64h; /* ... Q6_K's second maps (moe__cuda_quant_box2) of the same rows */
     /* GEMM 1's and 2's Q8_0 / MXFP4 rows in groups (moe_cuda_gemm qlg, qmq, qsn, qa0; all 0: none); with groups

@@ -104,6 +104,9 @@ typedef struct moe_cuda_gemm {
                                  (Q8_0) or 2 (MXFP4, Q6_K). All 0 for rows TMA addresses one by one */
     int qhelp;                /* gemm_sm90_qs: the weights' TMA boxes issued by two helper warps, one a box set, beside
                                  the producer thread (the tokens); 0: by the producer thread alone */
+    int qmc;                  /* gemm_sm90_qs (tiles of 256 or more tokens): launched in clusters of 2 CTAs that take
+                                 the same token tile and neighbouring output tiles, each loading half of the token
+                                 box and multicasting it to both; 0: one CTA a unit */
     const CUtensorMap *qx0, *qx1; /* Q6_K: B0's and B1's second maps (gemm_sm90_q.cu Sm90Quant<Q6_K>), host
                                      pointers the launch copies from; NULL otherwise */
 } moe_cuda_gemm;

@@ -607,30 +607,28 @@ extern "C" int moe__cuda_quant_box(int fmt) {
 }
 extern "C" int moe__cuda_quant_box2(int fmt) { return fmt == MOE_DF_Q6_K ? 96 : 0; }
 
-/* persistent: one CTA an SM (its shared memory), no more than there are tiles;
- * m-tiles of 256 or 64 tokens run the register-A kernel, of 128 the B-decoding one */
+/* persistent: one CTA an SM (its shared memory) or two for 64 tokens a tile,
+ * no more than there are units (qs_launch; clusters of 2 where g->qmc); m-tiles
+ * of 256 or 64 tokens run the register-A kernel, of 128 the B-decoding one */
 template <int ACT, typename T, int QF>
 static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0, const CUtensorMap *b1,
                           int sm_count, cudaStream_t s) {
-    const int nout = (g->mode == 1 && g->gated ? 128 : 256) / (g->bm == 128 ? 1 : 2);
-    const int64_t most = (int64_t)g->max_mtiles * ((g->N + nout - 1) / nout);
-    const int slots = sm_count * (g->bm == 64 ? QS_CTAS(64) : 1);
-    const unsigned grid = (unsigned)(most < slots ? (most < 1 ? 1 : most) : slots);
     QsX xm;
     memset(&xm, 0, sizeof xm);
     if (g->qx0) xm.b0 = *g->qx0;
     if (g->qx1) xm.b1 = *g->qx1;
+    const int nout = g->mode == 1 && g->gated ? 64 : 128; /* the register-A kernel's output tiles */
     if (g->bm == 64)
-        gemm_sm90_qs<ACT, T, QF, 64><<<grid, NTHREADS, QS_SMEM(QF, 64), s>>>(tm[0], *b0, *b1, tm[0], tm[0], tm[0], xm,
-                                                                             *g);
-    else if (g->bm == 256 && g->qfold)
-        gemm_sm90_qs<ACT, T, QF, QS_NTF><<<grid, NTHREADS, QS_SMEM(QF, QS_NTF), s>>>(tm[0], *b0, *b1, tm[2], tm[3], tm[4],
-                                                                                     xm, *g);
-    else if (g->bm == 256)
-        gemm_sm90_qs<ACT, T, QF, 256><<<grid, NTHREADS, QS_SMEM(QF, 256), s>>>(tm[0], *b0, *b1, tm[2], tm[3], tm[4], xm,
-                                                                               *g);
-    else if constexpr (QS_HAS_BDEC(QF))
+        return qs_launch<ACT, T, QF, 64>(g, nout, sm_count * QS_CTAS(64), tm[0], *b0, *b1, tm[0], tm[0], tm[0], xm, s);
+    if (g->bm == 256 && g->qfold)
+        return qs_launch<ACT, T, QF, QS_NTF>(g, nout, sm_count, tm[0], *b0, *b1, tm[2], tm[3], tm[4], xm, s);
+    if (g->bm == 256) return qs_launch<ACT, T, QF, 256>(g, nout, sm_count, tm[0], *b0, *b1, tm[2], tm[3], tm[4], xm, s);
+    if constexpr (QS_HAS_BDEC(QF)) {
+        const int bn = g->mode == 1 && g->gated ? 128 : 256; /* outputs a tile */
+        const int64_t most = (int64_t)g->max_mtiles * ((g->N + bn - 1) / bn);
+        const unsigned grid = (unsigned)(most < sm_count ? (most < 1 ? 1 : most) : sm_count);
         gemm_sm90_q<ACT, T, QF><<<grid, NTHREADS, SM90_SMEM_BYTES_Q(QF), s>>>(tm[0], *b0, *b1, tm[1], *g);
+    }
     return cudaGetLastError();
 }
 
@@ -659,12 +657,15 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
                         g->qfmt == MOE_DF_Q5_K || g->qfmt == MOE_DF_Q4_0 || g->qfmt == MOE_DF_Q2_K ||
                         g->qfmt == MOE_DF_Q3_K ||
                         (g->qfmt == MOE_DF_Q6_K && g->qx0 && g->qx1);
-    if (!(g->bm == 256 || g->bm == 64 || bdec) || g->cm != 1 || g->cn != 1 || g->gather || !fmt_ok) {
+    if (!(g->bm == 256 || g->bm == 64 || bdec) || g->cm != 1 || g->cn != 1 || g->gather || !fmt_ok ||
+        (g->qmc && g->bm != 256)) {
         snprintf(why, n,
                  "GGUF weights (format %d%s) run m-tiles of 64 or 256, or 128 with BN 256 (Q8_0, Q4_K rows TMA "
-                 "addresses one by one), 1 x 1, A through TMA; got BM %d BN %d %dx%d%s%s",
+                 "addresses one by one), 1 x 1, A through TMA, clusters of 2 (qmc) on m-tiles of 256 only; got BM %d BN "
+                 "%d %dx%d%s%s%s",
                  g->qfmt, g->qfmt == MOE_DF_Q6_K && !(g->qx0 && g->qx1) ? ", without its second maps" : "", g->bm,
-                 g->bn, g->cm, g->cn, g->gather ? ", gather" : "", g->qlg || g->qa0 ? ", rows in groups" : "");
+                 g->bn, g->cm, g->cn, g->gather ? ", gather" : "", g->qlg || g->qa0 ? ", rows in groups" : "",
+                 g->qmc ? ", qmc" : "");
         return cudaErrorInvalidValue;
     }
     /* tm: A (boxes of bm rows), out (BM 128), and for the tail tiles of bm 256
@@ -673,6 +674,10 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
     if (moe__cuda_sm90_tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
     if (g->bm == 256 && (moe__cuda_sm90_tmap_a(g, 128, &tm[2], why, n) || moe__cuda_sm90_tmap_a(g, 64, &tm[3], why, n) ||
                          moe__cuda_sm90_tmap_a(g, MOE_CUDA_TILE_FOLD, &tm[4], why, n)))
+        return cudaErrorInvalidValue;
+    /* clusters of 2: each CTA loads half of each token box (gemm_sm90_qs_body) */
+    if (g->qmc && (moe__cuda_sm90_tmap_a(g, 128, &tm[0], why, n) || moe__cuda_sm90_tmap_a(g, 64, &tm[2], why, n) ||
+                   moe__cuda_sm90_tmap_a(g, 32, &tm[3], why, n)))
         return cudaErrorInvalidValue;
     switch (g->qfmt) {
     case MOE_DF_Q8_0: return dispatch_f<SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s);

@@ -36,25 +36,19 @@ template <> struct Sm90Quant<SM90_QF_DENSE> {
 static_assert(QS_STAGES(SM90_QF_DENSE, 256) == 4 && QS_STAGES(SM90_QF_DENSE, QS_NTF) == 4,
               "the dense ring: 4 stages of 256 and of 280 tokens");
 
-/* persistent: one CTA an SM, no more than there are units */
+/* persistent: one CTA an SM, no more than there are units (qs_launch; clusters of 2 where g->qmc) */
 template <int ACT, typename T>
 static cudaError_t launch(const moe_cuda_gemm *g, const CUtensorMap *tm, const CUtensorMap *b0, const CUtensorMap *b1,
                           int sm_count, cudaStream_t s) {
     const int nout = g->mode == 1 && g->gated ? 64 : 128;
-    const int64_t most = (int64_t)g->max_mtiles * ((g->N + nout - 1) / nout);
-    const unsigned grid = (unsigned)(most < sm_count ? (most < 1 ? 1 : most) : sm_count);
     QsX xm;
     memset(&xm, 0, sizeof xm);
     if (g->bm == 128) /* experts of about 128 rows: tiles of 128 tokens and folds */
-        gemm_sm90_qs<ACT, T, SM90_QF_DENSE, QS_NTF128>
-            <<<grid, NTHREADS, QS_SMEM(SM90_QF_DENSE, QS_NTF128), s>>>(tm[0], *b0, *b1, tm[2], tm[3], tm[4], xm, *g);
-    else if (g->qfold)
-        gemm_sm90_qs<ACT, T, SM90_QF_DENSE, QS_NTF>
-            <<<grid, NTHREADS, QS_SMEM(SM90_QF_DENSE, QS_NTF), s>>>(tm[0], *b0, *b1, tm[2], tm[3], tm[4], xm, *g);
-    else
-        gemm_sm90_qs<ACT, T, SM90_QF_DENSE, 256>
-            <<<grid, NTHREADS, QS_SMEM(SM90_QF_DENSE, 256), s>>>(tm[0], *b0, *b1, tm[2], tm[3], tm[4], xm, *g);
-    return cudaGetLastError();
+        return qs_launch<ACT, T, SM90_QF_DENSE, QS_NTF128>(g, nout, sm_count, tm[0], *b0, *b1, tm[2], tm[3], tm[4], xm,
+                                                           s);
+    if (g->qfold)
+        return qs_launch<ACT, T, SM90_QF_DENSE, QS_NTF>(g, nout, sm_count, tm[0], *b0, *b1, tm[2], tm[3], tm[4], xm, s);
+    return qs_launch<ACT, T, SM90_QF_DENSE, 256>(g, nout, sm_count, tm[0], *b0, *b1, tm[2], tm[3], tm[4], xm, s);
 }
 
 template <typename T>
@@ -81,6 +75,10 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_qd(const moe_cuda_gemm *g, const CUte
     CUtensorMap tm[5];
     if (moe__cuda_sm90_tmap_a_out(g, tm, why, n) || moe__cuda_sm90_tmap_a(g, 128, &tm[2], why, n) ||
         moe__cuda_sm90_tmap_a(g, 64, &tm[3], why, n) || moe__cuda_sm90_tmap_a(g, MOE_CUDA_TILE_FOLD, &tm[4], why, n))
+        return cudaErrorInvalidValue;
+    /* clusters of 2: each CTA loads half of each token box (gemm_sm90_qs_body) */
+    if (g->qmc && (moe__cuda_sm90_tmap_a(g, g->bm / 2, &tm[0], why, n) || moe__cuda_sm90_tmap_a(g, 64, &tm[2], why, n) ||
+                   moe__cuda_sm90_tmap_a(g, 32, &tm[3], why, n)))
         return cudaErrorInvalidValue;
     return g->dtype == MOE_TYPE_F16 ? dispatch<__half>(g, tm, tmB0, tmB1, sm_count, s)
                                     : dispatch<__nv_bfloat16>(g, tm, tmB0, tmB1, sm_count, s);

@@ -58,7 +58,11 @@
  * 4 stages of their 64-row boxes (16 KB) and 256 tokens fit */
 #define QS_STGW(qf, nt) ((nt) == 64 || (qf) == SM90_QF_DENSE ? 2048 : 4096)
 #define QS_WT(nt) (2 * (nt) * 4) /* a warpgroup's routing weights, two tiles in turn */
-#define QS_SMEM_S(qf, nt, ns) (1024 + (ns) * QS_STAGE(qf, nt) + 8 * QS_STGW(qf, nt) + 2 * QS_WT(nt) + (ns) * (2 * 8 + 32))
+/* the meta area: a full and an empty barrier and a QsHead a stage, then the
+ * clusters' 8 unit slots and their 8 barriers (QS_MC_BYTES) */
+#define QS_MC_BYTES (8 * 4 + 8 * 8)
+#define QS_SMEM_S(qf, nt, ns)                                                                                          \
+    (1024 + (ns) * QS_STAGE(qf, nt) + 8 * QS_STGW(qf, nt) + 2 * QS_WT(nt) + (ns) * (2 * 8 + 32) + QS_MC_BYTES)
 /* stages: with 64 tokens 4 (two CTAs an SM; Q6_K's and Q3_K's box sets, 176
  * and 128 bytes a row, leave room for 3) or 8 (one CTA); with 256 or QS_NTF
  * 4 where they fit in the SM's 227 KB, else 3 (Q6_K, Q3_K) */
@@ -163,6 +167,7 @@ struct QsCons {
     uint32_t sbase;
     int stage, parity;
     uint32_t phase;
+    int peer; /* clusters of 2 (g.qmc): the other CTA's rank, whose producer multicasts into this CTA's stages; -1 none */
 };
 #define QS_OFF_STG(qf, nt) (QS_STAGES(qf, nt) * QS_STAGE(qf, nt))
 #define QS_OFF_WT(qf, nt) (QS_OFF_STG(qf, nt) + 8 * QS_STGW(qf, nt))
@@ -444,8 +449,13 @@ static __device__ __forceinline__ void qs_tile(QsCons &c, float *acc, uint32_t (
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     };
+    /* frees the stage here and, in a cluster, in the peer, whose producer
+     * multicasts its half of the token box into this CTA's stage too */
     auto release = [&](int st) {
-        if (lane == 0) mbar_arrive(bar(STAGES + st));
+        if (lane == 0) {
+            mbar_arrive(bar(STAGES + st));
+            if (c.peer >= 0) mbar_arrive_cluster(bar(STAGES + st), (uint32_t)c.peer);
+        }
     };
     int st_a, st_b = 0;
     uint32_t sa_a = wait_full(&st_a);
@@ -541,17 +551,39 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
      * after both helpers have read it. */
     const bool help = g.qhelp != 0;
     auto go = [&](int s) -> uint32_t { return head + 32 * s + 24; };
+    /* Clusters of 2 (g.qmc; tiles of 256 or more tokens): the two CTAs take
+     * the same token tile and neighbouring output tiles (a unit is a pair of
+     * them, the second past the last where their count is odd: computed, never
+     * stored). Each producer loads half of the token box (rows in multiples of
+     * 32, so both halves keep the 128B swizzle's 1024-byte atoms) and
+     * multicasts it to both CTAs, so that L2 serves each token tile once for
+     * 256 weight rows instead of 128; a folded tile's last rows come from CTA
+     * 0. Each CTA's full barrier expects the whole token box and its own
+     * weights; a stage may be refilled once the consumers of both CTAs have
+     * released it (the empty barrier counts the 8 warps of each). In dynamic
+     * order CTA 0's producer claims the units and passes each one's number to
+     * CTA 1's producer through slot i % 8 (uslot) and its barrier (ubar),
+     * as gemm_sm90.cuh's 2 x 1 clusters do: CTA 0 runs at most the ring's
+     * depth ahead of CTA 1. */
+    const bool mc = NT != 64 && g.qmc != 0;
+    const uint32_t rank = mc ? cluster_rank() : 0;
+    const uint32_t uslot = head + 32 * STAGES, ubar = uslot + 32; /* slot i at uslot + 4 (i % 8), its barrier ubar + 8 (i % 8) */
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(bar(s), 1);
-            mbar_init(bar(STAGES + s), help ? 10 : 8);
+            mbar_init(bar(STAGES + s), (mc ? 16 : 8) + (help ? 2 : 0));
             if (help) mbar_init(go(s), 1);
         }
+        if (mc)
+            for (int j = 0; j < 8; j++) mbar_init(ubar + 8 * j, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
+    if (mc) cluster_sync();
     const int N = g.N, C = g.C;
-    const int MU = *g.n_mtiles, NU = (N + NOUT - 1) / NOUT, total = MU * NU, kblocks = (C + BK - 1) / BK;
+    const int MU = *g.n_mtiles, NU = (N + NOUT - 1) / NOUT, NUC = mc ? (NU + 1) / 2 : NU, total = MU * NUC,
+              kblocks = (C + BK - 1) / BK;
+    const int cid = mc ? (int)blockIdx.x / 2 : (int)blockIdx.x, ncl = mc ? (int)gridDim.x / 2 : (int)gridDim.x;
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (help && (threadIdx.x == 32 || threadIdx.x == 64)) {
@@ -579,23 +611,47 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
         } else if (threadIdx.x == 0) {
             int stage = 0;
             uint32_t phase = 0;
-            for (int u = blockIdx.x; u < total;) {
+            const bool dyn = g.sched != nullptr;
+            /* a cluster's unit i: claimed by CTA 0, which writes it into CTA 1's slot */
+            auto take = [&](int i, int u0) -> int {
+                if (!mc || !dyn) return u0;
+                const uint32_t sl = uslot + 4 * (i & 7), ub = ubar + 8 * (i & 7);
+                if (rank == 0) {
+                    uint32_t ra, rb;
+                    asm volatile("mapa.shared::cluster.u32 %0, %1, 1;\n" : "=r"(ra) : "r"(sl));
+                    asm volatile("mapa.shared::cluster.u32 %0, %1, 1;\n" : "=r"(rb) : "r"(ub));
+                    asm volatile("st.shared::cluster.u32 [%0], %1;\n" ::"r"(ra), "r"(u0) : "memory");
+                    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(rb) : "memory");
+                    return u0;
+                }
+                mbar_wait_cluster(ub, (uint32_t)(i >> 3) & 1u);
+                int v;
+                asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(sl) : "memory");
+                return v;
+            };
+            int u = take(0, cid), i = 0;
+            for (; u < total; i++) {
                 /* the next unit, claimed as this one starts (dynamic order:
-                 * from the counter, see gemm_sm90.cuh; static: u + the grid) */
-                const int next = g.sched ? (int)gridDim.x + atomicAdd(g.sched, 1) : u + (int)gridDim.x;
+                 * from the counter, see gemm_sm90.cuh, by CTA 0 of a cluster;
+                 * static: u + the grid's CTAs or clusters) */
+                const int next = !dyn ? u + ncl : !mc || rank == 0 ? ncl + atomicAdd(g.sched, 1) : 0;
                 int mu, nu;
-                moe_cuda_raster(u, MU, NU, g.gm, &mu, &nu);
+                moe_cuda_raster(u, MU, NUC, g.gm, &mu, &nu);
+                if (mc) nu = 2 * nu + (int)rank;
                 const int2 t = g.tiles[mu];
                 const int e = t.x, n0 = nu * NOUT, code = t.y >= 0 ? QS_TILE_CODE(t.y) : 0;
                 const int rbase = g.exp_off[e], rend = g.exp_off[e + 1];
                 const int arow = t.y >= 0 ? rbase + QS_TILE_ROW(t.y) : rend;
                 /* the token box of the tile's size (tail tiles: 128 or 64 rows; a
-                 * folded tile: NT rows and a box of 64 after them) */
+                 * folded tile: NT rows and a box of 64 after them); in a cluster
+                 * the maps' boxes are half as high (moe__cuda_gemm_sm90_q) */
                 const CUtensorMap *ta = code == 0 || code == 3 ? &tmA : code == 1 ? &tmA128 : &tmA64;
+                const int trows = code == 0 || code == 3 ? NM : code == 1 ? 128 : 64, half = mc ? trows / 2 : 0;
                 const uint32_t tx = (code == 0 ? NM : code == 1 ? 128 : code == 2 ? 64 : NT) * BK * 2 + 2 * RH;
                 for (int kb = 0; kb < kblocks; kb++) {
                     const uint32_t full = bar(stage), sa = sbase + stage * STB;
-                    mbar_wait(bar(STAGES + stage), phase ^ 1);
+                    if (mc) mbar_wait_cluster(bar(STAGES + stage), phase ^ 1); /* released by the peer's consumers too */
+                    else mbar_wait(bar(STAGES + stage), phase ^ 1);
                     if (kb == 0 || help) /* the unit, for the consumers (QsHead), and the k-block for the helpers */
                         asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %4};\n"
                                      "st.shared.v2.s32 [%0+16], {%5, %6};\n" ::"r"(head + 32 * stage),
@@ -603,8 +659,15 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                                      : "memory");
                     mbar_expect_tx(full, tx);
                     if (help) mbar_arrive(go(stage));
-                    tma_2d(sa, ta, kb * BK, arow, full);
-                    if (QS_FOLDK(NT) && code == 3) tma_2d(sa + NM * BK * 2, &tmAf, kb * BK, arow + NM, full);
+                    if (!mc) {
+                        tma_2d(sa, ta, kb * BK, arow, full);
+                        if (QS_FOLDK(NT) && code == 3) tma_2d(sa + NM * BK * 2, &tmAf, kb * BK, arow + NM, full);
+                    } else {
+                        tma_2d_mc(sa + (uint32_t)(half * (int)rank * BK * 2), ta, kb * BK, arow + half * (int)rank, full,
+                                  3);
+                        if (QS_FOLDK(NT) && code == 3 && rank == 0)
+                            tma_2d_mc(sa + NM * BK * 2, &tmAf, kb * BK, arow + NM, full, 3);
+                    }
                     if (!help) {
 #pragma unroll
                         for (int h = 0; h < 2; h++)
@@ -615,10 +678,11 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
                     }
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
-                u = next;
+                u = take(i + 1, next);
             }
             /* the end: a stage whose full barrier completes without data, e = -1 in its head */
-            mbar_wait(bar(STAGES + stage), phase ^ 1);
+            if (mc) mbar_wait_cluster(bar(STAGES + stage), phase ^ 1);
+            else mbar_wait(bar(STAGES + stage), phase ^ 1);
             asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(head + 32 * stage), "r"(-1) : "memory");
             mbar_arrive(bar(stage));
             if (help) mbar_arrive(go(stage));
@@ -630,6 +694,7 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
         c.parity = 0; /* of the warpgroup's tiles: which routing-weight table */
         c.stage = 0;
         c.phase = 0;
+        c.peer = mc ? (int)(rank ^ 1u) : -1;
         float acc[NT / 2];
         uint32_t fa[16], fb[16];
         for (;;) {
@@ -670,6 +735,8 @@ static __device__ __forceinline__ void gemm_sm90_qs_body(const CUtensorMap &tmA,
             }
         }
     }
+    /* a CTA leaves once the peer's consumers have made their last arrivals on its barriers */
+    if (mc) cluster_sync();
 }
 #endif
 
@@ -682,6 +749,49 @@ static __global__ void __launch_bounds__(NTHREADS, QS_CTAS(NT))
 #ifdef MOE_SM90A
     gemm_sm90_qs_body<ACT, T, QF, NT>(tmA, tmB0, tmB1, tmA128, tmA64, tmAf, xm, g);
 #endif
+}
+
+/* Launches instance NT persistently: a CTA an SM slot (slots) and no more than
+ * there are units (up to max_mtiles token tiles x the output tiles of nout),
+ * or with g->qmc (NT of 128 or more) clusters of 2 that take a pair of output
+ * tiles a unit, as many as the device keeps resident at once. ta, t128, t64:
+ * the token maps of the tile sizes (boxes half as high for clusters), tf the
+ * folded rows' */
+template <int ACT, typename T, int QF, int NT>
+static cudaError_t qs_launch(const moe_cuda_gemm *g, int nout, int slots, const CUtensorMap &ta,
+                             const CUtensorMap &b0, const CUtensorMap &b1, const CUtensorMap &t128,
+                             const CUtensorMap &t64, const CUtensorMap &tf, const QsX &xm, cudaStream_t s) {
+    const int64_t nu = (g->N + nout - 1) / nout, units = (int64_t)g->max_mtiles * (g->qmc && NT != 64 ? (nu + 1) / 2 : nu);
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = 2;
+    at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
+    cfg.blockDim = dim3(NTHREADS);
+    cfg.dynamicSmemBytes = QS_SMEM(QF, NT);
+    cfg.stream = s;
+    int64_t grid;
+    if (g->qmc && NT != 64) {
+        static int max_clusters = -1; /* per instance; one device type per process assumed */
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        if (max_clusters < 0) {
+            int n = 0;
+            cfg.gridDim = dim3((unsigned)(2 * (slots / 2)));
+            if (cudaOccupancyMaxActiveClusters(&n, gemm_sm90_qs<ACT, T, QF, NT>, &cfg) != cudaSuccess || n < 1) {
+                cudaGetLastError();
+                n = slots / 2;
+            }
+            max_clusters = n;
+        }
+        grid = 2 * (units < max_clusters ? (units < 1 ? 1 : units) : max_clusters);
+    } else {
+        grid = units < slots ? (units < 1 ? 1 : units) : slots;
+    }
+    cfg.gridDim = dim3((unsigned)grid);
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, gemm_sm90_qs<ACT, T, QF, NT>, ta, b0, b1, t128, t64, tf, xm, *g);
+    return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 #endif /* MOE_CUDA_GEMM_SM90_QS_CUH */

@@ -651,6 +651,8 @@ static void sm90_qs_env(moe_cuda_impl *im) {
     im->qs_fold = fold && (atoi(fold) == 0 || atoi(fold) == 1) ? atoi(fold) : -1;
     const char *help = getenv("MOE_SM90_QS_HELP"); /* 0 / 1: never / always helper warps (sm90_qs_helpers) */
     im->qs_help = help && (atoi(help) == 0 || atoi(help) == 1) ? atoi(help) : -1;
+    const char *mc = getenv("MOE_SM90_QS_MC"); /* 0 / 1: never / always clusters of 2 (sm90_qs_mc) */
+    im->qs_mc = mc && (atoi(mc) == 0 || atoi(mc) == 1) ? atoi(mc) : -1;
 }
 
 /* The register-A kernel's weight loads issued by two helper warps beside its
@@ -666,6 +668,16 @@ static void sm90_qs_env(moe_cuda_impl *im) {
  * MOE_SM90_QS_HELP=0 / 1 never / always. */
 static int sm90_qs_helpers(const moe_cuda_impl *im) {
     return im->qs_help == 1 || (im->qs_help < 0 && im->qfmt1 != 0);
+}
+
+/* The register-A kernel's tiles of 256 tokens (bm 256; bf16/f16 weights also
+ * 128 + folds) in clusters of 2 CTAs that share each token tile by TMA
+ * multicast (moe_cuda_gemm qmc), so that L2 serves a token tile once for 256
+ * weight rows. MOE_SM90_QS_MC=0 / 1 never / always; the rule: not measured yet,
+ * so never. */
+static int sm90_qs_mc(const moe_cuda_impl *im, int bm, int tn) {
+    if (!(bm == 256 || (tn && bm == 128))) return 0;
+    return im->qs_mc == 1;
 }
 
 static moe_status init_common(moe_layer *L, int sm90) {
@@ -1033,6 +1045,7 @@ static moe_status forward_impl(moe_layer *L, const moe__fwd *a, int64_t group, m
             g1.bn = g2.bn = 256; /* not read: its units are 64 or 128 outputs */
         }
         g1.qhelp = g2.qhelp = sm90_qs_helpers(im); /* read by the register-A kernel only */
+        g1.qmc = g2.qmc = (im->qfmt1 || tn) && sm90_qs_mc(im, bm, tn);
         g2.A = h;
         g2.gather = 0; /* GEMM 2 reads h through TMA */
         g2.out = y;
@@ -1160,10 +1173,13 @@ static void describe_cuda(const moe_layer *L, int64_t T, char *buf, size_t n) {
                  "(an expert's last %s rows: %s%s)",
                  bm, bm == 256 ? "128 or fewer" : "64 or fewer", bm == 256 ? "128 or 64" : "64",
                  moe__cuda_sm90_fold(L, T, bm) ? "; its last 24 or fewer beyond a full tile: folded into it" : "");
-    if (((im->qfmt1 && bm != 128) || (!im->qfmt1 && moe__cuda_sm90_tn(L, T))) && n > strlen(buf) + 120)
-        snprintf(buf + strlen(buf), n - strlen(buf), "; its stages loaded by %s",
+    if (((im->qfmt1 && bm != 128) || (!im->qfmt1 && moe__cuda_sm90_tn(L, T))) && n > strlen(buf) + 190)
+        snprintf(buf + strlen(buf), n - strlen(buf), "; its stages loaded by %s%s",
                  sm90_qs_helpers(im) ? "the producer thread (tokens) and two helper warps (weights)"
-                                     : "the producer thread alone");
+                                     : "the producer thread alone",
+                 sm90_qs_mc(im, bm, !im->qfmt1 && moe__cuda_sm90_tn(L, T))
+                     ? ", in clusters of 2 CTAs sharing each token tile (TMA multicast)"
+                     : "");
     if (im->qfmt1 && im->qgrp && n > strlen(buf) + 160) {
         char grp[2][64];
         const int lg[2] = {im->qlg1, im->qlg2}, sn[2] = {im->qsn1, im->qsn2}, a0[2] = {im->qa01, im->qa02};
