@@ -1425,58 +1425,50 @@ static void gguf_knob_bitwise(moe_ctx *ctx, const char *knob, const char *on, co
         }
 }
 
-/* The register-A kernel's weight loads issued by two helper warps beside the
- * producer thread (moe_cuda_gemm qhelp; session 39): the layer says so, or
- * with MOE_SM90_QS_HELP=0 that the producer thread loads alone, and the
- * forward with the helpers (the default) equals the one without bit for bit
- * (gguf_knob_bitwise's case table). */
-TEST(cuda_quant_prefill_gguf_help) {
+/* A knob of the register-A kernel, on (`on`, NULL: unset, the default) and off
+ * ("0"): the layer's description holds text_on when on and, when off, text_off
+ * (NULL: not text_on); the forwards equal each other bit for bit
+ * (gguf_knob_bitwise's case table, 27 forwards each way). */
+static void gguf_knob_test(const char *knob, const char *on, const char *text_on, const char *text_off,
+                           const char *label) {
     const char *why = "";
     moe_ctx *ctx = gguf_gemm_ctx(&why);
     if (!ctx) SKIP("%s", why);
     gguf_gemms_everywhere(1);
     for (int f = 0; f < 2 && !moe_test_failed(); f++) {
         char desc[4096] = "";
-        if (f) setenv("MOE_SM90_QS_HELP", "0", 1);
+        if (f) setenv(knob, "0", 1);
+        else if (on) setenv(knob, on, 1);
         CHECK(zero_quant_describe_2(ctx, MOE_TYPE_Q8_0, MOE_TYPE_Q8_0, 512, 8, 320, 192, 2, MOE_GATE_UP_SEPARATE, desc,
                                     sizeof desc));
-        unsetenv("MOE_SM90_QS_HELP");
-        const char *want = f ? "producer thread alone" : "two helper warps";
-        CHECK_MSG(strstr(desc, want) != NULL && strstr(desc, "on the GGUF blocks") != NULL,
-                  "MOE_SM90_QS_HELP=%s: want \"%s\" in: %s", f ? "0" : "(unset)", want, desc);
+        unsetenv(knob);
+        const int ok = !f ? strstr(desc, text_on) != NULL
+                          : text_off ? strstr(desc, text_off) != NULL : strstr(desc, text_on) == NULL;
+        CHECK_MSG(ok && strstr(desc, "on the GGUF blocks") != NULL, "%s=%s: want %s\"%s\" in: %s", knob,
+                  f ? "0" : on ? on : "(unset)", f && !text_off ? "no " : "", f && text_off ? text_off : text_on, desc);
     }
     int runs = 0;
-    gguf_knob_bitwise(ctx, "MOE_SM90_QS_HELP", NULL, "gguf-help", &runs);
+    gguf_knob_bitwise(ctx, knob, on, label, &runs);
     gguf_gemms_everywhere(0);
     moe_ctx_free(ctx);
     CHECK(runs == 27);
 }
 
+/* The register-A kernel's weight loads issued by two helper warps beside the
+ * producer thread (moe_cuda_gemm qhelp; session 39): the layer says so, or
+ * with MOE_SM90_QS_HELP=0 that the producer thread loads alone, and the
+ * forward with the helpers (the default) equals the one without bit for bit. */
+TEST(cuda_quant_prefill_gguf_help) {
+    gguf_knob_test("MOE_SM90_QS_HELP", NULL, "two helper warps", "producer thread alone", "gguf-help");
+}
+
 /* The register-A kernel in clusters of 2 sharing each token tile by TMA
- * multicast (moe_cuda_gemm qmc): with MOE_SM90_QS_MC=1 the layer says so,
- * with 0 it does not, and the forwards in clusters equal those without bit for
- * bit (gguf_knob_bitwise: odd output tiles leave the second CTA a tile past
- * the last; tiles of 64 run without clusters either way). */
+ * multicast (moe_cuda_gemm qmc; session 40): with MOE_SM90_QS_MC=1 the layer
+ * says so, with 0 it does not, and the forwards in clusters equal those
+ * without bit for bit (odd output tiles leave the second CTA a tile past the
+ * last; tiles of 64 run without clusters either way). */
 TEST(cuda_quant_prefill_gguf_mc) {
-    const char *why = "";
-    moe_ctx *ctx = gguf_gemm_ctx(&why);
-    if (!ctx) SKIP("%s", why);
-    gguf_gemms_everywhere(1);
-    for (int f = 0; f < 2 && !moe_test_failed(); f++) {
-        char desc[4096] = "";
-        setenv("MOE_SM90_QS_MC", f ? "0" : "1", 1);
-        CHECK(zero_quant_describe_2(ctx, MOE_TYPE_Q8_0, MOE_TYPE_Q8_0, 512, 8, 320, 192, 2, MOE_GATE_UP_SEPARATE, desc,
-                                    sizeof desc));
-        unsetenv("MOE_SM90_QS_MC");
-        const int has = strstr(desc, "clusters of 2 CTAs sharing each token tile") != NULL;
-        CHECK_MSG(has == !f && strstr(desc, "on the GGUF blocks") != NULL, "MOE_SM90_QS_MC=%s: %s in: %s",
-                  f ? "0" : "1", f ? "no clusters wanted" : "clusters wanted", desc);
-    }
-    int runs = 0;
-    gguf_knob_bitwise(ctx, "MOE_SM90_QS_MC", "1", "gguf-mc", &runs);
-    gguf_gemms_everywhere(0);
-    moe_ctx_free(ctx);
-    CHECK(runs == 27);
+    gguf_knob_test("MOE_SM90_QS_MC", "1", "clusters of 2 CTAs sharing each token tile", NULL, "gguf-mc");
 }
 
 /* Ids out of range on the device: skipped pairs, nothing out of bounds, the
