@@ -571,7 +571,10 @@ static int rule_forwards(const char *backend, const char *env, const char *const
  * 4096, T*K >= 8192, T*K/E >= 128): the description names them (and the
  * raster band, and the units' dynamic order) at T = 16384 and not at T = 512, and the forward equals, bit
  * for bit, the one with MOE_SM90_CM=1 (1 x 1; and GEMM 1 gathering x's rows,
- * I <= 2048), itself checked against the reference by the case tables. */
+ * I <= 2048), itself checked against the reference by the case tables. The
+ * token-major kernel's rules: MOE_SM90_TN=0, since at T = 512 (128 rows an
+ * expert, D = 4096) moe__cuda_sm90_tn gives the layer to the register-A
+ * kernel, whose bands are 2 (cuda_sm90_tn_tiles checks that choice). */
 static void c21_default(const char *backend) {
     char desc[3][2048], why[256];
     int ma, mi;
@@ -582,7 +585,10 @@ static void c21_default(const char *backend) {
     const char *const cm[3] = {NULL, "1", NULL};
     dev_inputs in = dev_inputs_make(moe_test_seed() + 91, CE, CD, CI, CK, CT);
     uint16_t *o[3] = {malloc(2 * (size_t)CT * CD), malloc(2 * (size_t)CT * CD), malloc(2 * (size_t)512 * CD)};
-    if (rule_forwards(backend, "MOE_SM90_CM", cm, &in, CE, CD, CI, CK, Ts, 3, o, desc)) {
+    setenv("MOE_SM90_TN", "0", 1);
+    const int fwd = rule_forwards(backend, "MOE_SM90_CM", cm, &in, CE, CD, CI, CK, Ts, 3, o, desc);
+    unsetenv("MOE_SM90_TN");
+    if (fwd) {
         const char *want = strcmp(backend, "cuda-jit") ? "clusters 2x1, BM 128" : "in 2x1 clusters";
         const char *want1 = strcmp(backend, "cuda-jit") ? "clusters 1x1" : "in 1x1 clusters";
         CHECK_MSG(strstr(desc[0], want) != NULL, "%s T=%d: no \"%s\": %s", backend, CT, want, desc[0]);
