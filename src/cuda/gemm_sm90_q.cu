@@ -668,17 +668,11 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_q(const moe_cuda_gemm *g, const CUten
                  g->qmc ? ", qmc" : "");
         return cudaErrorInvalidValue;
     }
-    /* tm: A (boxes of bm rows), out (BM 128), and for the tail tiles of bm 256
-     * A in boxes of 128 and 64 rows, for its folded tiles of MOE_CUDA_TILE_FOLD */
+    /* tm: A (boxes of bm rows), out (BM 128), and for bm 256 the tail tiles'
+     * and folded rows' maps (qs_token_maps) */
     CUtensorMap tm[5];
     if (moe__cuda_sm90_tmap_a_out(g, tm, why, n)) return cudaErrorInvalidValue;
-    if (g->bm == 256 && (moe__cuda_sm90_tmap_a(g, 128, &tm[2], why, n) || moe__cuda_sm90_tmap_a(g, 64, &tm[3], why, n) ||
-                         moe__cuda_sm90_tmap_a(g, MOE_CUDA_TILE_FOLD, &tm[4], why, n)))
-        return cudaErrorInvalidValue;
-    /* clusters of 2: each CTA loads half of each token box (gemm_sm90_qs_body) */
-    if (g->qmc && (moe__cuda_sm90_tmap_a(g, 128, &tm[0], why, n) || moe__cuda_sm90_tmap_a(g, 64, &tm[2], why, n) ||
-                   moe__cuda_sm90_tmap_a(g, 32, &tm[3], why, n)))
-        return cudaErrorInvalidValue;
+    if (g->bm == 256 && qs_token_maps(g, tm, why, n)) return cudaErrorInvalidValue;
     switch (g->qfmt) {
     case MOE_DF_Q8_0: return dispatch_f<SM90_QF_Q8_0>(g, tm, tmB0, tmB1, sm_count, s);
     case MOE_DF_MXFP4: return dispatch_f<SM90_QF_MXFP4>(g, tm, tmB0, tmB1, sm_count, s);

@@ -73,13 +73,7 @@ extern "C" cudaError_t moe__cuda_gemm_sm90_qd(const moe_cuda_gemm *g, const CUte
     /* tm: A in boxes of 256 rows, the output map (unused here), and A in
      * boxes of 128, 64 and MOE_CUDA_TILE_FOLD rows for the tail and folded tiles */
     CUtensorMap tm[5];
-    if (moe__cuda_sm90_tmap_a_out(g, tm, why, n) || moe__cuda_sm90_tmap_a(g, 128, &tm[2], why, n) ||
-        moe__cuda_sm90_tmap_a(g, 64, &tm[3], why, n) || moe__cuda_sm90_tmap_a(g, MOE_CUDA_TILE_FOLD, &tm[4], why, n))
-        return cudaErrorInvalidValue;
-    /* clusters of 2: each CTA loads half of each token box (gemm_sm90_qs_body) */
-    if (g->qmc && (moe__cuda_sm90_tmap_a(g, g->bm / 2, &tm[0], why, n) || moe__cuda_sm90_tmap_a(g, 64, &tm[2], why, n) ||
-                   moe__cuda_sm90_tmap_a(g, 32, &tm[3], why, n)))
-        return cudaErrorInvalidValue;
+    if (moe__cuda_sm90_tmap_a_out(g, tm, why, n) || qs_token_maps(g, tm, why, n)) return cudaErrorInvalidValue;
     return g->dtype == MOE_TYPE_F16 ? dispatch<__half>(g, tm, tmB0, tmB1, sm_count, s)
                                     : dispatch<__nv_bfloat16>(g, tm, tmB0, tmB1, sm_count, s);
 }

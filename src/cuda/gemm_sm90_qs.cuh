@@ -794,4 +794,17 @@ static cudaError_t qs_launch(const moe_cuda_gemm *g, int nout, int slots, const 
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
+/* The token maps of tiles of 128 or more tokens beside tm[0] (boxes of g->bm
+ * rows, moe__cuda_sm90_tmap_a_out): tm[2] and tm[3] for the tail tiles (128
+ * and 64 rows), tm[4] for the folded rows (MOE_CUDA_TILE_FOLD); in clusters of
+ * 2 (g->qmc) tm[0], tm[2] and tm[3] with boxes half as high, each CTA loading
+ * one half (gemm_sm90_qs_body). 0, or nonzero with why. */
+static int qs_token_maps(const moe_cuda_gemm *g, CUtensorMap *tm, char *why, size_t n) {
+    if (moe__cuda_sm90_tmap_a(g, 128, &tm[2], why, n) || moe__cuda_sm90_tmap_a(g, 64, &tm[3], why, n) ||
+        moe__cuda_sm90_tmap_a(g, MOE_CUDA_TILE_FOLD, &tm[4], why, n))
+        return 1;
+    return g->qmc && (moe__cuda_sm90_tmap_a(g, g->bm / 2, &tm[0], why, n) ||
+                      moe__cuda_sm90_tmap_a(g, 64, &tm[2], why, n) || moe__cuda_sm90_tmap_a(g, 32, &tm[3], why, n));
+}
+
 #endif /* MOE_CUDA_GEMM_SM90_QS_CUH */

@@ -673,8 +673,12 @@ static int sm90_qs_helpers(const moe_cuda_impl *im) {
 /* The register-A kernel's tiles of 256 tokens (bm 256; bf16/f16 weights also
  * 128 + folds) in clusters of 2 CTAs that share each token tile by TMA
  * multicast (moe_cuda_gemm qmc), so that L2 serves a token tile once for 256
- * weight rows. MOE_SM90_QS_MC=0 / 1 never / always; the rule: not measured yet,
- * so never. */
+ * weight rows. MOE_SM90_QS_MC=0 / 1 never / always. The rule: never. It cut
+ * the GEMMs' L2 bytes by 21-31% and left their time as it was (H100, ncu: qwen3
+ * Q8_0 T = 4096 GEMM 1 417 -> 415 us, mixtral Q4_K 3192 -> 3151, gpt-oss-20b
+ * MXFP4 1.03-1.08x slower); the layer within its spread between rounds on the
+ * H200 (mixtral 0.96-0.99, deepseek-v3 Q4_K 1.03, qwen3 1.01; bench/decode/s40
+ * runs 1, 2, 9). */
 static int sm90_qs_mc(const moe_cuda_impl *im, int bm, int tn) {
     if (!(bm == 256 || (tn && bm == 128))) return 0;
     return im->qs_mc == 1;
