@@ -642,17 +642,20 @@ static int sm90_gather(void) {
     return -1;
 }
 
+/* a never / always / by-the-rule knob: 0 or 1 as the variable says, else -1 */
+static int env_01(const char *name) {
+    const char *v = getenv(name);
+    return v && (atoi(v) == 0 || atoi(v) == 1) ? atoi(v) : -1;
+}
+
 /* the register-A kernel's tiles (GGUF blocks, and bf16/f16 weights where
  * moe__cuda_sm90_tn takes them): tails and folds as the environment says */
 static void sm90_qs_env(moe_cuda_impl *im) {
     const char *tail = getenv("MOE_SM90_QS_TAIL"); /* 0: every m-tile of 256 tokens runs 256 */
     im->qs_tail = !(tail && atoi(tail) == 0);
-    const char *fold = getenv("MOE_SM90_QS_FOLD"); /* 0 / 1: never / always fold (moe__cuda_sm90_fold) */
-    im->qs_fold = fold && (atoi(fold) == 0 || atoi(fold) == 1) ? atoi(fold) : -1;
-    const char *help = getenv("MOE_SM90_QS_HELP"); /* 0 / 1: never / always helper warps (sm90_qs_helpers) */
-    im->qs_help = help && (atoi(help) == 0 || atoi(help) == 1) ? atoi(help) : -1;
-    const char *mc = getenv("MOE_SM90_QS_MC"); /* 0 / 1: never / always clusters of 2 (sm90_qs_mc) */
-    im->qs_mc = mc && (atoi(mc) == 0 || atoi(mc) == 1) ? atoi(mc) : -1;
+    im->qs_fold = env_01("MOE_SM90_QS_FOLD"); /* never / always fold (moe__cuda_sm90_fold) */
+    im->qs_help = env_01("MOE_SM90_QS_HELP"); /* never / always helper warps (sm90_qs_helpers) */
+    im->qs_mc = env_01("MOE_SM90_QS_MC");     /* never / always clusters of 2 (sm90_qs_mc) */
 }
 
 /* The register-A kernel's weight loads issued by two helper warps beside its
@@ -715,8 +718,7 @@ static moe_status init_common(moe_layer *L, int sm90) {
     im->bn1 = sm90 ? moe__cuda_sm90_bn1(L->desc.I, L->gated) : 256;
     if (sm90) {
         im->gather = sm90_gather();
-        const char *tn = getenv("MOE_SM90_TN"); /* 0 / 1: never / always the register-A kernel (moe__cuda_sm90_tn) */
-        im->tn = tn && (atoi(tn) == 0 || atoi(tn) == 1) ? atoi(tn) : -1;
+        im->tn = env_01("MOE_SM90_TN"); /* never / always the register-A kernel (moe__cuda_sm90_tn) */
         sm90_qs_env(im);
         char why[256];
         if (weight_tmaps(L, im, why, sizeof why)) {
